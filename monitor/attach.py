@@ -1,0 +1,64 @@
+"""Attach the monitor to a SparkSession: a listener feeding a background store writer."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import sqlalchemy as sa
+
+from monitor.config import load_settings
+from monitor.listener import WatermarkListener
+from monitor.store.engine import create_engine, display_url
+from monitor.writer import StoreWriter, WriterStats
+
+log = logging.getLogger(__name__)
+
+
+class MonitorHandle:
+    """A running attachment: flush it, read its stats, detach it; database_url hides passwords."""
+
+    def __init__(
+        self, spark: Any, listener: WatermarkListener, writer: StoreWriter, engine: sa.Engine
+    ) -> None:
+        self._spark, self.listener, self._writer, self.engine = spark, listener, writer, engine
+        self.database_url = display_url(engine)
+        self.attached = True
+
+    def flush(self, timeout: float = 30.0) -> bool:
+        """Wait until everything collected so far is in the store."""
+        return self._writer.flush(timeout)
+
+    def stats(self) -> WriterStats:
+        """The writer's counters (written, pending, dropped, rejected, retries)."""
+        return self._writer.stats()
+
+    def detach(self, timeout: float = 30.0) -> bool:
+        """Stop listening, write what is pending and close; False if events were left unwritten."""
+        if not self.attached:
+            return True
+        self._spark.streams.removeListener(self.listener)
+        self.attached = False
+        closed = self._writer.close(timeout)
+        self.engine.dispose()
+        return closed
+
+    def __enter__(self) -> MonitorHandle:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.detach()
+
+
+def attach(
+    spark: Any, database_url: str | None = None, *, buffer_size: int | None = None
+) -> MonitorHandle:
+    """Record every streaming query of `spark` in the store at `database_url` (default: WMON_)."""
+    settings = load_settings()
+    url = database_url or settings.database_url
+    engine = create_engine(url)
+    writer = StoreWriter(engine, capacity=buffer_size or settings.buffer_size)
+    listener = WatermarkListener(writer.submit)
+    spark.streams.addListener(listener)
+    log.info("wmon: monitoring streaming queries into %s", display_url(engine))
+    return MonitorHandle(spark, listener, writer, engine)

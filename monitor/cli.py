@@ -1,0 +1,292 @@
+"""The `wmon` command: migrate the store, inspect stored history, generate data, run the demo."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+import sqlalchemy.exc as sa_exc
+import sqlalchemy.orm as so
+
+from monitor.bench import add_bench_arguments
+from monitor.config import load_settings
+from monitor.store import migrate
+from monitor.store.engine import StoreError, create_engine, display_url, parse_url
+from monitor.store.reads import (
+    QueryNotFound,
+    batch_partitions,
+    find_query,
+    list_queries,
+    recent_batches,
+)
+from monitor.tables import (
+    BATCH_COLUMNS,
+    PARTITION_COLUMNS,
+    QUERY_COLUMNS,
+    render_json,
+    render_table,
+)
+from streaming.generator import DEFAULT_START_MS
+
+
+class CliError(Exception):
+    """A problem to report in one line, with a non-zero exit."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a bad argument is one line on stderr and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        """Report a usage error in one line."""
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _open_store(database_url: str | None, must_exist: bool = True) -> Any:
+    url = database_url or load_settings().database_url
+    parsed = parse_url(url)
+    if must_exist and parsed.get_backend_name() == "sqlite" and parsed.database:
+        if not Path(parsed.database).expanduser().exists():
+            raise CliError(f"no store at {parsed.database} (run `wmon db upgrade` or attach a job)")
+    engine = create_engine(url)
+    if must_exist and not migrate.is_current(engine):
+        raise CliError(f"store {display_url(engine)} is not migrated: run `wmon db upgrade`")
+    return engine
+
+
+def cmd_db_upgrade(args: argparse.Namespace) -> None:
+    """Create or migrate the store's schema to the newest revision."""
+    engine = _open_store(args.database_url, must_exist=False)
+    before = migrate.current_revision(engine)
+    migrate.upgrade(engine)
+    after = migrate.current_revision(engine)
+    state = "already at" if before == after else f"upgraded from {before or 'empty'} to"
+    print(f"store {display_url(engine)}: {state} revision {after}")
+
+
+def cmd_queries(args: argparse.Namespace) -> None:
+    """List every stored query."""
+    with so.Session(_open_store(args.database_url)) as session:
+        _print(args, QUERY_COLUMNS, list_queries(session))
+
+
+def cmd_batches(args: argparse.Namespace) -> None:
+    """List a query's most recent batches."""
+    with so.Session(_open_store(args.database_url)) as session:
+        query = find_query(session, args.query)
+        _print(args, BATCH_COLUMNS, recent_batches(session, query.id, args.limit))
+
+
+def cmd_partitions(args: argparse.Namespace) -> None:
+    """List the source partitions of a query's batch (the latest by default)."""
+    with so.Session(_open_store(args.database_url)) as session:
+        query = find_query(session, args.query)
+        _print(args, PARTITION_COLUMNS, batch_partitions(session, query.id, args.batch))
+
+
+def _print(args: argparse.Namespace, columns: Any, rows: Sequence[Any]) -> None:
+    print(render_json(columns, rows) if args.json else render_table(columns, rows))
+
+
+def cmd_generate(args: argparse.Namespace) -> None:
+    """Write deterministic scooter telemetry into a partitioned log."""
+    from streaming.generator import generate
+    from streaming.log import PartitionedLog
+
+    summary = generate(
+        PartitionedLog(args.path),
+        topic=args.topic,
+        partitions=args.partitions,
+        scooters=args.scooters,
+        records=args.records,
+        rate=args.rate,
+        start_ms=args.start_ms,
+        seed=args.seed,
+        max_disorder_ms=args.max_disorder_ms,
+    )
+    print(f"wrote {summary.records} records to {args.path / args.topic}")
+    for partition, written in sorted(summary.partitions.items()):
+        print(f"  partition {partition}: {written.records} records")
+
+
+def cmd_demo(args: argparse.Namespace) -> None:
+    """Run the sample streaming query over live generated data, attached to the monitor."""
+    from streaming.demo import DemoOptions, run_demo
+
+    run_demo(
+        DemoOptions(
+            workdir=args.workdir,
+            seconds=args.seconds,
+            partitions=args.partitions,
+            rate=args.rate,
+            backlog_seconds=args.backlog_seconds,
+            max_offsets_per_trigger=args.max_offsets_per_trigger,
+            database_url=args.database_url,
+        )
+    )
+
+
+def cmd_bench(args: argparse.Namespace) -> None:
+    """Measure the listener's time per event and the store's ingest rate."""
+    from monitor.bench import run_bench
+
+    run_bench(args)
+
+
+def at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number no smaller than `minimum`."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {value}")
+        return value
+
+    return parse
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a number above zero."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be above 0, not {text}")
+    return value
+
+
+def _add_generate(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser.add_argument("path", type=Path, help="the partitioned log's folder")
+    parser.add_argument("--topic", default="telemetry", help="topic name (default telemetry)")
+    parser.add_argument("--partitions", type=at_least(1), default=4, help="default 4")
+    parser.add_argument("--scooters", type=at_least(1), default=50, help="default 50")
+    parser.add_argument("--records", type=at_least(1), default=10_000, help="default 10000")
+    parser.add_argument(
+        "--rate",
+        type=positive_float,
+        default=100.0,
+        help="records per second of event time (default 100)",
+    )
+    parser.add_argument(
+        "--start-ms",
+        type=at_least(0),
+        default=DEFAULT_START_MS,
+        help="event time of the first record, epoch ms",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="default 0")
+    parser.add_argument(
+        "--max-disorder-ms",
+        type=at_least(0),
+        default=2_000,
+        help="how far out of order event times may be (default 2000)",
+    )
+    return parser
+
+
+def _add_demo(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=Path("var/demo"),
+        help="where the log and checkpoint go (default var/demo)",
+    )
+    parser.add_argument(
+        "--seconds",
+        type=at_least(0),
+        default=0,
+        help="stop after this long (default 0: run until Ctrl-C)",
+    )
+    parser.add_argument("--partitions", type=at_least(1), default=4, help="default 4")
+    parser.add_argument(
+        "--rate", type=positive_float, default=200.0, help="records per second (default 200)"
+    )
+    parser.add_argument(
+        "--backlog-seconds",
+        type=at_least(0),
+        default=30,
+        help="seconds of telemetry waiting when the job starts (default 30)",
+    )
+    parser.add_argument(
+        "--max-offsets-per-trigger",
+        type=at_least(1),
+        default=500,
+        help="records per batch at most (default 500)",
+    )
+    return parser
+
+
+def build_parser() -> Parser:
+    """The argument parser of every subcommand."""
+    parser = Parser(prog="wmon", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    store = Parser(add_help=False)
+    store.add_argument(
+        "--database-url",
+        help="store URL (default: $WMON_DATABASE_URL or "
+        "the SQLite file under $WMON_HOME / ~/.local/share/wmon)",
+    )
+    output = Parser(add_help=False)
+    output.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    db = commands.add_parser("db", help="manage the store's schema")
+    db_commands = db.add_subparsers(dest="db_command", required=True, parser_class=Parser)
+    db_commands.add_parser(
+        "upgrade", parents=[store], help="migrate the store to the newest schema"
+    ).set_defaults(func=cmd_db_upgrade)
+
+    commands.add_parser(
+        "queries", parents=[store, output], help="list stored queries"
+    ).set_defaults(func=cmd_queries)
+    batches = commands.add_parser(
+        "batches", parents=[store, output], help="a query's recent batches"
+    )
+    batches.add_argument("query", help="query id or name")
+    batches.add_argument("--limit", type=at_least(1), default=20, help="how many (default 20)")
+    batches.set_defaults(func=cmd_batches)
+    partitions = commands.add_parser(
+        "partitions", parents=[store, output], help="a batch's source partitions"
+    )
+    partitions.add_argument("query", help="query id or name")
+    partitions.add_argument("--batch", type=at_least(0), help="batch id (default: latest)")
+    partitions.set_defaults(func=cmd_partitions)
+
+    _add_generate(
+        commands.add_parser("generate", help="write scooter telemetry into a partitioned log")
+    ).set_defaults(func=cmd_generate)
+    _add_demo(
+        commands.add_parser(
+            "demo", parents=[store], help="run the sample monitored streaming query"
+        )
+    ).set_defaults(func=cmd_demo)
+    add_bench_arguments(
+        commands.add_parser("bench", help="benchmark the listener and the store")
+    ).set_defaults(func=cmd_bench)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one `wmon` command; errors are one line on stderr and a non-zero exit."""
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except (CliError, StoreError, QueryNotFound, ValueError) as error:
+        message = error.args[0] if isinstance(error, QueryNotFound) else str(error)
+        print(f"wmon: error: {message}", file=sys.stderr)
+        return 1
+    except sa_exc.OperationalError as error:
+        reason = str(error.orig or error).strip().splitlines()[0]
+        print(f"wmon: error: cannot use the store: {reason}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,113 @@
+"""Shared event types: what the listener collects and the store writes, for every stage."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class QueryStarted:
+    """A streaming query started a run."""
+
+    query_id: str
+    run_id: str
+    name: str | None
+    timestamp_ms: int
+
+
+@dataclass(frozen=True)
+class QueryIdle:
+    """A trigger found no new data; carries no batch and must never touch batch rows."""
+
+    query_id: str
+    run_id: str
+    timestamp_ms: int
+
+
+@dataclass(frozen=True)
+class QueryTerminated:
+    """A run ended, with Spark's exception text when it failed."""
+
+    query_id: str
+    run_id: str
+    timestamp_ms: int
+    exception: str | None = None
+    error_class: str | None = None
+
+
+@dataclass(frozen=True)
+class PartitionOffsets:
+    """One source partition's offsets in one batch."""
+
+    partition: str
+    topic: str | None
+    start_offset: int | None
+    end_offset: int | None
+    latest_offset: int | None
+
+    @property
+    def offset_lag(self) -> int | None:
+        """Latest available offset minus processed offset, when both are known."""
+        if self.latest_offset is None or self.end_offset is None:
+            return None
+        return max(self.latest_offset - self.end_offset, 0)
+
+
+@dataclass(frozen=True)
+class SourceProgress:
+    """One source of a batch: raw offsets as Spark reported them, and their partitions."""
+
+    source_index: int
+    description: str
+    kind: str
+    start_offset: str | None
+    end_offset: str | None
+    latest_offset: str | None
+    num_input_rows: int | None
+    input_rows_per_second: float | None
+    processed_rows_per_second: float | None
+    partitions: tuple[PartitionOffsets, ...] = ()
+
+
+@dataclass(frozen=True)
+class OperatorProgress:
+    """One stateful operator of a batch."""
+
+    operator_index: int
+    operator_name: str | None
+    num_rows_total: int | None
+    num_rows_updated: int | None
+    num_rows_removed: int | None
+    num_rows_dropped_by_watermark: int | None
+    memory_used_bytes: int | None
+    num_registered_timers: int | None
+    num_deleted_timers: int | None
+    num_expired_timers: int | None
+    custom_metrics: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BatchProgress:
+    """One micro-batch of a query, as reported by Spark's progress event."""
+
+    query_id: str
+    run_id: str
+    name: str | None
+    batch_id: int
+    batch_time_ms: int
+    watermark_ms: int | None
+    event_time_min_ms: int | None
+    event_time_max_ms: int | None
+    event_time_avg_ms: int | None
+    num_input_rows: int | None
+    input_rows_per_second: float | None
+    processed_rows_per_second: float | None
+    trigger_duration_ms: int | None
+    durations_ms: dict[str, int] = field(default_factory=dict)
+    operators: tuple[OperatorProgress, ...] = ()
+    sources: tuple[SourceProgress, ...] = ()
+    observed_metrics: dict[str, Any] = field(default_factory=dict)
+
+
+Event = QueryStarted | QueryIdle | QueryTerminated | BatchProgress

@@ -1,0 +1,154 @@
+"""Turn Spark's progress JSON into our BatchProgress, validating as it goes."""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from monitor.events import BatchProgress, OperatorProgress, SourceProgress
+from monitor.offsets import encode, parse_partitions, source_kind
+
+
+class ProgressError(ValueError):
+    """A progress event that cannot be read; the message says which field and why."""
+
+
+def parse_time_ms(text: str) -> int:
+    """Epoch milliseconds of one of Spark's ISO-8601 timestamps ('2026-11-22T10:00:00.123Z')."""
+    if text.endswith("Z"):
+        text = text[:-1] + "+00:00"
+    moment = datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return (moment - _EPOCH) // timedelta(milliseconds=1)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def _required(doc: dict[str, Any], key: str, kind: type) -> Any:
+    if key not in doc:
+        raise ProgressError(f"progress has no {key!r}")
+    value = doc[key]
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise ProgressError(f"progress field {key!r} must be {kind.__name__}, not {value!r}")
+    return value
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return int(value) if math.isfinite(value) else None
+
+
+def _float(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _timestamp(value: Any, key: str) -> int:
+    try:
+        return parse_time_ms(value)
+    except (AttributeError, TypeError, ValueError):
+        raise ProgressError(f"progress field {key!r} is not a timestamp: {value!r}") from None
+
+
+def _time(doc: dict[str, Any], key: str) -> int | None:
+    value = doc.get(key)
+    return None if value is None else _timestamp(value, key)
+
+
+def _dict(doc: dict[str, Any], key: str) -> dict[str, Any]:
+    value = doc.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ProgressError(f"progress field {key!r} must be an object, not {value!r}")
+    return value
+
+
+def _list(doc: dict[str, Any], key: str) -> list[Any]:
+    value = doc.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise ProgressError(f"progress field {key!r} must be a list of objects")
+    return value
+
+
+def parse_operator(index: int, doc: dict[str, Any]) -> OperatorProgress:
+    """One entry of stateOperators[]; timer counts come from its custom metrics."""
+    custom = doc.get("customMetrics")
+    if not isinstance(custom, dict):
+        custom = {}
+    return OperatorProgress(
+        operator_index=index,
+        operator_name=doc.get("operatorName"),
+        num_rows_total=_int(doc.get("numRowsTotal")),
+        num_rows_updated=_int(doc.get("numRowsUpdated")),
+        num_rows_removed=_int(doc.get("numRowsRemoved")),
+        num_rows_dropped_by_watermark=_int(doc.get("numRowsDroppedByWatermark")),
+        memory_used_bytes=_int(doc.get("memoryUsedBytes")),
+        num_registered_timers=_int(custom.get("numRegisteredTimers")),
+        num_deleted_timers=_int(custom.get("numDeletedTimers")),
+        num_expired_timers=_int(custom.get("numExpiredTimers")),
+        custom_metrics=dict(custom),
+    )
+
+
+def parse_source(index: int, doc: dict[str, Any]) -> SourceProgress:
+    """One entry of sources[]: raw offsets kept as text, partitions parsed where known."""
+    description = str(doc.get("description") or "")
+    start, end, latest = doc.get("startOffset"), doc.get("endOffset"), doc.get("latestOffset")
+    return SourceProgress(
+        source_index=index,
+        description=description,
+        kind=source_kind(description),
+        start_offset=encode(start),
+        end_offset=encode(end),
+        latest_offset=encode(latest),
+        num_input_rows=_int(doc.get("numInputRows")),
+        input_rows_per_second=_float(doc.get("inputRowsPerSecond")),
+        processed_rows_per_second=_float(doc.get("processedRowsPerSecond")),
+        partitions=parse_partitions(start, end, latest),
+    )
+
+
+def parse_progress(doc: Any) -> BatchProgress:
+    """A BatchProgress from one progress document (StreamingQueryProgress.json, decoded)."""
+    if not isinstance(doc, dict):
+        raise ProgressError(f"progress must be a JSON object, not {type(doc).__name__}")
+    event_time = _dict(doc, "eventTime")
+    durations = {k: v for k, v in _dict(doc, "durationMs").items() if _int(v) is not None}
+    name = doc.get("name")
+    return BatchProgress(
+        query_id=_required(doc, "id", str),
+        run_id=_required(doc, "runId", str),
+        name=name if isinstance(name, str) else None,
+        batch_id=_required(doc, "batchId", int),
+        batch_time_ms=_timestamp(_required(doc, "timestamp", str), "timestamp"),
+        watermark_ms=_time(event_time, "watermark"),
+        event_time_min_ms=_time(event_time, "min"),
+        event_time_max_ms=_time(event_time, "max"),
+        event_time_avg_ms=_time(event_time, "avg"),
+        num_input_rows=_int(doc.get("numInputRows")),
+        input_rows_per_second=_float(doc.get("inputRowsPerSecond")),
+        processed_rows_per_second=_float(doc.get("processedRowsPerSecond")),
+        trigger_duration_ms=_int(durations.get("triggerExecution")),
+        durations_ms={k: int(v) for k, v in durations.items()},
+        operators=tuple(parse_operator(i, op) for i, op in enumerate(_list(doc, "stateOperators"))),
+        sources=tuple(parse_source(i, src) for i, src in enumerate(_list(doc, "sources"))),
+        observed_metrics=_dict(doc, "observedMetrics"),
+    )
+
+
+def parse_progress_json(text: str) -> BatchProgress:
+    """A BatchProgress from the JSON text of a progress event."""
+    try:
+        doc = json.loads(text)
+    except (TypeError, ValueError) as error:
+        raise ProgressError(f"progress is not valid JSON: {error}") from None
+    return parse_progress(doc)

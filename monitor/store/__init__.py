@@ -1,0 +1,1 @@
+"""The SQL store: models, engines, migrations, writes and reads."""

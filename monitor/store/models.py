@@ -1,0 +1,149 @@
+"""Typed SQLAlchemy models of the store; the schema itself changes only through migrations/."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+import sqlalchemy.orm as so
+
+# Times are epoch milliseconds: exact, the same on SQLite and PostgreSQL, cheap to bucket.
+Millis = sa.BigInteger
+# SQLite only auto-increments an INTEGER PRIMARY KEY; history tables need 64 bits elsewhere.
+RowId = sa.BigInteger().with_variant(sa.Integer, "sqlite")
+
+
+class Base(so.DeclarativeBase):
+    """Declarative base of every table."""
+
+    metadata = sa.MetaData(
+        naming_convention={
+            "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+            "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+            "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+            "pk": "pk_%(table_name)s",
+        }
+    )
+
+
+class Query(Base):
+    """A streaming query, by its id that is stable across restarts; the latest state of it."""
+
+    __tablename__ = "queries"
+
+    id: so.Mapped[str] = so.mapped_column(sa.String(36), primary_key=True)
+    name: so.Mapped[str | None] = so.mapped_column(sa.String(255), index=True)
+    run_id: so.Mapped[str] = so.mapped_column(sa.String(36))
+    status: so.Mapped[str] = so.mapped_column(sa.String(16))
+    started_at_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    updated_at_ms: so.Mapped[int] = so.mapped_column(Millis)
+    last_batch_id: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    terminated_at_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    exception: so.Mapped[str | None] = so.mapped_column(sa.Text)
+    error_class: so.Mapped[str | None] = so.mapped_column(sa.String(255))
+
+
+class Run(Base):
+    """One start of a query: from started to idle to terminated."""
+
+    __tablename__ = "runs"
+
+    run_id: so.Mapped[str] = so.mapped_column(sa.String(36), primary_key=True)
+    query_id: so.Mapped[str] = so.mapped_column(sa.ForeignKey("queries.id"), index=True)
+    name: so.Mapped[str | None] = so.mapped_column(sa.String(255))
+    started_at_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    last_idle_at_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    terminated_at_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    exception: so.Mapped[str | None] = so.mapped_column(sa.Text)
+    error_class: so.Mapped[str | None] = so.mapped_column(sa.String(255))
+
+
+class Batch(Base):
+    """One micro-batch of a query: watermark, event times, rows, rates and durations."""
+
+    __tablename__ = "batches"
+    __table_args__ = (
+        sa.UniqueConstraint("query_id", "batch_id"),
+        sa.Index(None, "query_id", "batch_time_ms"),
+    )
+
+    id: so.Mapped[int] = so.mapped_column(RowId, primary_key=True)
+    query_id: so.Mapped[str] = so.mapped_column(sa.ForeignKey("queries.id"))
+    batch_id: so.Mapped[int] = so.mapped_column(sa.BigInteger)
+    run_id: so.Mapped[str] = so.mapped_column(sa.String(36))
+    batch_time_ms: so.Mapped[int] = so.mapped_column(Millis)
+    watermark_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    event_time_min_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    event_time_max_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    event_time_avg_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    num_input_rows: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    input_rows_per_second: so.Mapped[float | None] = so.mapped_column(sa.Float)
+    processed_rows_per_second: so.Mapped[float | None] = so.mapped_column(sa.Float)
+    trigger_duration_ms: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    durations_ms: so.Mapped[dict[str, int]] = so.mapped_column(sa.JSON)
+    observed_metrics: so.Mapped[dict[str, Any]] = so.mapped_column(sa.JSON)
+
+
+class StateOperator(Base):
+    """One stateful operator in one batch, with its timer counts for that batch."""
+
+    __tablename__ = "state_operators"
+    __table_args__ = (sa.UniqueConstraint("query_id", "batch_id", "operator_index"),)
+
+    id: so.Mapped[int] = so.mapped_column(RowId, primary_key=True)
+    query_id: so.Mapped[str] = so.mapped_column(sa.ForeignKey("queries.id"))
+    batch_id: so.Mapped[int] = so.mapped_column(sa.BigInteger)
+    operator_index: so.Mapped[int] = so.mapped_column(sa.Integer)
+    operator_name: so.Mapped[str | None] = so.mapped_column(sa.String(255))
+    num_rows_total: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    num_rows_updated: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    num_rows_removed: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    num_rows_dropped_by_watermark: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    memory_used_bytes: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    num_registered_timers: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    num_deleted_timers: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    num_expired_timers: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    custom_metrics: so.Mapped[dict[str, Any]] = so.mapped_column(sa.JSON)
+
+
+class Source(Base):
+    """One source in one batch, its offsets kept raw as Spark reported them."""
+
+    __tablename__ = "sources"
+    __table_args__ = (sa.UniqueConstraint("query_id", "batch_id", "source_index"),)
+
+    id: so.Mapped[int] = so.mapped_column(RowId, primary_key=True)
+    query_id: so.Mapped[str] = so.mapped_column(sa.ForeignKey("queries.id"))
+    batch_id: so.Mapped[int] = so.mapped_column(sa.BigInteger)
+    source_index: so.Mapped[int] = so.mapped_column(sa.Integer)
+    description: so.Mapped[str] = so.mapped_column(sa.Text)
+    kind: so.Mapped[str] = so.mapped_column(sa.String(32))
+    start_offset: so.Mapped[str | None] = so.mapped_column(sa.Text)
+    end_offset: so.Mapped[str | None] = so.mapped_column(sa.Text)
+    latest_offset: so.Mapped[str | None] = so.mapped_column(sa.Text)
+    num_input_rows: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    input_rows_per_second: so.Mapped[float | None] = so.mapped_column(sa.Float)
+    processed_rows_per_second: so.Mapped[float | None] = so.mapped_column(sa.Float)
+
+
+class Partition(Base):
+    """One source partition in one batch: offsets and offset lag."""
+
+    __tablename__ = "partitions"
+    __table_args__ = (
+        sa.UniqueConstraint("query_id", "batch_id", "source_index", "partition"),
+        sa.Index(None, "query_id", "batch_time_ms"),
+        sa.Index(None, "query_id", "partition", "batch_time_ms"),
+    )
+
+    id: so.Mapped[int] = so.mapped_column(RowId, primary_key=True)
+    query_id: so.Mapped[str] = so.mapped_column(sa.ForeignKey("queries.id"))
+    batch_id: so.Mapped[int] = so.mapped_column(sa.BigInteger)
+    batch_time_ms: so.Mapped[int] = so.mapped_column(Millis)
+    source_index: so.Mapped[int] = so.mapped_column(sa.Integer)
+    partition: so.Mapped[str] = so.mapped_column(sa.String(255))
+    topic: so.Mapped[str | None] = so.mapped_column(sa.String(255))
+    start_offset: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    end_offset: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    latest_offset: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    offset_lag: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)

@@ -1,0 +1,85 @@
+"""Render stored rows for a terminal: aligned tables, or JSON for scripts."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+
+def iso_time(ms: int | None) -> str:
+    """Epoch milliseconds as a readable UTC time, '-' when unknown."""
+    if ms is None:
+        return "-"
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def plain(value: Any) -> str:
+    """A value as table text, '-' when unknown."""
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.1f}"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: its header, the row attribute it shows and how to show it."""
+
+    header: str
+    attribute: str
+    show: Callable[[Any], str] = plain
+
+
+QUERY_COLUMNS = (
+    Column("id", "id"),
+    Column("name", "name"),
+    Column("status", "status"),
+    Column("last batch", "last_batch_id"),
+    Column("updated", "updated_at_ms", iso_time),
+    Column("run", "run_id"),
+    Column("error", "error_class"),
+)
+BATCH_COLUMNS = (
+    Column("batch", "batch_id"),
+    Column("time", "batch_time_ms", iso_time),
+    Column("watermark", "watermark_ms", iso_time),
+    Column("event time min", "event_time_min_ms", iso_time),
+    Column("event time max", "event_time_max_ms", iso_time),
+    Column("rows", "num_input_rows"),
+    Column("rows/s in", "input_rows_per_second"),
+    Column("rows/s done", "processed_rows_per_second"),
+    Column("ms", "trigger_duration_ms"),
+)
+PARTITION_COLUMNS = (
+    Column("batch", "batch_id"),
+    Column("source", "source_index"),
+    Column("partition", "partition"),
+    Column("start", "start_offset"),
+    Column("end", "end_offset"),
+    Column("latest", "latest_offset"),
+    Column("offset lag", "offset_lag"),
+)
+
+
+def render_table(columns: Sequence[Column], rows: Sequence[Any]) -> str:
+    """Rows as an aligned text table under a header line."""
+    if not rows:
+        return "(none)"
+    cells = [[c.header for c in columns]]
+    cells += [[c.show(getattr(row, c.attribute)) for c in columns] for row in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
+    return "\n".join(
+        "  ".join(text.ljust(width) for text, width in zip(line, widths, strict=True)).rstrip()
+        for line in cells
+    )
+
+
+def render_json(columns: Sequence[Column], rows: Sequence[Any]) -> str:
+    """Rows as a JSON list of objects keyed by attribute, raw values (times in epoch ms)."""
+    return json.dumps(
+        [{c.attribute: getattr(row, c.attribute) for c in columns} for row in rows], indent=2
+    )

@@ -1,0 +1,129 @@
+"""Shared fixtures: one SparkSession per test session, real SQLite and PostgreSQL stores."""
+
+import os
+import sys
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The one SparkSession of the test run, with the partitioned-log source registered."""
+    from pyspark.sql import SparkSession
+
+    from streaming.partitioned_log import register
+
+    warehouse = tempfile.mkdtemp(prefix="wmon-spark-")
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("wmon-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
+        .config("spark.sql.warehouse.dir", warehouse)
+        .config("spark.driver.memory", "2g")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    register(session)
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def log_dir(tmp_path: Path) -> Path:
+    """An empty directory for a partitioned log."""
+    path = tmp_path / "log"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def checkpoint(tmp_path: Path) -> str:
+    """A fresh checkpoint location for one streaming query."""
+    return str(tmp_path / "checkpoint")
+
+
+def unique_name(prefix: str = "q") -> str:
+    """A query name that no other test uses."""
+    return f"{prefix}_{uuid.uuid4().hex[:8]}"
+
+
+POSTGRES_SERVER = os.environ.get(
+    "WMON_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
+
+
+def _migrated(url: str) -> str:
+    from monitor.store.engine import create_engine
+    from monitor.store.migrate import upgrade
+
+    engine = create_engine(url)
+    upgrade(engine)
+    engine.dispose()
+    return url
+
+
+@pytest.fixture(scope="session")
+def postgres_template() -> Iterator[str]:
+    """A migrated PostgreSQL database that each test copies; unreachable PostgreSQL fails."""
+    import sqlalchemy.exc
+
+    from monitor.store.engine import parse_url
+    from monitor.store.scratch import create_database, drop_database
+
+    try:
+        url = _migrated(create_database(POSTGRES_SERVER, "wmon_template"))
+    except sqlalchemy.exc.OperationalError as error:
+        pytest.fail(f"PostgreSQL at {POSTGRES_SERVER} is required and unreachable: {error}")
+    yield parse_url(url).database
+    drop_database(url)
+
+
+def _postgres_database(template: str | None) -> Iterator[str]:
+    import sqlalchemy.exc
+
+    from monitor.store.scratch import create_database, drop_database
+
+    try:
+        url = create_database(POSTGRES_SERVER, "wmon_test", template=template)
+    except sqlalchemy.exc.OperationalError as error:
+        pytest.fail(f"PostgreSQL at {POSTGRES_SERVER} is required and unreachable: {error}")
+    yield url
+    drop_database(url)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The URL of a migrated, empty store: once on SQLite, once on PostgreSQL."""
+    if request.param == "sqlite":
+        yield _migrated(f"sqlite:///{tmp_path / 'wmon.db'}")
+    else:
+        yield from _postgres_database(request.getfixturevalue("postgres_template"))
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def empty_database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The URL of a store with no schema at all: once on SQLite, once on PostgreSQL."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'empty.db'}"
+    else:
+        yield from _postgres_database(None)
+
+
+@pytest.fixture
+def engine(database_url: str):
+    """An engine on the migrated store."""
+    from monitor.store.engine import create_engine
+
+    engine = create_engine(database_url)
+    yield engine
+    engine.dispose()
