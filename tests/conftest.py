@@ -3,7 +3,6 @@
 import os
 import sys
 import tempfile
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -50,11 +49,6 @@ def log_dir(tmp_path: Path) -> Path:
 def checkpoint(tmp_path: Path) -> str:
     """A fresh checkpoint location for one streaming query."""
     return str(tmp_path / "checkpoint")
-
-
-def unique_name(prefix: str = "q") -> str:
-    """A query name that no other test uses."""
-    return f"{prefix}_{uuid.uuid4().hex[:8]}"
 
 
 POSTGRES_SERVER = os.environ.get(

@@ -2,6 +2,9 @@
 
 import copy
 import json
+import time
+import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,3 +21,18 @@ def progress_doc(name: str = "progress_kafka.json", **changes: Any) -> dict[str,
     doc = copy.deepcopy(fixture(name)["progress"])
     doc.update(changes)
     return doc
+
+
+def unique_name(prefix: str = "q") -> str:
+    """A query name that no other test uses."""
+    return f"{prefix}_{uuid.uuid4().hex[:8]}"
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
+    """Poll until `predicate` returns something true; fail loudly naming `what` on timeout."""
+    deadline = time.monotonic() + timeout
+    while not (result := predicate()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(0.2)
+    return result

@@ -7,7 +7,6 @@ import time
 from datetime import datetime, timezone
 
 import pytest
-from conftest import unique_name
 from pyspark.sql.datasource import CaseInsensitiveDict
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
@@ -19,6 +18,7 @@ from streaming.partitioned_log import (
     SourceOptions,
     allocate,
 )
+from tests.helpers import unique_name
 
 WAIT_SECONDS = 120
 
