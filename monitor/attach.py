@@ -54,10 +54,12 @@ def attach(
     spark: Any, database_url: str | None = None, *, buffer_size: int | None = None
 ) -> MonitorHandle:
     """Record every streaming query of `spark` in the store at `database_url` (default: WMON_)."""
-    settings = load_settings()
-    url = database_url or settings.database_url
-    engine = create_engine(url)
-    writer = StoreWriter(engine, capacity=buffer_size or settings.buffer_size)
+    if database_url is None or buffer_size is None:
+        settings = load_settings()
+        database_url = database_url or settings.database_url
+        buffer_size = buffer_size or settings.buffer_size
+    engine = create_engine(database_url)
+    writer = StoreWriter(engine, capacity=buffer_size)
     listener = WatermarkListener(writer.submit)
     spark.streams.addListener(listener)
     log.info("wmon: monitoring streaming queries into %s", display_url(engine))

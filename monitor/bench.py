@@ -176,7 +176,9 @@ def spark_callback_times(seconds: int, partitions: int) -> tuple[list[float], li
     baseline = _NoOpListener()
     jvm = SparkContext._jvm
     assert jvm is not None
-    baseline._jlistenerobj = jvm.PythonStreamingQueryListenerWrapper(TimedPySparkPath(baseline))
+    baseline._jlistenerobj = jvm.org.apache.spark.sql.streaming.PythonStreamingQueryListenerWrapper(
+        TimedPySparkPath(baseline)
+    )
     spark.streams.addListener(baseline)
     handle = monitor.attach(spark, f"sqlite:///{work / 'wmon.db'}")
     query = (

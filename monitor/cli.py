@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -14,7 +15,13 @@ import sqlalchemy.orm as so
 from monitor.bench import add_bench_arguments
 from monitor.config import load_settings
 from monitor.store import migrate
-from monitor.store.engine import StoreError, create_engine, display_url, parse_url
+from monitor.store.engine import (
+    StoreError,
+    create_engine,
+    display_url,
+    error_reason,
+    parse_url,
+)
 from monitor.store.reads import (
     QueryNotFound,
     batch_partitions,
@@ -279,12 +286,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = error.args[0] if isinstance(error, QueryNotFound) else str(error)
         print(f"wmon: error: {message}", file=sys.stderr)
         return 1
-    except sa_exc.OperationalError as error:
-        reason = str(error.orig or error).strip().splitlines()[0]
-        print(f"wmon: error: cannot use the store: {reason}", file=sys.stderr)
+    except sa_exc.DatabaseError as error:
+        print(f"wmon: error: cannot use the store: {error_reason(error)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`wmon batches q | head`): stop quietly, as other tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     return 0
 
 

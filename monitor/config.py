@@ -14,7 +14,8 @@ def default_database_path(environ: Mapping[str, str] = os.environ) -> Path:
     """The embedded SQLite store: $WMON_HOME/wmon.db, else $XDG_DATA_HOME/wmon/wmon.db."""
     if environ.get("WMON_HOME"):
         return Path(environ["WMON_HOME"]).expanduser() / "wmon.db"
-    data_home = environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    home = environ.get("HOME") or str(Path.home())
+    data_home = environ.get("XDG_DATA_HOME") or str(Path(home) / ".local" / "share")
     return Path(data_home).expanduser() / "wmon" / "wmon.db"
 
 
@@ -29,7 +30,7 @@ class Settings:
 def load_settings(environ: Mapping[str, str] = os.environ) -> Settings:
     """Read the settings, with defaults for what is not set."""
     url = environ.get("WMON_DATABASE_URL") or f"sqlite:///{default_database_path(environ)}"
-    raw_size = environ.get("WMON_BUFFER_SIZE", str(DEFAULT_BUFFER_SIZE))
+    raw_size = environ.get("WMON_BUFFER_SIZE") or str(DEFAULT_BUFFER_SIZE)
     try:
         buffer_size = int(raw_size)
     except ValueError:

@@ -30,11 +30,18 @@ def _field(doc: dict[str, Any], key: str) -> Any:
     return doc[key]
 
 
+def _id(doc: dict[str, Any], key: str) -> str:
+    value = _field(doc, key)
+    if not isinstance(value, str) or not value:
+        raise ProgressError(f"event field {key!r} must be a non-empty string, not {value!r}")
+    return value
+
+
 def started_event(doc: dict[str, Any]) -> QueryStarted:
     """A QueryStarted from the JSON form of Spark's QueryStartedEvent."""
     return QueryStarted(
-        query_id=str(_field(doc, "id")),
-        run_id=str(_field(doc, "runId")),
+        query_id=_id(doc, "id"),
+        run_id=_id(doc, "runId"),
         name=doc.get("name"),
         timestamp_ms=parse_time_ms(_field(doc, "timestamp")),
     )
@@ -43,8 +50,8 @@ def started_event(doc: dict[str, Any]) -> QueryStarted:
 def idle_event(doc: dict[str, Any]) -> QueryIdle:
     """A QueryIdle from the JSON form of Spark's QueryIdleEvent."""
     return QueryIdle(
-        query_id=str(_field(doc, "id")),
-        run_id=str(_field(doc, "runId")),
+        query_id=_id(doc, "id"),
+        run_id=_id(doc, "runId"),
         timestamp_ms=parse_time_ms(_field(doc, "timestamp")),
     )
 
@@ -52,8 +59,8 @@ def idle_event(doc: dict[str, Any]) -> QueryIdle:
 def terminated_event(doc: dict[str, Any], now_ms: int) -> QueryTerminated:
     """A QueryTerminated from the JSON form of Spark's QueryTerminatedEvent (it has no time)."""
     return QueryTerminated(
-        query_id=str(_field(doc, "id")),
-        run_id=str(_field(doc, "runId")),
+        query_id=_id(doc, "id"),
+        run_id=_id(doc, "runId"),
         timestamp_ms=now_ms,
         exception=doc.get("exception"),
         error_class=doc.get("errorClassOnException"),
@@ -146,7 +153,11 @@ class WatermarkListener(StreamingQueryListener):
 
             jvm = SparkContext._jvm
             assert jvm is not None, "no SparkContext is running"
-            self._jlistenerobj = jvm.PythonStreamingQueryListenerWrapper(JavaEventBridge(self))
+            self._jlistenerobj = (
+                jvm.org.apache.spark.sql.streaming.PythonStreamingQueryListenerWrapper(
+                    JavaEventBridge(self)
+                )
+            )
         return self._jlistenerobj
 
 

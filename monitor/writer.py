@@ -18,6 +18,7 @@ import sqlalchemy as sa
 import sqlalchemy.exc as sa_exc
 
 from monitor.events import Event
+from monitor.store.engine import error_reason
 from monitor.store.migrate import is_current, upgrade
 from monitor.store.writes import write_event
 
@@ -56,6 +57,8 @@ class StoreWriter:
         prepare: Callable[[sa.Engine], None] = _ensure_schema,
         max_backoff: float = 5.0,
     ) -> None:
+        if capacity < 1:
+            raise ValueError(f"the writer's capacity must be at least 1, not {capacity}")
         self._engine, self._write, self._prepare = engine, write, prepare
         self._capacity, self._max_backoff = capacity, max_backoff
         self._buffer: deque[Event] = deque()
@@ -153,40 +156,33 @@ class StoreWriter:
             return False
         except Exception as error:
             log.error("wmon: could not store %s: %s", type(event).__name__, error)
-            self._finish(written=False, error=error)
+            self._finish(error)
             return True
-        self._finish(written=True, error=None)
+        self._finish(None)
         return True
 
     def _note_unavailable(self, error: Exception) -> None:
         with self._lock:
             if self._store_available:
-                log.warning("wmon: store unavailable, retrying: %s", _first_line(error))
+                log.warning("wmon: store unavailable, retrying: %s", error_reason(error))
             self._store_available = False
             self._retries += 1
-            self._last_error = _first_line(error)
+            self._last_error = error_reason(error)
 
-    def _finish(self, written: bool, error: Exception | None) -> None:
+    def _finish(self, error: Exception | None) -> None:
+        """Done with the event in flight: written when there is no error, else rejected."""
         with self._lock:
-            if written:
+            if error is None:
                 self._written += 1
                 if not self._store_available:
                     log.warning("wmon: store available again")
                 self._store_available = True
             else:
                 self._rejected += 1
-                self._last_error = _first_line(error)
+                self._last_error = error_reason(error)
             self._in_flight = None
             self._lock.notify_all()
 
     def _wait_or_close(self, seconds: float) -> bool:
         """Sleep before a retry; True if the writer is closing and should give up now."""
         return self._stop.wait(seconds)
-
-
-def _first_line(error: BaseException | None) -> str:
-    return (
-        str(error).strip().splitlines()[0]
-        if error is not None and str(error).strip()
-        else repr(error)
-    )

@@ -117,10 +117,18 @@ def run_demo(options: DemoOptions) -> None:
         _watch(query, handle, options.seconds)
     finally:
         stop.set()
-        query.stop()
+        stop_between_batches(query)
         detached = handle.detach()
         spark.stop()
         _print_summary(handle, detached)
+
+
+def stop_between_batches(query: Any, timeout: float = 15.0) -> None:
+    """Stop a query once its running batch is done, so Spark does not abort a write midway."""
+    deadline = time.monotonic() + timeout
+    while query.isActive and query.status["isTriggerActive"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    query.stop()
 
 
 def _interrupt(_signum: int, _frame: Any) -> None:

@@ -1,4 +1,4 @@
-"""A TCP proxy on 127.0.0.1 that a test can cut (close every connection, refuse new ones) and restore."""
+"""A TCP proxy on 127.0.0.1 that a test can cut (close every connection) and restore."""
 
 import socket
 import threading

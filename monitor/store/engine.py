@@ -20,7 +20,7 @@ def parse_url(database_url: str) -> sa.URL:
     """Validate a database URL and return it parsed, or raise StoreError saying what is wrong."""
     try:
         url = sa.make_url(database_url)
-    except sa_exc.ArgumentError:
+    except (sa_exc.ArgumentError, ValueError):
         raise StoreError(
             f"not a database URL: {database_url!r} "
             "(expected e.g. sqlite:///path/to/wmon.db or postgresql://user@host/db)"
@@ -55,6 +55,13 @@ def create_engine(database_url: str, **options: Any) -> sa.Engine:
     options.setdefault("pool_pre_ping", True)
     options.setdefault("connect_args", {"connect_timeout": 5})
     return sa.create_engine(url, **options)
+
+
+def error_reason(error: BaseException) -> str:
+    """The first line of what the database driver said, without SQLAlchemy's preamble."""
+    cause = error.orig if isinstance(error, sa_exc.DBAPIError) and error.orig else error
+    lines = str(cause).strip().splitlines()
+    return lines[0] if lines else type(cause).__name__
 
 
 def display_url(engine_or_url: sa.Engine | str) -> str:

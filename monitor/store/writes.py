@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 from functools import singledispatch
+from typing import Any
 
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.events import BatchProgress, Event, QueryIdle, QueryStarted, QueryTerminated
-from monitor.store.models import Batch, Partition, Query, Run, Source, StateOperator
+from monitor.store.models import Base, Batch, Partition, Query, Run, Source, StateOperator
 
 ACTIVE, IDLE, TERMINATED, FAILED = "active", "idle", "terminated", "failed"
 
@@ -85,7 +86,7 @@ def _batch(event: BatchProgress, session: so.Session) -> None:
     # The query and run rows must exist before the batch rows that refer to them.
     session.flush()
     _delete_batch(session, event.query_id, event.batch_id)
-    session.add_all(_batch_rows(event))
+    _insert_batch(session, event)
 
 
 def _delete_batch(session: so.Session, query_id: str, batch_id: int) -> None:
@@ -95,38 +96,32 @@ def _delete_batch(session: so.Session, query_id: str, batch_id: int) -> None:
         )
 
 
-def _batch_rows(event: BatchProgress) -> list[object]:
+def _insert_batch(session: so.Session, event: BatchProgress) -> None:
+    """Insert a batch and its children with one multi-row INSERT per table."""
     keys = {"query_id": event.query_id, "batch_id": event.batch_id}
-    rows: list[object] = [
-        Batch(
-            **keys,
-            run_id=event.run_id,
-            batch_time_ms=event.batch_time_ms,
-            watermark_ms=event.watermark_ms,
-            event_time_min_ms=event.event_time_min_ms,
-            event_time_max_ms=event.event_time_max_ms,
-            event_time_avg_ms=event.event_time_avg_ms,
-            num_input_rows=event.num_input_rows,
-            input_rows_per_second=event.input_rows_per_second,
-            processed_rows_per_second=event.processed_rows_per_second,
-            trigger_duration_ms=event.trigger_duration_ms,
-            durations_ms=event.durations_ms,
-            observed_metrics=event.observed_metrics,
-        )
-    ]
-    rows += [StateOperator(**keys, **dataclasses.asdict(op)) for op in event.operators]
+    batch = {f.name: getattr(event, f.name) for f in dataclasses.fields(event)}
+    for child in ("query_id", "name", "operators", "sources"):
+        del batch[child]
+    rows: dict[type[Base], list[dict[str, Any]]] = {
+        Batch: [keys | batch],
+        StateOperator: [keys | dataclasses.asdict(op) for op in event.operators],
+        Source: [],
+        Partition: [],
+    }
     for source in event.sources:
         fields = {f.name: getattr(source, f.name) for f in dataclasses.fields(source)}
         del fields["partitions"]
-        rows.append(Source(**keys, **fields))
-        rows += [
-            Partition(
-                **keys,
-                **dataclasses.asdict(partition),
-                batch_time_ms=event.batch_time_ms,
-                source_index=source.source_index,
-                offset_lag=partition.offset_lag,
-            )
+        rows[Source].append(keys | fields)
+        rows[Partition] += [
+            keys
+            | dataclasses.asdict(partition)
+            | {
+                "batch_time_ms": event.batch_time_ms,
+                "source_index": source.source_index,
+                "offset_lag": partition.offset_lag,
+            }
             for partition in source.partitions
         ]
-    return rows
+    for table, values in rows.items():
+        if values:
+            session.execute(sa.insert(table), values)

@@ -1,0 +1,471 @@
+"""The `wmon` command in-process, on real SQLite and PostgreSQL stores."""
+
+import json
+import re
+import socket
+import sqlite3
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from monitor.cli import main
+from monitor.events import QueryStarted, QueryTerminated
+from monitor.progress import parse_progress
+from monitor.store.engine import create_engine, display_url, parse_url
+from monitor.store.migrate import current_revision, head_revision
+from monitor.store.writes import write_event
+from streaming.log import PartitionedLog
+from tests.helpers import progress_doc
+
+QUERY, RUN = "11111111-1111-1111-1111-111111111111", "run-1"
+OTHER, OTHER_RUN = "22222222-2222-2222-2222-222222222222", "run-2"
+# 2026-11-22 02:57:30.000 UTC and the fixtures' eventTime values, as epoch ms.
+T0 = 1_795_316_250_000
+WATERMARK, EVENT_MIN, EVENT_MAX = 1_795_316_249_318, 1_795_316_251_368, 1_795_316_253_318
+
+
+@pytest.fixture(autouse=True)
+def no_default_store(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Keep the default store inside the test's folder, whatever the machine's environment."""
+    monkeypatch.delenv("WMON_DATABASE_URL", raising=False)
+    monkeypatch.delenv("WMON_BUFFER_SIZE", raising=False)
+    monkeypatch.setenv("WMON_HOME", str(tmp_path / "default-home"))
+
+
+def iso(ms: int) -> str:
+    """Epoch ms in Spark's timestamp format, e.g. 2026-11-22T02:57:30.500Z."""
+    moment = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def populate(url: str) -> None:
+    """Two queries: telemetry_windows with batches 0-3, rate_dedup with batch 5, then failed."""
+    engine = create_engine(url)
+    write_event(engine, QueryStarted(QUERY, RUN, "telemetry_windows", T0 - 5_000))
+    for batch_id in range(4):
+        doc = progress_doc(
+            id=QUERY,
+            runId=RUN,
+            batchId=batch_id,
+            timestamp=iso(T0 + 500 + 1_000 * batch_id),
+            numInputRows=10 * (batch_id + 1),
+        )
+        write_event(engine, parse_progress(doc))
+    write_event(engine, QueryStarted(OTHER, OTHER_RUN, "rate_dedup", T0 + 8_000))
+    dedup = progress_doc("progress_rate_dedup.json", id=OTHER, runId=OTHER_RUN)
+    write_event(engine, parse_progress(dedup))
+    write_event(
+        engine,
+        QueryTerminated(OTHER, OTHER_RUN, T0 + 11_000, "boom", "FOREACH_BATCH_USER_FUNCTION_ERROR"),
+    )
+    engine.dispose()
+
+
+@pytest.fixture
+def store(database_url: str) -> str:
+    """The URL of a store holding two queries (see populate)."""
+    populate(database_url)
+    return database_url
+
+
+def snapshot(url: str) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every table, to show that a command changed nothing."""
+    engine = create_engine(url)
+    with engine.connect() as connection:
+        tables = sorted(sa.inspect(connection).get_table_names())
+        rows = {
+            table: sorted(
+                map(tuple, connection.execute(sa.text(f'SELECT * FROM "{table}"'))), key=repr
+            )
+            for table in tables
+        }
+    engine.dispose()
+    return rows
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def table(*lines: str) -> str:
+    return "\n".join(lines) + "\n"
+
+
+QUERIES_TABLE = table(
+    "id                                    name               status  last batch  updated"
+    "                  run    error",
+    "22222222-2222-2222-2222-222222222222  rate_dedup         failed  5           2026-11-22"
+    " 02:57:41.000  run-2  FOREACH_BATCH_USER_FUNCTION_ERROR",
+    "11111111-1111-1111-1111-111111111111  telemetry_windows  active  3           2026-11-22"
+    " 02:57:33.500  run-1  -",
+)
+BATCH_HEADER = (
+    "batch  time                     watermark                event time min"
+    "           event time max           rows  rows/s in  rows/s done  ms"
+)
+BATCHES_TABLE = table(
+    BATCH_HEADER,
+    "2      2026-11-22 02:57:32.500  2026-11-22 02:57:29.318  2026-11-22 02:57:31.368"
+    "  2026-11-22 02:57:33.318  30    23.6       55.0         726",
+    "3      2026-11-22 02:57:33.500  2026-11-22 02:57:29.318  2026-11-22 02:57:31.368"
+    "  2026-11-22 02:57:33.318  40    23.6       55.0         726",
+)
+LAST_BATCH_TABLE = table(BATCHES_TABLE.splitlines()[0], BATCHES_TABLE.splitlines()[2])
+
+
+def partitions_table(batch_id: int) -> str:
+    return table(
+        "batch  source  partition    start  end   latest  offset lag",
+        f"{batch_id}      0       telemetry/0  1000   1020  1024    4",
+        f"{batch_id}      0       telemetry/1  940    960   960     0",
+        f"{batch_id}      0       telemetry/2  880    900   1500    600",
+    )
+
+
+TABLE_CASES = [
+    (["queries"], QUERIES_TABLE),
+    (["batches", QUERY, "--limit", "2"], BATCHES_TABLE),
+    (["batches", "telemetry_windows", "--limit", "2"], BATCHES_TABLE),
+    (["batches", "telemetry_windows", "--limit", "1"], LAST_BATCH_TABLE),
+    (["partitions", QUERY], partitions_table(3)),
+    (["partitions", "telemetry_windows", "--batch", "1"], partitions_table(1)),
+    (["partitions", QUERY, "--batch", "0"], partitions_table(0)),
+    (["partitions", QUERY, "--batch", "4"], "(none)\n"),
+]
+TABLE_IDS = [
+    "queries newest first",
+    "batches by id",
+    "batches by name",
+    "batches limit 1",
+    "partitions of the latest batch",
+    "partitions of batch 1 by name",
+    "partitions of batch 0",
+    "partitions of a batch not stored",
+]
+
+
+@pytest.mark.parametrize(("argv", "expected"), TABLE_CASES, ids=TABLE_IDS)
+def test_tables(store: str, capsys: pytest.CaptureFixture[str], argv: list[str], expected: str):
+    assert run(capsys, *argv, "--database-url", store) == (0, expected, "")
+
+
+@pytest.mark.parametrize(("flag", "expected"), [([], "(none)\n"), (["--json"], "[]\n")])
+def test_an_empty_store_has_no_queries(
+    database_url: str, capsys: pytest.CaptureFixture[str], flag: list[str], expected: str
+) -> None:
+    assert run(capsys, "queries", *flag, "--database-url", database_url) == (0, expected, "")
+
+
+def batch_json(batch_id: int) -> dict[str, Any]:
+    return {
+        "batch_id": batch_id,
+        "batch_time_ms": T0 + 500 + 1_000 * batch_id,
+        "watermark_ms": WATERMARK,
+        "event_time_min_ms": EVENT_MIN,
+        "event_time_max_ms": EVENT_MAX,
+        "num_input_rows": 10 * (batch_id + 1),
+        "input_rows_per_second": 23.6,
+        "processed_rows_per_second": 55.0,
+        "trigger_duration_ms": 726,
+    }
+
+
+def partitions_json(batch_id: int) -> list[dict[str, Any]]:
+    offsets = [("telemetry/0", 1000, 1020, 1024, 4), ("telemetry/1", 940, 960, 960, 0)]
+    offsets.append(("telemetry/2", 880, 900, 1500, 600))
+    keys = ("partition", "start_offset", "end_offset", "latest_offset", "offset_lag")
+    return [
+        {"batch_id": batch_id, "source_index": 0, **dict(zip(keys, row, strict=True))}
+        for row in offsets
+    ]
+
+
+DEDUP_BATCH_JSON = {
+    "batch_id": 5,
+    "batch_time_ms": T0 + 10_000,
+    "watermark_ms": T0 + 7_047,
+    "event_time_min_ms": T0 + 8_097,
+    "event_time_max_ms": T0 + 9_047,
+    "num_input_rows": 20,
+    "input_rows_per_second": 20.0,
+    "processed_rows_per_second": 33.2,
+    "trigger_duration_ms": 602,
+}
+DEDUP_PARTITION_JSON = {
+    "batch_id": 5,
+    "source_index": 0,
+    "partition": "0",
+    "start_offset": 3,
+    "end_offset": 4,
+    "latest_offset": 4,
+    "offset_lag": 0,
+}
+QUERIES_JSON = [
+    {
+        "id": OTHER,
+        "name": "rate_dedup",
+        "status": "failed",
+        "last_batch_id": 5,
+        "updated_at_ms": T0 + 11_000,
+        "run_id": OTHER_RUN,
+        "error_class": "FOREACH_BATCH_USER_FUNCTION_ERROR",
+    },
+    {
+        "id": QUERY,
+        "name": "telemetry_windows",
+        "status": "active",
+        "last_batch_id": 3,
+        "updated_at_ms": T0 + 3_500,
+        "run_id": RUN,
+        "error_class": None,
+    },
+]
+JSON_CASES = [
+    (["queries"], QUERIES_JSON),
+    (["batches", QUERY, "--limit", "3"], [batch_json(1), batch_json(2), batch_json(3)]),
+    (["batches", "rate_dedup"], [DEDUP_BATCH_JSON]),
+    (["partitions", "telemetry_windows"], partitions_json(3)),
+    (["partitions", QUERY, "--batch", "2"], partitions_json(2)),
+    (["partitions", OTHER], [DEDUP_PARTITION_JSON]),
+    (["partitions", OTHER, "--batch", "4"], []),
+]
+JSON_IDS = [
+    "queries",
+    "batches limit 3 by id",
+    "batches of a failed query by name",
+    "partitions of the latest batch by name",
+    "partitions of batch 2",
+    "partitions of a rate source",
+    "partitions of a batch not stored",
+]
+
+
+@pytest.mark.parametrize(("argv", "expected"), JSON_CASES, ids=JSON_IDS)
+def test_json(store: str, capsys: pytest.CaptureFixture[str], argv: list[str], expected: Any):
+    status, out, err = run(capsys, *argv, "--json", "--database-url", store)
+    assert (status, err) == (0, "")
+    assert json.loads(out) == expected
+
+
+def test_db_upgrade_migrates_once_then_says_already_at(
+    empty_database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shown, head = display_url(parse_url(empty_database_url)), head_revision()
+    upgraded = f"store {shown}: upgraded from empty to revision {head}\n"
+    assert run(capsys, "db", "upgrade", "--database-url", empty_database_url) == (0, upgraded, "")
+    already = f"store {shown}: already at revision {head}\n"
+    assert run(capsys, "db", "upgrade", "--database-url", empty_database_url) == (0, already, "")
+    engine = create_engine(empty_database_url)
+    assert current_revision(engine) == head
+    engine.dispose()
+
+
+BAD_ARGUMENTS = [
+    (
+        ["batches", QUERY, "--limit", "0"],
+        "wmon batches: error: argument --limit: must be at least 1, not 0"
+        " (see wmon batches --help)",
+    ),
+    (
+        ["batches", QUERY, "--limit", "x"],
+        "wmon batches: error: argument --limit: not a whole number: 'x' (see wmon batches --help)",
+    ),
+    (
+        ["watch"],
+        "wmon: error: argument command: invalid choice: 'watch' (choose from 'db', 'queries',"
+        " 'batches', 'partitions', 'generate', 'demo', 'bench') (see wmon --help)",
+    ),
+    ([], "wmon: error: the following arguments are required: command (see wmon --help)"),
+    (
+        ["batches"],
+        "wmon batches: error: the following arguments are required: query"
+        " (see wmon batches --help)",
+    ),
+    (
+        ["partitions"],
+        "wmon partitions: error: the following arguments are required: query"
+        " (see wmon partitions --help)",
+    ),
+    (
+        ["partitions", QUERY, "--batch", "-1"],
+        "wmon partitions: error: argument --batch: must be at least 0, not -1"
+        " (see wmon partitions --help)",
+    ),
+    (
+        ["db"],
+        "wmon db: error: the following arguments are required: db_command (see wmon db --help)",
+    ),
+    (
+        ["generate", "log", "--partitions", "0"],
+        "wmon generate: error: argument --partitions: must be at least 1, not 0"
+        " (see wmon generate --help)",
+    ),
+]
+BAD_ARGUMENT_IDS = [
+    "limit 0",
+    "limit not a number",
+    "unknown subcommand",
+    "no subcommand",
+    "batches without query",
+    "partitions without query",
+    "batch -1",
+    "db without subcommand",
+    "generate 0 partitions",
+]
+
+
+@pytest.mark.parametrize(("argv", "message"), BAD_ARGUMENTS, ids=BAD_ARGUMENT_IDS)
+def test_a_bad_argument_is_one_line_and_status_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: list[str], message: str
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    assert capsys.readouterr() == ("", message + "\n")
+    assert list(tmp_path.iterdir()) == []  # not even the default store was opened
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["batches", "no_such_query"], ["partitions", "33333333-3333-3333-3333-333333333333"]],
+    ids=["batches by unknown name", "partitions by unknown id"],
+)
+def test_an_unknown_query_is_an_error_and_changes_nothing(
+    store: str, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    before = snapshot(store)
+    status, out, err = run(capsys, *argv, "--database-url", store)
+    message = f"wmon: error: no query with id or name {argv[1]!r} (see `wmon queries`)\n"
+    assert (status, out, err) == (1, "", message)
+    assert snapshot(store) == before
+
+
+@pytest.mark.parametrize("command", ["queries", "batches"])
+def test_an_unmigrated_store_is_an_error_and_stays_unmigrated(
+    empty_database_url: str, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    parsed = parse_url(empty_database_url)
+    if parsed.get_backend_name() == "sqlite":
+        sqlite3.connect(parsed.database).close()  # an existing file with no schema
+    argv = ["queries"] if command == "queries" else ["batches", QUERY]
+    status, out, err = run(capsys, *argv, "--database-url", empty_database_url)
+    message = f"wmon: error: store {display_url(parsed)} is not migrated: run `wmon db upgrade`\n"
+    assert (status, out, err) == (1, "", message)
+    assert snapshot(empty_database_url) == {}
+
+
+def closed_port() -> int:
+    """A local TCP port with nothing listening on it."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def missing_file(folder: Path) -> tuple[str, str]:
+    path = folder / "missing" / "wmon.db"
+    return (
+        f"sqlite:///{path}",
+        f"no store at {path} (run `wmon db upgrade` or attach a job)",
+    )
+
+
+def not_a_database(folder: Path) -> tuple[str, str]:
+    path = folder / "notes.db"
+    path.write_text("these are my notes, not a database\n")
+    return f"sqlite:///{path}", "cannot use the store: file is not a database"
+
+
+def unreachable_postgresql(_folder: Path) -> tuple[str, str]:
+    port = closed_port()
+    return (
+        f"postgresql://postgres@127.0.0.1:{port}/wmon",
+        f'cannot use the store: connection failed: connection to server at "127.0.0.1",'
+        f" port {port} failed: Connection refused",
+    )
+
+
+def fixed(url: str, message: str) -> Callable[[Path], tuple[str, str]]:
+    return lambda _folder: (url, message)
+
+
+def bad_url(url: str) -> Callable[[Path], tuple[str, str]]:
+    example = "(expected e.g. sqlite:///path/to/wmon.db or postgresql://user@host/db)"
+    return fixed(url, f"not a database URL: {url!r} {example}")
+
+
+MYSQL = fixed(
+    "mysql://wmon@db/wmon",
+    "unsupported database 'mysql' in 'mysql://wmon@db/wmon': use one of sqlite, postgresql",
+)
+BAD_STORES = [
+    (["queries"], missing_file),
+    (["partitions", QUERY], missing_file),
+    (["queries"], not_a_database),
+    (["batches", QUERY], unreachable_postgresql),
+    (["db", "upgrade"], unreachable_postgresql),
+    (["queries"], bad_url("not a url")),
+    (["db", "upgrade"], bad_url("not a url")),
+    (["queries"], bad_url("postgresql://wmon@db:port/wmon")),
+    (["queries"], MYSQL),
+    (["db", "upgrade"], MYSQL),
+]
+BAD_STORE_IDS = [
+    "queries on a missing sqlite file",
+    "partitions on a missing sqlite file",
+    "queries on a file that is not a sqlite database",
+    "batches on unreachable postgresql",
+    "db upgrade on unreachable postgresql",
+    "queries on a malformed url",
+    "db upgrade on a malformed url",
+    "queries on a url with a malformed port",
+    "queries on an unsupported backend",
+    "db upgrade on an unsupported backend",
+]
+
+
+def files(folder: Path) -> dict[str, bytes | None]:
+    """Every file (with its bytes) and folder (None) under `folder`."""
+    return {
+        str(p.relative_to(folder)): p.read_bytes() if p.is_file() else None
+        for p in folder.rglob("*")
+    }
+
+
+@pytest.mark.parametrize(("command", "bad_store"), BAD_STORES, ids=BAD_STORE_IDS)
+def test_a_store_that_cannot_be_used_is_one_line_and_status_1(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    command: list[str],
+    bad_store: Callable[[Path], tuple[str, str]],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    url, message = bad_store(tmp_path)
+    before = files(tmp_path)
+    assert run(capsys, *command, "--database-url", url) == (1, "", f"wmon: error: {message}\n")
+    assert files(tmp_path) == before
+
+
+def test_generate_writes_the_records_it_reports(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "log"
+    status, out, err = run(
+        capsys, "generate", str(path), "--partitions", "3", "--records", "120", "--seed", "7"
+    )
+    assert (status, err) == (0, "")
+    first, *rest = out.splitlines()
+    assert first == f"wrote 120 records to {path / 'telemetry'}"
+    reported = {}
+    for line in rest:
+        match = re.fullmatch(r"  partition (\d+): (\d+) records", line)
+        assert match, line
+        reported[int(match[1])] = int(match[2])
+    assert sorted(reported) == [0, 1, 2] and sum(reported.values()) == 120
+    assert PartitionedLog(path).end_offsets("telemetry") == reported

@@ -1,0 +1,101 @@
+"""Settings from WMON_ environment variables, always read from an explicit environ mapping."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from monitor.config import default_database_path, load_settings
+
+HOME = "/home/alice"
+
+
+@pytest.fixture(autouse=True)
+def home(monkeypatch: pytest.MonkeyPatch) -> str:
+    """Pin the process HOME so `~` and the default location do not depend on the machine."""
+    monkeypatch.setenv("HOME", HOME)
+    return HOME
+
+
+LOCATION_CASES = [
+    (
+        {"WMON_DATABASE_URL": "postgresql://wmon@db/wmon", "WMON_HOME": "/srv/wmon"},
+        "postgresql://wmon@db/wmon",
+        "/srv/wmon/wmon.db",
+    ),
+    (
+        {"WMON_DATABASE_URL": "", "WMON_HOME": "/srv/wmon"},
+        "sqlite:////srv/wmon/wmon.db",
+        "/srv/wmon/wmon.db",
+    ),
+    (
+        {"WMON_HOME": "/srv/wmon", "XDG_DATA_HOME": "/xdg"},
+        "sqlite:////srv/wmon/wmon.db",
+        "/srv/wmon/wmon.db",
+    ),
+    ({"WMON_HOME": "~/monitor"}, f"sqlite:///{HOME}/monitor/wmon.db", f"{HOME}/monitor/wmon.db"),
+    (
+        {"WMON_HOME": "", "XDG_DATA_HOME": "/xdg"},
+        "sqlite:////xdg/wmon/wmon.db",
+        "/xdg/wmon/wmon.db",
+    ),
+    ({"XDG_DATA_HOME": "/xdg"}, "sqlite:////xdg/wmon/wmon.db", "/xdg/wmon/wmon.db"),
+    (
+        {"XDG_DATA_HOME": ""},
+        f"sqlite:///{HOME}/.local/share/wmon/wmon.db",
+        f"{HOME}/.local/share/wmon/wmon.db",
+    ),
+    ({}, f"sqlite:///{HOME}/.local/share/wmon/wmon.db", f"{HOME}/.local/share/wmon/wmon.db"),
+]
+
+
+@pytest.mark.parametrize(
+    ("environ", "url", "path"),
+    LOCATION_CASES,
+    ids=[
+        "database url wins over every location",
+        "empty database url is unset",
+        "wmon home wins over xdg",
+        "wmon home expands tilde",
+        "empty wmon home falls back to xdg",
+        "xdg data home",
+        "empty xdg data home falls back to home",
+        "default under home",
+    ],
+)
+def test_where_the_store_is(environ: dict[str, str], url: str, path: str) -> None:
+    assert load_settings(environ).database_url == url
+    assert default_database_path(environ) == Path(path)
+
+
+def test_the_default_location_uses_the_home_of_the_given_environ() -> None:
+    # The process HOME is /home/alice (fixture); the mapping passed in says otherwise.
+    environ = {"HOME": "/home/bob"}
+    assert default_database_path(environ) == Path("/home/bob/.local/share/wmon/wmon.db")
+    assert load_settings(environ).database_url == "sqlite:////home/bob/.local/share/wmon/wmon.db"
+
+
+@pytest.mark.parametrize(
+    ("raw", "size"),
+    [(None, 10_000), ("42", 42), ("1", 1), (" 250 ", 250), ("", 10_000)],
+    ids=["unset is the default", "a number", "the minimum", "surrounding spaces", "empty is unset"],
+)
+def test_buffer_size(raw: str | None, size: int) -> None:
+    environ = {} if raw is None else {"WMON_BUFFER_SIZE": raw}
+    assert load_settings(environ).buffer_size == size
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ("abc", "WMON_BUFFER_SIZE must be a whole number, not 'abc'"),
+        ("1.5", "WMON_BUFFER_SIZE must be a whole number, not '1.5'"),
+        ("1e3", "WMON_BUFFER_SIZE must be a whole number, not '1e3'"),
+        ("0", "WMON_BUFFER_SIZE must be at least 1, not 0"),
+        ("-3", "WMON_BUFFER_SIZE must be at least 1, not -3"),
+    ],
+    ids=["letters", "fraction", "exponent", "zero", "negative"],
+)
+def test_a_bad_buffer_size_is_a_clear_error(raw: str, message: str) -> None:
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        load_settings({"WMON_BUFFER_SIZE": raw, "WMON_HOME": "/srv/wmon"})

@@ -1,0 +1,267 @@
+"""The background store writer on real SQLite and PostgreSQL: order, overflow, outages, closing."""
+
+import logging
+import socket
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+import sqlalchemy.orm as so
+
+from monitor.events import Event, QueryStarted, QueryTerminated
+from monitor.progress import parse_progress
+from monitor.store.engine import create_engine
+from monitor.store.migrate import is_current, upgrade
+from monitor.store.models import Batch, Query, Run
+from monitor.store.writes import write_event
+from monitor.writer import StoreWriter
+from tests.helpers import progress_doc
+
+QUERY, RUN = "11111111-1111-1111-1111-111111111111", "run-1"
+WAIT_S = 10.0  # generous upper bound for anything that should take milliseconds
+
+
+def batch(batch_id: int) -> Event:
+    return parse_progress(progress_doc(id=QUERY, runId=RUN, batchId=batch_id))
+
+
+def lifecycle(batches: int) -> list[Event]:
+    """A run: started, `batches` batches numbered from 0, terminated."""
+    return [
+        QueryStarted(QUERY, RUN, "telemetry_windows", 1_000),
+        *(batch(n) for n in range(batches)),
+        QueryTerminated(QUERY, RUN, 9_000),
+    ]
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = WAIT_S) -> None:
+    """Poll `condition` until it holds; fail loudly with `what` when the deadline passes."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting until {what}")
+        time.sleep(0.01)
+
+
+def stored_batch_ids(engine: sa.Engine) -> list[int]:
+    """Batch ids in the order their rows were inserted."""
+    with so.Session(engine) as session:
+        return list(session.scalars(sa.select(Batch.batch_id).order_by(Batch.id)))
+
+
+def stored_query(engine: sa.Engine) -> tuple[Any, ...]:
+    with so.Session(engine) as session:
+        query = session.get(Query, QUERY)
+        runs = session.scalar(sa.select(sa.func.count()).select_from(Run))
+        if query is None:
+            return (None, runs)
+        return (query.status, query.name, query.last_batch_id, query.terminated_at_ms, runs)
+
+
+def closed_port() -> int:
+    """A local TCP port with nothing listening on it."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def writers() -> Iterator[Callable[..., StoreWriter]]:
+    """Make writers that are always closed at the end of the test, so no thread outlives it."""
+    made: list[StoreWriter] = []
+
+    def make(engine: sa.Engine, **options: Any) -> StoreWriter:
+        writer = StoreWriter(engine, **{"capacity": 100, "max_backoff": 0.1, **options})
+        made.append(writer)
+        return writer
+
+    yield make
+    for writer in made:
+        writer.close(timeout=0.5)
+
+
+def test_every_submitted_event_is_written_in_order(engine: sa.Engine, writers: Any) -> None:
+    writer = writers(engine)
+    events = lifecycle(batches=5)
+    for event in events:
+        writer.submit(event)
+    assert writer.flush(timeout=WAIT_S)
+    stats = writer.stats()
+    assert (stats.written, stats.pending, stats.dropped, stats.rejected) == (7, 0, 0, 0)
+    assert (stats.retries, stats.store_available, stats.last_error) == (0, True, None)
+    assert stored_batch_ids(engine) == [0, 1, 2, 3, 4]
+    # Terminated was written last: had it come before a batch, the query would not show it.
+    assert stored_query(engine) == ("terminated", "telemetry_windows", 4, 9_000, 1)
+
+
+def test_a_full_buffer_drops_the_oldest_waiting_events(
+    engine: sa.Engine, writers: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    entered, gate = threading.Event(), threading.Event()
+    written: list[int] = []
+
+    def blocking_write(engine: sa.Engine, event: Any) -> None:
+        entered.set()
+        assert gate.wait(WAIT_S), "the test never opened the gate"
+        write_event(engine, event)
+        written.append(event.batch_id)
+
+    writer = writers(engine, capacity=3, write=blocking_write)
+    writer.submit(batch(0))
+    assert entered.wait(WAIT_S), "the writer never started writing batch 0"
+    for batch_id in range(1, 10):
+        writer.submit(batch(batch_id))
+    stats = writer.stats()
+    # Batch 0 is in flight, 7-9 wait in the buffer, 1-6 were pushed out.
+    assert (stats.written, stats.pending, stats.dropped) == (0, 4, 6)
+    gate.set()
+    assert writer.flush(timeout=WAIT_S)
+    stats = writer.stats()
+    assert (stats.written, stats.pending, stats.dropped, stats.rejected) == (4, 0, 6, 0)
+    assert written == [0, 7, 8, 9]
+    assert stored_batch_ids(engine) == [0, 7, 8, 9]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "monitor.writer"]
+    assert warnings == ["wmon: store buffer full, 1 events dropped so far"]
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> Iterator[tuple[Path, sa.Engine]]:
+    """A migrated SQLite store whose engine gives up on a lock after 50 ms, not 5 s."""
+    path = tmp_path / "wmon.db"
+    engine = create_engine(f"sqlite:///{path}")
+    upgrade(engine)
+    # connect_args={"timeout": ...} would be overridden by the engine's own PRAGMA busy_timeout
+    # on connect; a later connect listener runs after it and wins.
+    sa.event.listen(engine, "connect", lambda dbapi, _: dbapi.execute("PRAGMA busy_timeout=50"))
+    engine.dispose()
+    yield path, engine
+    engine.dispose()
+
+
+def test_sqlite_locked_then_released_loses_and_repeats_nothing(
+    sqlite_store: tuple[Path, sa.Engine], writers: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    path, engine = sqlite_store
+    lock = sqlite3.connect(path, isolation_level=None)
+    lock.execute("BEGIN EXCLUSIVE")
+    writer = writers(engine)
+    for event in lifecycle(batches=3):
+        writer.submit(event)
+    wait_until(lambda: writer.stats().retries >= 3, "the writer has retried 3 times")
+    stats = writer.stats()
+    assert (stats.written, stats.pending, stats.dropped, stats.rejected) == (0, 5, 0, 0)
+    assert stats.store_available is False
+    lock.execute("ROLLBACK")
+    lock.close()
+    assert writer.flush(timeout=WAIT_S)
+    stats = writer.stats()
+    assert (stats.written, stats.pending, stats.dropped, stats.rejected) == (5, 0, 0, 0)
+    assert stats.store_available is True
+    assert stored_batch_ids(engine) == [0, 1, 2]
+    assert stored_query(engine) == ("terminated", "telemetry_windows", 2, 9_000, 1)
+    messages = [r.getMessage() for r in caplog.records if r.name == "monitor.writer"]
+    assert len(messages) == 2
+    assert messages[0].startswith("wmon: store unavailable, retrying: ")
+    assert messages[1] == "wmon: store available again"
+
+
+def test_the_last_error_says_why_the_store_is_unavailable(
+    sqlite_store: tuple[Path, sa.Engine], writers: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    path, engine = sqlite_store
+    lock = sqlite3.connect(path, isolation_level=None)
+    lock.execute("BEGIN EXCLUSIVE")
+    writer = writers(engine)
+    writer.submit(QueryStarted(QUERY, RUN, "telemetry_windows", 1_000))
+    wait_until(lambda: writer.stats().retries >= 1, "the writer has retried once")
+    last_error = writer.stats().last_error
+    [warning] = [r.getMessage() for r in caplog.records if r.name == "monitor.writer"]
+    lock.execute("ROLLBACK")
+    lock.close()
+    assert last_error is not None and "database is locked" in last_error
+    assert warning.startswith("wmon: store unavailable, retrying: ")
+    assert "database is locked" in warning
+
+
+def test_postgresql_unreachable_keeps_events_and_close_reports_them(
+    writers: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    port = closed_port()
+    engine = create_engine(f"postgresql://postgres@127.0.0.1:{port}/wmon")
+    writer = writers(engine)
+    for event in lifecycle(batches=3):
+        writer.submit(event)
+    wait_until(lambda: writer.stats().retries >= 3, "the writer has retried 3 times")
+    stats = writer.stats()
+    assert (stats.written, stats.pending, stats.dropped, stats.rejected) == (0, 5, 0, 0)
+    assert stats.store_available is False
+    assert stats.last_error is not None and f"port {port} failed" in stats.last_error
+    started = time.monotonic()
+    assert writer.close(timeout=0.3) is False
+    assert time.monotonic() - started < 3.0
+    stats = writer.stats()
+    assert (stats.written, stats.pending, stats.dropped) == (0, 5, 0)
+    assert "wmon: writer closed with 5 events not written" in [
+        r.getMessage() for r in caplog.records
+    ]
+    engine.dispose()
+
+
+def test_a_rejected_event_does_not_hold_up_the_ones_after_it(
+    engine: sa.Engine, writers: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    def write_all_but_batch_1(engine: sa.Engine, event: Any) -> None:
+        if getattr(event, "batch_id", None) == 1:
+            raise ValueError("batch 1 is corrupt")
+        write_event(engine, event)
+
+    writer = writers(engine, write=write_all_but_batch_1)
+    for event in lifecycle(batches=3):
+        writer.submit(event)
+    assert writer.flush(timeout=WAIT_S)
+    stats = writer.stats()
+    assert (stats.written, stats.pending, stats.dropped, stats.rejected) == (4, 0, 0, 1)
+    assert (stats.retries, stats.store_available, stats.last_error) == (
+        0,
+        True,
+        "batch 1 is corrupt",
+    )
+    assert stored_batch_ids(engine) == [0, 2]
+    assert stored_query(engine) == ("terminated", "telemetry_windows", 2, 9_000, 1)
+    errors = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert [r.getMessage() for r in errors] == [
+        "wmon: could not store BatchProgress: batch 1 is corrupt"
+    ]
+
+
+def test_the_writer_migrates_an_empty_store_first(empty_database_url: str, writers: Any) -> None:
+    engine = create_engine(empty_database_url)
+    assert not is_current(engine)
+    writer = writers(engine)
+    for event in lifecycle(batches=2):
+        writer.submit(event)
+    assert writer.flush(timeout=WAIT_S)
+    assert is_current(engine)
+    assert writer.stats().written == 4
+    assert stored_batch_ids(engine) == [0, 1]
+    engine.dispose()
+
+
+def test_close_after_flush_and_submit_after_close(engine: sa.Engine, writers: Any) -> None:
+    writer = writers(engine)
+    writer.submit(QueryStarted(QUERY, RUN, "telemetry_windows", 1_000))
+    writer.submit(batch(0))
+    assert writer.flush(timeout=WAIT_S)
+    assert writer.close(timeout=WAIT_S) is True
+    writer.submit(batch(1))
+    writer.submit(QueryTerminated(QUERY, RUN, 9_000))
+    stats = writer.stats()
+    assert (stats.written, stats.pending, stats.dropped, stats.rejected) == (2, 0, 2, 0)
+    assert writer.flush(timeout=0.1)
+    assert stored_batch_ids(engine) == [0]
+    assert stored_query(engine) == ("active", "telemetry_windows", 0, None, 1)
