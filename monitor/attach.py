@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 import sqlalchemy as sa
@@ -37,11 +38,25 @@ class MonitorHandle:
         """Stop listening, write what is pending and close; False if events were left unwritten."""
         if not self.attached:
             return True
+        self._await_terminations(min(timeout, 10.0))
         self._spark.streams.removeListener(self.listener)
         self.attached = False
         closed = self._writer.close(timeout)
         self.engine.dispose()
         return closed
+
+    def _await_terminations(self, timeout: float) -> None:
+        """Spark announces a stopped query's end asynchronously: give that event time to come."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            active = {str(query.runId) for query in self._spark.streams.active}
+            if self.listener.running_runs() <= active:
+                return
+            time.sleep(0.05)
+        log.warning(
+            "wmon: detached before Spark reported the end of runs %s",
+            sorted(self.listener.running_runs()),
+        )
 
     def __enter__(self) -> MonitorHandle:
         return self

@@ -41,8 +41,8 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
     parser.add_argument(
         "--spark-seconds",
         type=int,
-        default=30,
-        help="length of the real Spark run (default 30; 0 skips it)",
+        default=60,
+        help="length of the real Spark run (default 60; 0 skips it)",
     )
     return parser
 

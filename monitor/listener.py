@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -87,17 +88,34 @@ class WatermarkListener(StreamingQueryListener):
         self._submit, self._clock = submit, clock
         self.times = CallbackTimes()
         self.rejected = 0
+        self._running: set[str] = set()
+        self._running_lock = threading.Lock()
 
     def handle(self, kind: str, doc: Callable[[], Any]) -> None:
         """Convert one event of `kind` from its JSON form and submit it; errors are logged."""
         started = time.perf_counter()
         try:
-            self._submit(self._convert(kind, doc()))
+            event = self._convert(kind, doc())
+            self._submit(event)
+            self._track(event)
         except Exception as error:
             # A monitoring failure must never become a query failure.
             self.rejected += 1
             log.error("wmon: ignored a %s event it could not read: %s", kind, error)
         self.times.add(time.perf_counter() - started)
+
+    def _track(self, event: Event) -> None:
+        """Remember which runs started and have not terminated yet."""
+        with self._running_lock:
+            if isinstance(event, QueryStarted):
+                self._running.add(event.run_id)
+            elif isinstance(event, QueryTerminated):
+                self._running.discard(event.run_id)
+
+    def running_runs(self) -> set[str]:
+        """The run ids this listener saw start and not yet terminate."""
+        with self._running_lock:
+            return set(self._running)
 
     def _convert(self, kind: str, doc: Any) -> Event:
         if not isinstance(doc, dict):

@@ -77,7 +77,10 @@ class StoreWriter:
         """Queue an event; returns at once, dropping the oldest if the buffer is full."""
         with self._lock:
             if self._closing:
-                self._count_drop()
+                self._dropped += 1
+                log.warning(
+                    "wmon: %s arrived after the writer closed; not stored", type(event).__name__
+                )
                 return
             if len(self._buffer) >= self._capacity:
                 self._buffer.popleft()
