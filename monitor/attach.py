@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from typing import Any
@@ -31,8 +32,9 @@ class MonitorHandle:
         return self._writer.flush(timeout)
 
     def stats(self) -> WriterStats:
-        """The writer's counters (written, pending, dropped, rejected, retries)."""
-        return self._writer.stats()
+        """Counters: written, pending, dropped, rejected (unreadable or unstorable), retries."""
+        stats = self._writer.stats()
+        return dataclasses.replace(stats, rejected=stats.rejected + self.listener.rejected)
 
     def detach(self, timeout: float = 30.0) -> bool:
         """Stop listening, write what is pending and close; False if events were left unwritten."""

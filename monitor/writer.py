@@ -64,7 +64,6 @@ class StoreWriter:
         self._buffer: deque[Event] = deque()
         self._in_flight: Event | None = None
         self._lock = threading.Condition()
-        self._closing = False
         self._stop = threading.Event()
         self._prepared = False
         self._written = self._dropped = self._rejected = self._retries = 0
@@ -76,7 +75,7 @@ class StoreWriter:
     def submit(self, event: Event) -> None:
         """Queue an event; returns at once, dropping the oldest if the buffer is full."""
         with self._lock:
-            if self._closing:
+            if self._stop.is_set():
                 self._dropped += 1
                 log.warning(
                     "wmon: %s arrived after the writer closed; not stored", type(event).__name__
@@ -120,10 +119,9 @@ class StoreWriter:
     def close(self, timeout: float) -> bool:
         """Write what is pending (within the timeout), then stop; False if events were left."""
         flushed = self.flush(timeout)
-        with self._lock:
-            self._closing = True
-            self._lock.notify_all()
         self._stop.set()
+        with self._lock:
+            self._lock.notify_all()
         self._thread.join(timeout=max(self._max_backoff, 1.0) + 1.0)
         if not flushed:
             log.warning("wmon: writer closed with %d events not written", self.stats().pending)
@@ -131,7 +129,7 @@ class StoreWriter:
 
     def _next(self) -> Event | None:
         with self._lock:
-            while not self._buffer and not self._closing:
+            while not self._buffer and not self._stop.is_set():
                 self._lock.wait()
             if not self._buffer:
                 return None

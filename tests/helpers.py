@@ -1,10 +1,13 @@
 """Helpers shared by tests: fixture files and synthetic progress documents."""
 
+import contextlib
 import copy
 import json
+import socket
+import sqlite3
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,3 +39,22 @@ def wait_until(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
         time.sleep(0.2)
     return result
+
+
+@contextlib.contextmanager
+def sqlite_locked(path: str | Path) -> Iterator[None]:
+    """Hold an exclusive lock on a SQLite store, as another writer would, for a with-block."""
+    lock = sqlite3.connect(path, isolation_level=None)
+    lock.execute("BEGIN EXCLUSIVE")
+    try:
+        yield
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+
+
+def closed_port() -> int:
+    """A local TCP port with nothing listening on it."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]

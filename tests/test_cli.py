@@ -2,7 +2,6 @@
 
 import json
 import re
-import socket
 import sqlite3
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -19,7 +18,7 @@ from monitor.store.engine import create_engine, display_url, parse_url
 from monitor.store.migrate import current_revision, head_revision
 from monitor.store.writes import write_event
 from streaming.log import PartitionedLog
-from tests.helpers import progress_doc
+from tests.helpers import closed_port, progress_doc
 
 QUERY, RUN = "11111111-1111-1111-1111-111111111111", "run-1"
 OTHER, OTHER_RUN = "22222222-2222-2222-2222-222222222222", "run-2"
@@ -358,13 +357,6 @@ def test_an_unmigrated_store_is_an_error_and_stays_unmigrated(
     message = f"wmon: error: store {display_url(parsed)} is not migrated: run `wmon db upgrade`\n"
     assert (status, out, err) == (1, "", message)
     assert snapshot(empty_database_url) == {}
-
-
-def closed_port() -> int:
-    """A local TCP port with nothing listening on it."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def missing_file(folder: Path) -> tuple[str, str]:

@@ -14,8 +14,11 @@ from pyspark.sql.streaming.listener import (
     QueryTerminatedEvent,
 )
 
+from monitor.attach import MonitorHandle
 from monitor.events import BatchProgress, QueryIdle, QueryStarted, QueryTerminated
 from monitor.listener import CallbackTimes, JavaEventBridge, WatermarkListener
+from monitor.store.engine import create_engine
+from monitor.writer import StoreWriter
 from tests.helpers import FIXTURES, fixture, progress_doc
 
 NOW_S = 1_795_316_300.5  # exact in binary, so the terminated time is exactly ..._500 ms
@@ -298,3 +301,17 @@ def test_callback_times_keep_only_the_most_recent() -> None:
     for seconds in (0.1, 0.2, 0.3, 0.4, 0.5):
         times.add(seconds)
     assert (times.count, list(times.recent)) == (5, [0.3, 0.4, 0.5])
+
+
+def test_the_handle_reports_events_the_listener_could_not_read(database_url: str) -> None:
+    engine = create_engine(database_url)
+    writer = StoreWriter(engine, capacity=10)
+    listener = WatermarkListener(writer.submit)
+    handle = MonitorHandle(spark=None, listener=listener, writer=writer, engine=engine)
+    JavaEventBridge(listener).onQueryProgress(FakeJavaEvent("{"))
+    JavaEventBridge(listener).onQueryStarted(FakeJavaEvent(json.dumps(fixture("started.json"))))
+    assert handle.flush(30)
+    stats = handle.stats()
+    assert (stats.written, stats.rejected) == (1, 1)
+    writer.close(5)
+    engine.dispose()

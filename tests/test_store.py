@@ -34,9 +34,9 @@ def test_a_batch_is_stored_with_its_operators_sources_and_partitions(engine):
         assert row.watermark_ms == 1795316249318 and row.durations_ms["walCommit"] == 47
         [source] = session.scalars(sa.select(Source)).all()
         assert source.kind == "kafka" and '"telemetry"' in source.end_offset
-        assert [(p.partition, p.end_offset, p.offset_lag)
-                for p in batch_partitions(session, QUERY)] == [
-            ("telemetry/0", 1020, 4), ("telemetry/1", 960, 0), ("telemetry/2", 900, 600)]
+        assert [
+            (p.partition, p.end_offset, p.offset_lag) for p in batch_partitions(session, QUERY)
+        ] == [("telemetry/0", 1020, 4), ("telemetry/1", 960, 0), ("telemetry/2", 900, 600)]
         assert session.scalars(sa.select(StateOperator.operator_name)).all() == ["stateStoreSave"]
     assert query_row(engine).status == "active" and query_row(engine).last_batch_id == 3
 
@@ -62,22 +62,32 @@ def test_query_lifecycle_start_idle_progress_termination(engine):
     write_event(engine, QueryTerminated(QUERY, RUN, 3_000, "boom: table missing", "X_ERROR"))
     query = query_row(engine)
     assert (query.status, query.exception, query.error_class) == (
-        "failed", "boom: table missing", "X_ERROR")
+        "failed",
+        "boom: table missing",
+        "X_ERROR",
+    )
     with so.Session(engine) as session:
         run = session.get(Run, RUN)
         assert (run.started_at_ms, run.last_idle_at_ms, run.terminated_at_ms) == (
-            1_000, 2_000, 3_000)
+            1_000,
+            2_000,
+            3_000,
+        )
 
 
 def test_idle_events_never_touch_batch_rows(engine):
     write_event(engine, batch(0))
     with so.Session(engine) as session:
-        before = [(b.batch_id, b.batch_time_ms, b.num_input_rows)
-                  for b in session.scalars(sa.select(Batch))]
+        before = [
+            (b.batch_id, b.batch_time_ms, b.num_input_rows)
+            for b in session.scalars(sa.select(Batch))
+        ]
     write_event(engine, QueryIdle(QUERY, RUN, 9_999_999_999_999))
     with so.Session(engine) as session:
-        after = [(b.batch_id, b.batch_time_ms, b.num_input_rows)
-                 for b in session.scalars(sa.select(Batch))]
+        after = [
+            (b.batch_id, b.batch_time_ms, b.num_input_rows)
+            for b in session.scalars(sa.select(Batch))
+        ]
     assert after == before and count(engine, Batch) == 1
 
 

@@ -1,8 +1,6 @@
 """The background store writer on real SQLite and PostgreSQL: order, overflow, outages, closing."""
 
 import logging
-import socket
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -20,7 +18,7 @@ from monitor.store.migrate import is_current, upgrade
 from monitor.store.models import Batch, Query, Run
 from monitor.store.writes import write_event
 from monitor.writer import StoreWriter
-from tests.helpers import progress_doc
+from tests.helpers import closed_port, progress_doc, sqlite_locked, wait_until
 
 QUERY, RUN = "11111111-1111-1111-1111-111111111111", "run-1"
 WAIT_S = 10.0  # generous upper bound for anything that should take milliseconds
@@ -39,15 +37,6 @@ def lifecycle(batches: int) -> list[Event]:
     ]
 
 
-def wait_until(condition: Callable[[], bool], what: str, timeout: float = WAIT_S) -> None:
-    """Poll `condition` until it holds; fail loudly with `what` when the deadline passes."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting until {what}")
-        time.sleep(0.01)
-
-
 def stored_batch_ids(engine: sa.Engine) -> list[int]:
     """Batch ids in the order their rows were inserted."""
     with so.Session(engine) as session:
@@ -61,13 +50,6 @@ def stored_query(engine: sa.Engine) -> tuple[Any, ...]:
         if query is None:
             return (None, runs)
         return (query.status, query.name, query.last_batch_id, query.terminated_at_ms, runs)
-
-
-def closed_port() -> int:
-    """A local TCP port with nothing listening on it."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture
@@ -147,17 +129,14 @@ def test_sqlite_locked_then_released_loses_and_repeats_nothing(
     sqlite_store: tuple[Path, sa.Engine], writers: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     path, engine = sqlite_store
-    lock = sqlite3.connect(path, isolation_level=None)
-    lock.execute("BEGIN EXCLUSIVE")
-    writer = writers(engine)
-    for event in lifecycle(batches=3):
-        writer.submit(event)
-    wait_until(lambda: writer.stats().retries >= 3, "the writer has retried 3 times")
-    stats = writer.stats()
-    assert (stats.written, stats.pending, stats.dropped, stats.rejected) == (0, 5, 0, 0)
-    assert stats.store_available is False
-    lock.execute("ROLLBACK")
-    lock.close()
+    with sqlite_locked(path):
+        writer = writers(engine)
+        for event in lifecycle(batches=3):
+            writer.submit(event)
+        wait_until(lambda: writer.stats().retries >= 3, WAIT_S, "the writer has retried 3 times")
+        stats = writer.stats()
+        assert (stats.written, stats.pending, stats.dropped, stats.rejected) == (0, 5, 0, 0)
+        assert stats.store_available is False
     assert writer.flush(timeout=WAIT_S)
     stats = writer.stats()
     assert (stats.written, stats.pending, stats.dropped, stats.rejected) == (5, 0, 0, 0)
@@ -174,15 +153,12 @@ def test_the_last_error_says_why_the_store_is_unavailable(
     sqlite_store: tuple[Path, sa.Engine], writers: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     path, engine = sqlite_store
-    lock = sqlite3.connect(path, isolation_level=None)
-    lock.execute("BEGIN EXCLUSIVE")
-    writer = writers(engine)
-    writer.submit(QueryStarted(QUERY, RUN, "telemetry_windows", 1_000))
-    wait_until(lambda: writer.stats().retries >= 1, "the writer has retried once")
-    last_error = writer.stats().last_error
-    [warning] = [r.getMessage() for r in caplog.records if r.name == "monitor.writer"]
-    lock.execute("ROLLBACK")
-    lock.close()
+    with sqlite_locked(path):
+        writer = writers(engine)
+        writer.submit(QueryStarted(QUERY, RUN, "telemetry_windows", 1_000))
+        wait_until(lambda: writer.stats().retries >= 1, WAIT_S, "the writer has retried once")
+        last_error = writer.stats().last_error
+        [warning] = [r.getMessage() for r in caplog.records if r.name == "monitor.writer"]
     assert last_error is not None and "database is locked" in last_error
     assert warning.startswith("wmon: store unavailable, retrying: ")
     assert "database is locked" in warning
@@ -196,7 +172,7 @@ def test_postgresql_unreachable_keeps_events_and_close_reports_them(
     writer = writers(engine)
     for event in lifecycle(batches=3):
         writer.submit(event)
-    wait_until(lambda: writer.stats().retries >= 3, "the writer has retried 3 times")
+    wait_until(lambda: writer.stats().retries >= 3, WAIT_S, "the writer has retried 3 times")
     stats = writer.stats()
     assert (stats.written, stats.pending, stats.dropped, stats.rejected) == (0, 5, 0, 0)
     assert stats.store_available is False
