@@ -5,6 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+# The name of the instrumented operator's observation in a batch's observed metrics.
+OBSERVATION = "wmon"
+# How many late records the store keeps per partition and batch, to show what was dropped.
+SAMPLES_PER_PARTITION = 5
+
 
 @dataclass(frozen=True)
 class QueryStarted:
@@ -88,6 +93,20 @@ class OperatorProgress:
 
 
 @dataclass(frozen=True)
+class PartitionEventTimes:
+    """What the instrumented operator measured in one partition during one batch."""
+
+    partition: str
+    records: int
+    min_event_ms: int | None
+    max_event_ms: int | None
+    late_records: int
+    late_watermark_ms: int | None
+    delay_ms: int
+    late_samples: tuple[tuple[str | None, int, int | None], ...] = ()
+
+
+@dataclass(frozen=True)
 class BatchProgress:
     """One micro-batch of a query, as reported by Spark's progress event."""
 
@@ -108,6 +127,7 @@ class BatchProgress:
     operators: tuple[OperatorProgress, ...] = ()
     sources: tuple[SourceProgress, ...] = ()
     observed_metrics: dict[str, Any] = field(default_factory=dict)
+    event_times: tuple[PartitionEventTimes, ...] = ()
 
 
 Event = QueryStarted | QueryIdle | QueryTerminated | BatchProgress

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from monitor.events import BatchProgress, OperatorProgress, SourceProgress
+from monitor.events import BatchProgress, OperatorProgress, PartitionEventTimes, SourceProgress
+from monitor.observed import ObservationError, partition_event_times
 from monitor.offsets import encode, parse_partitions, source_kind
+
+log = logging.getLogger(__name__)
 
 
 class ProgressError(ValueError):
@@ -124,6 +128,7 @@ def parse_progress(doc: Any) -> BatchProgress:
     event_time = _dict(doc, "eventTime")
     durations = {k: v for k, v in _dict(doc, "durationMs").items() if _int(v) is not None}
     name = doc.get("name")
+    observed = _dict(doc, "observedMetrics")
     return BatchProgress(
         query_id=_required(doc, "id", str),
         run_id=_required(doc, "runId", str),
@@ -141,8 +146,18 @@ def parse_progress(doc: Any) -> BatchProgress:
         durations_ms={k: int(v) for k, v in durations.items()},
         operators=tuple(parse_operator(i, op) for i, op in enumerate(_list(doc, "stateOperators"))),
         sources=tuple(parse_source(i, src) for i, src in enumerate(_list(doc, "sources"))),
-        observed_metrics=_dict(doc, "observedMetrics"),
+        observed_metrics=observed,
+        event_times=_event_times(observed),
     )
+
+
+def _event_times(observed: dict[str, Any]) -> tuple[PartitionEventTimes, ...]:
+    """The instrumented operator's figures; unreadable ones are logged, the batch is kept."""
+    try:
+        return partition_event_times(observed)
+    except ObservationError as error:
+        log.error("wmon: ignored the instrumented operator's figures: %s", error)
+        return ()
 
 
 def parse_progress_json(text: str) -> BatchProgress:

@@ -147,3 +147,33 @@ class Partition(Base):
     end_offset: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
     latest_offset: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
     offset_lag: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+
+
+class PartitionEventTime(Base):
+    """One source partition in one batch, as the instrumented operator measured it.
+
+    Every partition seen so far has a row in every batch (zero records when it had none), so
+    the running values of batch N follow from the rows of the batch before it.
+    """
+
+    __tablename__ = "partition_event_times"
+    __table_args__ = (
+        sa.UniqueConstraint("query_id", "batch_id", "partition"),
+        sa.Index(None, "query_id", "partition", "batch_time_ms"),
+    )
+
+    id: so.Mapped[int] = so.mapped_column(RowId, primary_key=True)
+    query_id: so.Mapped[str] = so.mapped_column(sa.ForeignKey("queries.id"))
+    batch_id: so.Mapped[int] = so.mapped_column(sa.BigInteger)
+    batch_time_ms: so.Mapped[int] = so.mapped_column(Millis)
+    partition: so.Mapped[str] = so.mapped_column(sa.String(255))
+    records: so.Mapped[int] = so.mapped_column(sa.BigInteger)
+    min_event_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    max_event_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    late_records: so.Mapped[int] = so.mapped_column(sa.BigInteger)
+    late_watermark_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    delay_ms: so.Mapped[int] = so.mapped_column(sa.BigInteger)
+    max_event_time_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    partition_watermark_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    late_records_total: so.Mapped[int] = so.mapped_column(sa.BigInteger)
+    late_samples: so.Mapped[list[Any]] = so.mapped_column(sa.JSON)

@@ -9,8 +9,24 @@ from typing import Any
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.events import BatchProgress, Event, QueryIdle, QueryStarted, QueryTerminated
-from monitor.store.models import Base, Batch, Partition, Query, Run, Source, StateOperator
+from monitor.events import (
+    BatchProgress,
+    Event,
+    PartitionEventTimes,
+    QueryIdle,
+    QueryStarted,
+    QueryTerminated,
+)
+from monitor.store.models import (
+    Base,
+    Batch,
+    Partition,
+    PartitionEventTime,
+    Query,
+    Run,
+    Source,
+    StateOperator,
+)
 
 ACTIVE, IDLE, TERMINATED, FAILED = "active", "idle", "terminated", "failed"
 
@@ -87,10 +103,11 @@ def _batch(event: BatchProgress, session: so.Session) -> None:
     session.flush()
     _delete_batch(session, event.query_id, event.batch_id)
     _insert_batch(session, event)
+    _insert_event_times(session, event)
 
 
 def _delete_batch(session: so.Session, query_id: str, batch_id: int) -> None:
-    for table in (Partition, Source, StateOperator, Batch):
+    for table in (PartitionEventTime, Partition, Source, StateOperator, Batch):
         session.execute(
             sa.delete(table).where(table.query_id == query_id, table.batch_id == batch_id)
         )
@@ -125,3 +142,67 @@ def _insert_batch(session: so.Session, event: BatchProgress) -> None:
     for table, values in rows.items():
         if values:
             session.execute(sa.insert(table), values)
+
+
+def _previous_event_times(
+    session: so.Session, query_id: str, batch_id: int
+) -> dict[str, PartitionEventTime]:
+    """The rows of the last batch before `batch_id` that has any: every partition seen so far."""
+    previous = session.scalar(
+        sa.select(sa.func.max(PartitionEventTime.batch_id)).where(
+            PartitionEventTime.query_id == query_id, PartitionEventTime.batch_id < batch_id
+        )
+    )
+    if previous is None:
+        return {}
+    rows = session.scalars(
+        sa.select(PartitionEventTime).where(
+            PartitionEventTime.query_id == query_id, PartitionEventTime.batch_id == previous
+        )
+    )
+    return {row.partition: row for row in rows}
+
+
+def _idle_partition(name: str, before: PartitionEventTime) -> PartitionEventTimes:
+    return PartitionEventTimes(
+        partition=name,
+        records=0,
+        min_event_ms=None,
+        max_event_ms=None,
+        late_records=0,
+        late_watermark_ms=before.late_watermark_ms,
+        delay_ms=before.delay_ms,
+    )
+
+
+def _insert_event_times(session: so.Session, event: BatchProgress) -> None:
+    """Per-partition event times of a batch, with running max event time, W_p and late total."""
+    before = _previous_event_times(session, event.query_id, event.batch_id)
+    measured = {times.partition: times for times in event.event_times}
+    for name in before.keys() - measured.keys():
+        measured[name] = _idle_partition(name, before[name])
+    rows = []
+    for name, times in sorted(measured.items()):
+        last = before.get(name)
+        known = [times.max_event_ms, last.max_event_time_ms if last else None]
+        max_event = max((t for t in known if t is not None), default=None)
+        rows.append(
+            {
+                "query_id": event.query_id,
+                "batch_id": event.batch_id,
+                "batch_time_ms": event.batch_time_ms,
+                "partition": name,
+                "records": times.records,
+                "min_event_ms": times.min_event_ms,
+                "max_event_ms": times.max_event_ms,
+                "late_records": times.late_records,
+                "late_watermark_ms": times.late_watermark_ms,
+                "delay_ms": times.delay_ms,
+                "max_event_time_ms": max_event,
+                "partition_watermark_ms": None if max_event is None else max_event - times.delay_ms,
+                "late_records_total": times.late_records + (last.late_records_total if last else 0),
+                "late_samples": [list(sample) for sample in times.late_samples],
+            }
+        )
+    if rows:
+        session.execute(sa.insert(PartitionEventTime), rows)

@@ -1,0 +1,244 @@
+"""The instrumented operator: measures event time and late records per partition inside tasks.
+
+A pass-through `mapInArrow` adds one string column, filled only on the last row a task emits
+with that task's per-partition figures; `observe` collects those into the batch's progress
+event and the column is dropped again. Executors never touch the store: the listener on the
+driver reads the figures from `observedMetrics`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from monitor.events import OBSERVATION, SAMPLES_PER_PARTITION
+
+STATS_COLUMN = "__wmon_stats"
+_UNITS_MS = {
+    "millisecond": 1,
+    "second": 1_000,
+    "minute": 60_000,
+    "hour": 3_600_000,
+    "day": 86_400_000,
+}
+_INTERVAL_PART = re.compile(r"(\d+)\s*(millisecond|second|minute|hour|day)s?", re.IGNORECASE)
+
+
+def interval_ms(text: str) -> int:
+    """Milliseconds of a Spark interval string such as '10 minutes' or '1 hour 30 seconds'."""
+    parts = _INTERVAL_PART.findall(text)
+    if not parts or _INTERVAL_PART.sub("", text).strip():
+        raise ValueError(f"not an interval: {text!r} (expected e.g. '10 minutes')")
+    return sum(int(number) * _UNITS_MS[unit.lower()] for number, unit in parts)
+
+
+def late_watermark_ms(checkpoint: str, batch_id: int) -> int | None:
+    """The watermark Spark drops late rows with in batch `batch_id`: that of batch N-1."""
+    path = os.path.join(checkpoint, "offsets", str(batch_id - 1))
+    if batch_id < 1 or not os.path.exists(path):
+        return None
+    with open(path) as offsets:
+        offsets.readline()
+        return int(json.loads(offsets.readline())["batchWatermarkMs"])
+
+
+def partition_keys(
+    batch: pa.RecordBatch, partition: str | None, topic: str | None, task_partition: int
+) -> pa.Array:
+    """Each row's partition name: 'topic/partition', 'partition', or the Spark input split."""
+    if partition is None or partition not in batch.schema.names:
+        return pa.array([str(task_partition)] * batch.num_rows, pa.string())
+    keys = pc.cast(batch.column(partition), pa.string())
+    if topic is not None and topic in batch.schema.names:
+        keys = pc.binary_join_element_wise(pc.cast(batch.column(topic), pa.string()), keys, "/")
+    return keys
+
+
+def event_times_ms(batch: pa.RecordBatch, event_time: str) -> pa.Array:
+    """Event times in epoch milliseconds."""
+    column = batch.column(event_time)
+    if pa.types.is_timestamp(column.type):
+        column = pc.cast(column, pa.timestamp("ms", tz="UTC"))
+    return pc.cast(column, pa.int64())
+
+
+def effective_times_ms(times: pa.Array, window_ms: int | None) -> pa.Array:
+    """The time Spark compares with the watermark: the event time, or its window's end."""
+    if window_ms is None:
+        return times
+    # Epoch times are positive, so integer division floors to the window's start.
+    return pc.add(pc.multiply(pc.divide(times, window_ms), window_ms), window_ms)
+
+
+class TaskStats:
+    """Per-partition figures of one task: records, min/max event time, late records, samples."""
+
+    def __init__(self, late_watermark: int | None, window_ms: int | None) -> None:
+        self.late_watermark, self.window_ms = late_watermark, window_ms
+        self.partitions: dict[str, dict[str, Any]] = {}
+
+    def add(
+        self,
+        keys: pa.Array,
+        times: pa.Array,
+        record_keys: pa.Array | None,
+        offsets: pa.Array | None,
+    ) -> None:
+        """Fold one Arrow batch in."""
+        table = pa.table({"p": keys, "t": times})
+        valid = table.filter(pc.is_valid(table.column("t")))
+        for row in (
+            valid.group_by("p").aggregate([("t", "count"), ("t", "min"), ("t", "max")]).to_pylist()
+        ):
+            entry = self.partitions.setdefault(
+                row["p"], {"records": 0, "min_ms": None, "max_ms": None, "late": 0, "samples": []}
+            )
+            entry["records"] += row["t_count"]
+            entry["min_ms"] = _min(entry["min_ms"], row["t_min"])
+            entry["max_ms"] = _max(entry["max_ms"], row["t_max"])
+        if self.late_watermark is not None:
+            self._add_late(keys, times, record_keys, offsets)
+
+    def _add_late(
+        self,
+        keys: pa.Array,
+        times: pa.Array,
+        record_keys: pa.Array | None,
+        offsets: pa.Array | None,
+    ) -> None:
+        late = pc.fill_null(
+            pc.less_equal(effective_times_ms(times, self.window_ms), self.late_watermark), False
+        )
+        if not pc.any(late).as_py():
+            return
+        columns = {
+            "p": keys,
+            "t": times,
+            "k": record_keys if record_keys is not None else pa.nulls(len(keys), pa.string()),
+            "o": offsets if offsets is not None else pa.nulls(len(keys), pa.int64()),
+        }
+        late_rows = pa.table(columns).filter(late)
+        for row in late_rows.group_by("p").aggregate([("t", "count")]).to_pylist():
+            self.partitions[row["p"]]["late"] += row["t_count"]
+        for row in late_rows.slice(0, 200).to_pylist():
+            samples = self.partitions[row["p"]]["samples"]
+            if len(samples) < SAMPLES_PER_PARTITION:
+                samples.append([row["k"], row["t"], row["o"]])
+
+    def to_json(self, batch_id: int, delay_ms: int) -> str:
+        """The figures as the JSON one row of the stats column carries."""
+        return json.dumps(
+            {
+                "batch": batch_id,
+                "delay_ms": delay_ms,
+                "late_watermark_ms": self.late_watermark,
+                "partitions": self.partitions,
+            },
+            separators=(",", ":"),
+        )
+
+
+def _min(a: int | None, b: int) -> int:
+    return b if a is None else min(a, b)
+
+
+def _max(a: int | None, b: int) -> int:
+    return b if a is None else max(a, b)
+
+
+def measure(
+    batches: Iterator[pa.RecordBatch],
+    *,
+    checkpoint: str,
+    event_time: str,
+    partition: str | None,
+    topic: str | None,
+    key: str | None,
+    offset: str | None,
+    delay_ms: int,
+    window_ms: int | None,
+) -> Iterator[pa.RecordBatch]:
+    """Pass every batch through unchanged, plus the stats column set on the task's last row."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    batch_property = context.getLocalProperty("streaming.sql.batchId") if context else None
+    if context is None or batch_property is None:
+        raise RuntimeError("wmon: instrument() works only inside a streaming query")
+    batch_id = int(batch_property)
+    stats = TaskStats(late_watermark_ms(checkpoint, batch_id), window_ms)
+    previous: pa.RecordBatch | None = None
+    for batch in batches:
+        if previous is not None:
+            yield previous.append_column(STATS_COLUMN, pa.nulls(previous.num_rows, pa.string()))
+        stats.add(
+            partition_keys(batch, partition, topic, context.partitionId()),
+            event_times_ms(batch, event_time),
+            _column(batch, key, pa.string()),
+            _column(batch, offset, pa.int64()),
+        )
+        previous = batch
+    if previous is not None and previous.num_rows:
+        last = [None] * (previous.num_rows - 1) + [stats.to_json(batch_id, delay_ms)]
+        yield previous.append_column(STATS_COLUMN, pa.array(last, pa.string()))
+    elif previous is not None:
+        yield previous.append_column(STATS_COLUMN, pa.nulls(0, pa.string()))
+
+
+def _column(batch: pa.RecordBatch, name: str | None, kind: pa.DataType) -> pa.Array | None:
+    if name is None or name not in batch.schema.names:
+        return None
+    return pc.cast(batch.column(name), kind)
+
+
+def instrument(
+    df: Any,
+    event_time: str = "timestamp",
+    partition: str | None = "partition",
+    delay: str = "10 minutes",
+    *,
+    checkpoint: str,
+    window: str | None = None,
+    topic: str | None = "topic",
+    key: str | None = "key",
+    offset: str | None = "offset",
+) -> Any:
+    """The same rows and columns as `df`, measured per partition for the monitor.
+
+    `checkpoint` is the query's checkpoint location (the late-record threshold of each batch
+    is read from its offset log); `window` is the length of the event-time windows the job
+    aggregates in, if any, so that late records are counted as Spark drops them.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    if event_time not in df.columns:
+        raise ValueError(f"instrument: no event-time column {event_time!r} in {df.columns}")
+    if partition is not None and partition not in df.columns:
+        raise ValueError(
+            f"instrument: no partition column {partition!r} in {df.columns} "
+            "(partition=None measures per Spark input partition)"
+        )
+    function = functools.partial(
+        measure,
+        checkpoint=checkpoint,
+        event_time=event_time,
+        partition=partition,
+        topic=topic,
+        key=key,
+        offset=offset,
+        delay_ms=interval_ms(delay),
+        window_ms=interval_ms(window) if window else None,
+    )
+    schema = StructType([*df.schema.fields, StructField(STATS_COLUMN, StringType())])
+    measured = df.mapInArrow(function, schema)
+    return measured.observe(OBSERVATION, F.collect_list(STATS_COLUMN).alias("tasks")).drop(
+        STATS_COLUMN
+    )

@@ -1,0 +1,164 @@
+"""The instrumented operator on real Spark: exact late records per partition, skewed backfill."""
+
+import json
+import os
+from collections import Counter
+
+import pytest
+import sqlalchemy as sa
+import sqlalchemy.orm as so
+from pyspark.sql import functions as F
+
+import monitor
+from monitor.instrument import instrument
+from monitor.store.models import PartitionEventTime
+from streaming.log import LogRecord, PartitionedLog
+from tests.helpers import unique_name
+
+pytestmark = pytest.mark.spark
+WAIT = 180
+START_MS = 1_700_000_000_000
+# Event time advances 1 s per record in partition 0, 0.5 s in 1 and 0.2 s in 2: read at the same
+# rate in records, partition 0 drags the watermark ahead of the slower ones, as in a backfill.
+SPACING_MS = {0: 1_000, 1: 500, 2: 200}
+RECORDS = 300
+
+
+@pytest.fixture
+def skewed_log(log_dir):
+    log = PartitionedLog(log_dir)
+    for partition, spacing in SPACING_MS.items():
+        log.append(
+            "telemetry",
+            partition,
+            [
+                LogRecord(f"scooter-{partition}-{i}", "{}", START_MS + i * spacing)
+                for i in range(RECORDS)
+            ],
+        )
+    return log
+
+
+def run(spark, log_dir, checkpoint, database_url, shape):
+    handle = monitor.attach(spark, database_url)
+    source = (
+        spark.readStream.format("partitioned_log")
+        .option("path", str(log_dir))
+        .option("subscribe", "telemetry")
+        .option("maxOffsetsPerTrigger", 90)
+        .load()
+    )
+    query = (
+        shape(source)
+        .writeStream.queryName(unique_name("backfill"))
+        .format("noop")
+        .outputMode("append")
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
+    try:
+        assert query.awaitTermination(WAIT), "the query did not finish"
+    finally:
+        handle.detach()
+    return query
+
+
+def offset_log(checkpoint):
+    """Per batch: the watermark written before it ran and the source's end offsets."""
+    batches = {}
+    for name in os.listdir(os.path.join(checkpoint, "offsets")):
+        if name.isdigit():
+            with open(os.path.join(checkpoint, "offsets", name)) as entry:
+                lines = entry.read().splitlines()
+            batches[int(name)] = (
+                json.loads(lines[1])["batchWatermarkMs"],
+                {int(p): o for p, o in json.loads(lines[2])["telemetry"].items()},
+            )
+    return batches
+
+
+def expected_late(log, checkpoint, window_ms=None):
+    """Late records per (batch, partition), from the files and the offset log alone."""
+    batches = offset_log(checkpoint)
+    late = Counter()
+    for batch_id in sorted(batches):
+        if batch_id == 0:
+            continue
+        threshold = batches[batch_id - 1][0]
+        for partition, end in batches[batch_id][1].items():
+            start = batches[batch_id - 1][1].get(partition, 0)
+            for _, record in log.read("telemetry", partition, start, end):
+                t = record.timestamp_ms
+                compared = t if window_ms is None else t - t % window_ms + window_ms
+                late[(batch_id, f"telemetry/{partition}")] += compared <= threshold
+    return {key: count for key, count in late.items() if count}
+
+
+def stored(engine, query_id):
+    with so.Session(engine) as session:
+        rows = session.scalars(
+            sa.select(PartitionEventTime).where(PartitionEventTime.query_id == str(query_id))
+        )
+        return {(row.batch_id, row.partition): row for row in rows}
+
+
+def dropped_by_spark(query):
+    return sum(
+        op["numRowsDroppedByWatermark"] for p in query.recentProgress for op in p["stateOperators"]
+    )
+
+
+def test_late_records_are_exact_behind_drop_duplicates(
+    spark, skewed_log, log_dir, checkpoint, database_url, engine
+):
+    def shape(source):
+        measured = instrument(source, checkpoint=checkpoint, delay="10 seconds")
+        return measured.withWatermark("timestamp", "10 seconds").dropDuplicates(
+            ["key", "timestamp"]
+        )
+
+    query = run(spark, log_dir, checkpoint, database_url, shape)
+    rows = stored(engine, query.id)
+    late = {key: row.late_records for key, row in rows.items() if row.late_records}
+    assert late == expected_late(skewed_log, checkpoint)
+    total = sum(late.values())
+    assert total > 0 and total == dropped_by_spark(query)
+
+    last = max(batch for batch, _ in rows)
+    per_partition = {
+        name: rows[(last, name)] for name in ("telemetry/0", "telemetry/1", "telemetry/2")
+    }
+    assert per_partition["telemetry/0"].late_records_total == 0, "the fastest loses nothing"
+    assert per_partition["telemetry/2"].late_records_total > 0, "the slowest loses records"
+    assert sum(row.late_records_total for row in per_partition.values()) == total
+    for partition, spacing in SPACING_MS.items():
+        row = per_partition[f"telemetry/{partition}"]
+        assert row.max_event_time_ms == START_MS + (RECORDS - 1) * spacing
+        assert row.partition_watermark_ms == row.max_event_time_ms - 10_000
+    batches = {batch for batch, _ in rows}
+    assert all((batch, name) in rows for batch in batches for name in per_partition)
+    assert sum(row.records for row in rows.values()) == RECORDS * len(SPACING_MS)
+    samples = [tuple(s) for row in rows.values() for s in row.late_samples]
+    assert samples and all(
+        key.startswith("scooter-") and offset is not None for key, _, offset in samples
+    )
+
+
+def test_window_aggregations_count_late_rows_not_groups(
+    spark, skewed_log, log_dir, checkpoint, database_url, engine
+):
+    def shape(source):
+        measured = instrument(source, checkpoint=checkpoint, delay="10 seconds", window="5 seconds")
+        return (
+            measured.withWatermark("timestamp", "10 seconds")
+            .groupBy(F.window("timestamp", "5 seconds"), "partition")
+            .count()
+        )
+
+    query = run(spark, log_dir, checkpoint, database_url, shape)
+    late = {
+        key: row.late_records for key, row in stored(engine, query.id).items() if row.late_records
+    }
+    assert late == expected_late(skewed_log, checkpoint, window_ms=5_000)
+    assert sum(late.values()) > dropped_by_spark(query) > 0
