@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import time
 from typing import Any
@@ -10,8 +11,10 @@ from typing import Any
 import sqlalchemy as sa
 
 from monitor.config import load_settings
+from monitor.health import Timeouts
 from monitor.listener import WatermarkListener
 from monitor.store.engine import create_engine, display_url
+from monitor.store.writes import write_event
 from monitor.writer import StoreWriter, WriterStats
 
 log = logging.getLogger(__name__)
@@ -68,15 +71,30 @@ class MonitorHandle:
 
 
 def attach(
-    spark: Any, database_url: str | None = None, *, buffer_size: int | None = None
+    spark: Any,
+    database_url: str | None = None,
+    *,
+    buffer_size: int | None = None,
+    idle_timeout: float | None = None,
+    stall_timeout: float | None = None,
 ) -> MonitorHandle:
-    """Record every streaming query of `spark` in the store at `database_url` (default: WMON_)."""
-    if database_url is None or buffer_size is None:
-        settings = load_settings()
-        database_url = database_url or settings.database_url
-        buffer_size = buffer_size or settings.buffer_size
-    engine = create_engine(database_url)
-    writer = StoreWriter(engine, capacity=buffer_size)
+    """Record every streaming query of `spark` in the store at `database_url`.
+
+    What is not given comes from the WMON_ settings; timeouts are in seconds: a partition with
+    no new data for `idle_timeout` is idle, one that does not advance for `stall_timeout`
+    while work waits is stalled.
+    """
+    settings = load_settings()
+    timeouts = Timeouts(
+        idle_ms=int(1000 * (settings.idle_timeout_s if idle_timeout is None else idle_timeout)),
+        stall_ms=int(1000 * (settings.stall_timeout_s if stall_timeout is None else stall_timeout)),
+    )
+    engine = create_engine(database_url or settings.database_url)
+    writer = StoreWriter(
+        engine,
+        capacity=buffer_size or settings.buffer_size,
+        write=functools.partial(write_event, timeouts=timeouts),
+    )
     listener = WatermarkListener(writer.submit)
     spark.streams.addListener(listener)
     log.info("wmon: monitoring streaming queries into %s", display_url(engine))

@@ -24,9 +24,9 @@ from monitor.store.engine import (
 )
 from monitor.store.reads import (
     QueryNotFound,
-    batch_partitions,
     find_query,
     list_queries,
+    partition_views,
     recent_batches,
 )
 from monitor.tables import (
@@ -90,7 +90,7 @@ def cmd_partitions(args: argparse.Namespace) -> None:
     """List the source partitions of a query's batch (the latest by default)."""
     with so.Session(_open_store(args.database_url)) as session:
         query = find_query(session, args.query)
-        _print(args, PARTITION_COLUMNS, batch_partitions(session, query.id, args.batch))
+        _print(args, PARTITION_COLUMNS, partition_views(session, query.id, args.batch))
 
 
 def _print(args: argparse.Namespace, columns: Any, rows: Sequence[Any]) -> None:

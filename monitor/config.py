@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_BUFFER_SIZE = 10_000
+DEFAULT_IDLE_TIMEOUT_S = 60
+DEFAULT_STALL_TIMEOUT_S = 120
 
 
 def default_database_path(environ: Mapping[str, str] = os.environ) -> Path:
@@ -25,16 +27,27 @@ class Settings:
 
     database_url: str
     buffer_size: int = DEFAULT_BUFFER_SIZE
+    idle_timeout_s: int = DEFAULT_IDLE_TIMEOUT_S
+    stall_timeout_s: int = DEFAULT_STALL_TIMEOUT_S
+
+
+def _whole_number(environ: Mapping[str, str], name: str, default: int, minimum: int) -> int:
+    raw = environ.get(name) or str(default)
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a whole number, not {raw!r}") from None
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, not {value}")
+    return value
 
 
 def load_settings(environ: Mapping[str, str] = os.environ) -> Settings:
     """Read the settings, with defaults for what is not set."""
-    url = environ.get("WMON_DATABASE_URL") or f"sqlite:///{default_database_path(environ)}"
-    raw_size = environ.get("WMON_BUFFER_SIZE") or str(DEFAULT_BUFFER_SIZE)
-    try:
-        buffer_size = int(raw_size)
-    except ValueError:
-        raise ValueError(f"WMON_BUFFER_SIZE must be a whole number, not {raw_size!r}") from None
-    if buffer_size < 1:
-        raise ValueError(f"WMON_BUFFER_SIZE must be at least 1, not {buffer_size}")
-    return Settings(database_url=url, buffer_size=buffer_size)
+    return Settings(
+        database_url=environ.get("WMON_DATABASE_URL")
+        or f"sqlite:///{default_database_path(environ)}",
+        buffer_size=_whole_number(environ, "WMON_BUFFER_SIZE", DEFAULT_BUFFER_SIZE, 1),
+        idle_timeout_s=_whole_number(environ, "WMON_IDLE_TIMEOUT", DEFAULT_IDLE_TIMEOUT_S, 0),
+        stall_timeout_s=_whole_number(environ, "WMON_STALL_TIMEOUT", DEFAULT_STALL_TIMEOUT_S, 0),
+    )

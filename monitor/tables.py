@@ -16,6 +16,11 @@ def iso_time(ms: int | None) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
+def seconds(ms: int | None) -> str:
+    """Milliseconds as seconds with one decimal, '-' when unknown."""
+    return "-" if ms is None else f"{ms / 1000:.1f}"
+
+
 def plain(value: Any) -> str:
     """A value as table text, '-' when unknown."""
     if value is None:
@@ -53,15 +58,24 @@ BATCH_COLUMNS = (
     Column("rows/s in", "input_rows_per_second"),
     Column("rows/s done", "processed_rows_per_second"),
     Column("ms", "trigger_duration_ms"),
+    Column("skew s", "watermark_skew_ms", seconds),
+    Column("flink watermark", "flink_watermark_ms", iso_time),
+    Column("watermark state", "watermark_state"),
 )
 PARTITION_COLUMNS = (
     Column("batch", "batch_id"),
-    Column("source", "source_index"),
     Column("partition", "partition"),
     Column("start", "start_offset"),
     Column("end", "end_offset"),
     Column("latest", "latest_offset"),
     Column("offset lag", "offset_lag"),
+    Column("state", "state"),
+    Column("records", "records"),
+    Column("max event time", "max_event_time_ms", iso_time),
+    Column("partition watermark", "partition_watermark_ms", iso_time),
+    Column("time lag s", "time_lag_ms", seconds),
+    Column("late", "late_records"),
+    Column("late total", "late_records_total"),
 )
 
 

@@ -106,24 +106,27 @@ QUERIES_TABLE = table(
 )
 BATCH_HEADER = (
     "batch  time                     watermark                event time min"
-    "           event time max           rows  rows/s in  rows/s done  ms"
+    "           event time max           rows  rows/s in  rows/s done  ms   skew s  flink watermark"
+    "  watermark state"
 )
 BATCHES_TABLE = table(
     BATCH_HEADER,
     "2      2026-11-22 02:57:32.500  2026-11-22 02:57:29.318  2026-11-22 02:57:31.368"
-    "  2026-11-22 02:57:33.318  30    23.6       55.0         726",
+    "  2026-11-22 02:57:33.318  30    23.6       55.0         726  -       -                ok",
     "3      2026-11-22 02:57:33.500  2026-11-22 02:57:29.318  2026-11-22 02:57:31.368"
-    "  2026-11-22 02:57:33.318  40    23.6       55.0         726",
+    "  2026-11-22 02:57:33.318  40    23.6       55.0         726  -       -                ok",
 )
 LAST_BATCH_TABLE = table(BATCHES_TABLE.splitlines()[0], BATCHES_TABLE.splitlines()[2])
 
 
 def partitions_table(batch_id: int) -> str:
+    no_event_times = "-        -               -                    -           -     -"
     return table(
-        "batch  source  partition    start  end   latest  offset lag",
-        f"{batch_id}      0       telemetry/0  1000   1020  1024    4",
-        f"{batch_id}      0       telemetry/1  940    960   960     0",
-        f"{batch_id}      0       telemetry/2  880    900   1500    600",
+        "batch  partition    start  end   latest  offset lag  state  records  max event time"
+        "  partition watermark  time lag s  late  late total",
+        f"{batch_id}      telemetry/0  1000   1020  1024    4           ok     {no_event_times}",
+        f"{batch_id}      telemetry/1  940    960   960     0           ok     {no_event_times}",
+        f"{batch_id}      telemetry/2  880    900   1500    600         ok     {no_event_times}",
     )
 
 
@@ -161,6 +164,19 @@ def test_an_empty_store_has_no_queries(
     assert run(capsys, "queries", *flag, "--database-url", database_url) == (0, expected, "")
 
 
+HEALTHY_WATERMARK = {"watermark_skew_ms": None, "flink_watermark_ms": None, "watermark_state": "ok"}
+NO_EVENT_TIMES = dict.fromkeys(
+    (
+        "records",
+        "max_event_time_ms",
+        "partition_watermark_ms",
+        "time_lag_ms",
+        "late_records",
+        "late_records_total",
+    )
+)
+
+
 def batch_json(batch_id: int) -> dict[str, Any]:
     return {
         "batch_id": batch_id,
@@ -172,6 +188,7 @@ def batch_json(batch_id: int) -> dict[str, Any]:
         "input_rows_per_second": 23.6,
         "processed_rows_per_second": 55.0,
         "trigger_duration_ms": 726,
+        **HEALTHY_WATERMARK,
     }
 
 
@@ -180,7 +197,7 @@ def partitions_json(batch_id: int) -> list[dict[str, Any]]:
     offsets.append(("telemetry/2", 880, 900, 1500, 600))
     keys = ("partition", "start_offset", "end_offset", "latest_offset", "offset_lag")
     return [
-        {"batch_id": batch_id, "source_index": 0, **dict(zip(keys, row, strict=True))}
+        {"batch_id": batch_id, **dict(zip(keys, row, strict=True)), "state": "ok", **NO_EVENT_TIMES}
         for row in offsets
     ]
 
@@ -195,15 +212,17 @@ DEDUP_BATCH_JSON = {
     "input_rows_per_second": 20.0,
     "processed_rows_per_second": 33.2,
     "trigger_duration_ms": 602,
+    **HEALTHY_WATERMARK,
 }
 DEDUP_PARTITION_JSON = {
     "batch_id": 5,
-    "source_index": 0,
     "partition": "0",
     "start_offset": 3,
     "end_offset": 4,
     "latest_offset": 4,
     "offset_lag": 0,
+    "state": "ok",
+    **NO_EVENT_TIMES,
 }
 QUERIES_JSON = [
     {

@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 
 import monitor
 from monitor.instrument import instrument
-from monitor.store.models import PartitionEventTime
+from monitor.store.models import Batch, PartitionEventTime
 from streaming.log import LogRecord, PartitionedLog
 from tests.helpers import unique_name
 
@@ -139,6 +139,13 @@ def test_late_records_are_exact_behind_drop_duplicates(
     batches = {batch for batch, _ in rows}
     assert all((batch, name) in rows for batch in batches for name in per_partition)
     assert sum(row.records for row in rows.values()) == RECORDS * len(SPACING_MS)
+    with so.Session(engine) as session:
+        final = session.scalars(
+            sa.select(Batch).where(Batch.query_id == str(query.id), Batch.batch_id == last)
+        ).one()
+    watermarks = [row.partition_watermark_ms for row in per_partition.values()]
+    assert final.watermark_skew_ms == max(watermarks) - min(watermarks) > 0
+    assert final.flink_watermark_ms == min(watermarks) < final.watermark_ms
     samples = [tuple(s) for row in rows.values() for s in row.late_samples]
     assert samples and all(
         key.startswith("scooter-") and offset is not None for key, _, offset in samples

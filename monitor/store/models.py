@@ -82,6 +82,18 @@ class Batch(Base):
     trigger_duration_ms: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
     durations_ms: so.Mapped[dict[str, int]] = so.mapped_column(sa.JSON)
     observed_metrics: so.Mapped[dict[str, Any]] = so.mapped_column(sa.JSON)
+    watermark_advanced_at_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    watermark_stalled: so.Mapped[bool] = so.mapped_column(sa.Boolean, server_default=sa.false())
+    watermark_rewound: so.Mapped[bool] = so.mapped_column(sa.Boolean, server_default=sa.false())
+    watermark_skew_ms: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    flink_watermark_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+
+    @property
+    def watermark_state(self) -> str:
+        """'stalled', 'rewound' or 'ok', as derived when the batch was stored."""
+        if self.watermark_stalled:
+            return "stalled"
+        return "rewound" if self.watermark_rewound else "ok"
 
 
 class StateOperator(Base):
@@ -147,6 +159,11 @@ class Partition(Base):
     end_offset: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
     latest_offset: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
     offset_lag: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    last_arrival_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    last_advance_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    idle: so.Mapped[bool] = so.mapped_column(sa.Boolean, server_default=sa.false())
+    stalled: so.Mapped[bool] = so.mapped_column(sa.Boolean, server_default=sa.false())
+    rewound: so.Mapped[bool] = so.mapped_column(sa.Boolean, server_default=sa.false())
 
 
 class PartitionEventTime(Base):
@@ -177,3 +194,4 @@ class PartitionEventTime(Base):
     partition_watermark_ms: so.Mapped[int | None] = so.mapped_column(Millis)
     late_records_total: so.Mapped[int] = so.mapped_column(sa.BigInteger)
     late_samples: so.Mapped[list[Any]] = so.mapped_column(sa.JSON)
+    time_lag_ms: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)

@@ -17,6 +17,8 @@ from monitor.events import (
     QueryStarted,
     QueryTerminated,
 )
+from monitor.health import Timeouts
+from monitor.store import derive
 from monitor.store.models import (
     Base,
     Batch,
@@ -29,16 +31,17 @@ from monitor.store.models import (
 )
 
 ACTIVE, IDLE, TERMINATED, FAILED = "active", "idle", "terminated", "failed"
+DEFAULT_TIMEOUTS = Timeouts()
 
 
-def write_event(engine: sa.Engine, event: Event) -> None:
-    """Write one event in its own transaction."""
+def write_event(engine: sa.Engine, event: Event, timeouts: Timeouts = DEFAULT_TIMEOUTS) -> None:
+    """Write one event in its own transaction; `timeouts` decide what counts as idle or stalled."""
     with so.Session(engine) as session, session.begin():
-        record(event, session)
+        record(event, session, timeouts)
 
 
 @singledispatch
-def record(event: object, session: so.Session) -> None:
+def record(event: object, session: so.Session, timeouts: Timeouts) -> None:
     """Record one event in a session; each event type registers its own writer."""
     raise TypeError(f"not a monitor event: {type(event).__name__}")
 
@@ -60,7 +63,7 @@ def _run_row(session: so.Session, query_id: str, run_id: str) -> Run:
 
 
 @record.register
-def _started(event: QueryStarted, session: so.Session) -> None:
+def _started(event: QueryStarted, session: so.Session, _timeouts: Timeouts) -> None:
     query = _query_row(session, event.query_id, event.run_id, event.timestamp_ms)
     query.name, query.run_id, query.status = event.name, event.run_id, ACTIVE
     query.started_at_ms = query.updated_at_ms = event.timestamp_ms
@@ -70,7 +73,7 @@ def _started(event: QueryStarted, session: so.Session) -> None:
 
 
 @record.register
-def _idle(event: QueryIdle, session: so.Session) -> None:
+def _idle(event: QueryIdle, session: so.Session, _timeouts: Timeouts) -> None:
     query = _query_row(session, event.query_id, event.run_id, event.timestamp_ms)
     if query.run_id == event.run_id and query.status == ACTIVE:
         query.status = IDLE
@@ -79,7 +82,7 @@ def _idle(event: QueryIdle, session: so.Session) -> None:
 
 
 @record.register
-def _terminated(event: QueryTerminated, session: so.Session) -> None:
+def _terminated(event: QueryTerminated, session: so.Session, _timeouts: Timeouts) -> None:
     query = _query_row(session, event.query_id, event.run_id, event.timestamp_ms)
     if query.run_id == event.run_id:
         query.status = FAILED if event.exception else TERMINATED
@@ -91,7 +94,7 @@ def _terminated(event: QueryTerminated, session: so.Session) -> None:
 
 
 @record.register
-def _batch(event: BatchProgress, session: so.Session) -> None:
+def _batch(event: BatchProgress, session: so.Session, timeouts: Timeouts) -> None:
     query = _query_row(session, event.query_id, event.run_id, event.batch_time_ms)
     run = _run_row(session, event.query_id, event.run_id)
     run.name = event.name
@@ -102,8 +105,16 @@ def _batch(event: BatchProgress, session: so.Session) -> None:
     # The query and run rows must exist before the batch rows that refer to them.
     session.flush()
     _delete_batch(session, event.query_id, event.batch_id)
-    _insert_batch(session, event)
-    _insert_event_times(session, event)
+    rows = _batch_rows(event)
+    rows[PartitionEventTime] = _event_time_rows(session, event)
+    before, partitions_before = _previous_batch(session, event.query_id, event.batch_id)
+    [batch] = rows[Batch]
+    derive.partitions(rows[Partition], partitions_before, timeouts)
+    derive.query_watermark(batch, before, rows[Partition], timeouts)
+    derive.event_times(batch, rows[PartitionEventTime], rows[Partition])
+    for table, values in rows.items():
+        if values:
+            session.execute(sa.insert(table), values)
 
 
 def _delete_batch(session: so.Session, query_id: str, batch_id: int) -> None:
@@ -113,12 +124,37 @@ def _delete_batch(session: so.Session, query_id: str, batch_id: int) -> None:
         )
 
 
-def _insert_batch(session: so.Session, event: BatchProgress) -> None:
-    """Insert a batch and its children with one multi-row INSERT per table."""
+def _previous_batch(
+    session: so.Session, query_id: str, batch_id: int
+) -> tuple[Batch | None, dict[tuple[int, str], Partition]]:
+    """The stored batch before `batch_id`, and its partition rows by (source, partition)."""
+    before = session.scalars(
+        sa.select(Batch)
+        .where(Batch.query_id == query_id, Batch.batch_id < batch_id)
+        .order_by(Batch.batch_id.desc())
+        .limit(1)
+    ).first()
+    if before is None:
+        return None, {}
+    rows = session.scalars(
+        sa.select(Partition).where(
+            Partition.query_id == query_id, Partition.batch_id == before.batch_id
+        )
+    )
+    return before, {(row.source_index, row.partition): row for row in rows}
+
+
+_NOT_BATCH_COLUMNS = ("query_id", "name", "operators", "sources", "event_times")
+
+
+def _batch_rows(event: BatchProgress) -> dict[type[Base], list[dict[str, Any]]]:
+    """The rows of a batch and its operators, sources and partitions, as column dicts."""
     keys = {"query_id": event.query_id, "batch_id": event.batch_id}
-    batch = {f.name: getattr(event, f.name) for f in dataclasses.fields(event)}
-    for child in ("query_id", "name", "operators", "sources"):
-        del batch[child]
+    batch = {
+        f.name: getattr(event, f.name)
+        for f in dataclasses.fields(event)
+        if f.name not in _NOT_BATCH_COLUMNS
+    }
     rows: dict[type[Base], list[dict[str, Any]]] = {
         Batch: [keys | batch],
         StateOperator: [keys | dataclasses.asdict(op) for op in event.operators],
@@ -126,8 +162,11 @@ def _insert_batch(session: so.Session, event: BatchProgress) -> None:
         Partition: [],
     }
     for source in event.sources:
-        fields = {f.name: getattr(source, f.name) for f in dataclasses.fields(source)}
-        del fields["partitions"]
+        fields = {
+            f.name: getattr(source, f.name)
+            for f in dataclasses.fields(source)
+            if f.name != "partitions"
+        }
         rows[Source].append(keys | fields)
         rows[Partition] += [
             keys
@@ -139,9 +178,7 @@ def _insert_batch(session: so.Session, event: BatchProgress) -> None:
             }
             for partition in source.partitions
         ]
-    for table, values in rows.items():
-        if values:
-            session.execute(sa.insert(table), values)
+    return rows
 
 
 def _previous_event_times(
@@ -175,7 +212,7 @@ def _idle_partition(name: str, before: PartitionEventTime) -> PartitionEventTime
     )
 
 
-def _insert_event_times(session: so.Session, event: BatchProgress) -> None:
+def _event_time_rows(session: so.Session, event: BatchProgress) -> list[dict[str, Any]]:
     """Per-partition event times of a batch, with running max event time, W_p and late total."""
     before = _previous_event_times(session, event.query_id, event.batch_id)
     measured = {times.partition: times for times in event.event_times}
@@ -204,5 +241,4 @@ def _insert_event_times(session: so.Session, event: BatchProgress) -> None:
                 "late_samples": [list(sample) for sample in times.late_samples],
             }
         )
-    if rows:
-        session.execute(sa.insert(PartitionEventTime), rows)
+    return rows

@@ -1,0 +1,94 @@
+"""Health of partitions and watermarks: small pure predicates over state carried batch to batch.
+
+Definitions are DESIGN.md's: a partition is *idle* when no new records have become available
+in it for the idle timeout and it has no backlog; *stalled* when it has a backlog or keeps
+receiving records yet has not advanced for the stall timeout; *rewound* when its offset went
+backwards. The query watermark is stalled or rewound by the same rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """How long a condition must last before it counts, in milliseconds."""
+
+    idle_ms: int = 60_000
+    stall_ms: int = 120_000
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a partition (or a query's watermark) stands after a batch, and since when."""
+
+    position: int | None
+    available: int | None
+    last_arrival_ms: int
+    last_advance_ms: int
+
+
+def advance(
+    before: Progress | None, position: int | None, available: int | None, now_ms: int
+) -> Progress:
+    """The state after a batch: arrival is new data becoming available, advance is progress."""
+    if before is None:
+        return Progress(position, available, now_ms, now_ms)
+    advanced = _grew(before.position, position)
+    # A source that reports no latest offset shows new data only by being read.
+    arrived = _grew(before.available, available) or (available is None and advanced)
+    return Progress(
+        position=position,
+        available=available,
+        last_arrival_ms=now_ms if arrived else before.last_arrival_ms,
+        last_advance_ms=now_ms if advanced else before.last_advance_ms,
+    )
+
+
+def _grew(before: int | None, after: int | None) -> bool:
+    return after is not None and (before is None or after > before)
+
+
+def backlog(state: Progress) -> int:
+    """Records available but not yet processed (0 when unknown)."""
+    if state.available is None or state.position is None:
+        return 0
+    return max(state.available - state.position, 0)
+
+
+def partition_idle(state: Progress, now_ms: int, timeouts: Timeouts) -> bool:
+    """No new records available for the idle timeout, and nothing waiting in a backlog."""
+    return backlog(state) == 0 and now_ms - state.last_arrival_ms >= timeouts.idle_ms
+
+
+def partition_stalled(state: Progress, now_ms: int, timeouts: Timeouts) -> bool:
+    """Work is waiting or still arriving, yet the position has not moved for the stall timeout."""
+    waiting = backlog(state) > 0 or state.last_arrival_ms > state.last_advance_ms
+    return waiting and now_ms - state.last_advance_ms >= timeouts.stall_ms
+
+
+def rewound(before: Progress | None, position: int | None) -> bool:
+    """The position went backwards, as after a restore from an older checkpoint."""
+    return (
+        before is not None
+        and before.position is not None
+        and position is not None
+        and position < before.position
+    )
+
+
+def _active(watermarks: Mapping[str, int | None], idle: set[str]) -> list[int]:
+    return [w for p, w in watermarks.items() if w is not None and p not in idle]
+
+
+def watermark_skew(watermarks: Mapping[str, int | None], idle: set[str]) -> int | None:
+    """max W_p - min W_p over the partitions that are not idle."""
+    active = _active(watermarks, idle)
+    return max(active) - min(active) if active else None
+
+
+def flink_watermark(watermarks: Mapping[str, int | None], idle: set[str]) -> int | None:
+    """The watermark Flink would have: the minimum of the non-idle partition watermarks."""
+    return min(_active(watermarks, idle), default=None)

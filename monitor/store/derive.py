@@ -1,0 +1,70 @@
+"""Derive health as a batch is stored, from its rows and the rows of the batch before it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from monitor import health
+from monitor.health import Timeouts
+from monitor.store.models import Batch, Partition
+
+Row = dict[str, Any]
+
+
+def _progress(row: Partition | None) -> health.Progress | None:
+    if row is None or row.last_arrival_ms is None or row.last_advance_ms is None:
+        return None
+    return health.Progress(
+        row.end_offset, row.latest_offset, row.last_arrival_ms, row.last_advance_ms
+    )
+
+
+def partitions(
+    rows: list[Row], before: Mapping[tuple[int, str], Partition], timeouts: Timeouts
+) -> None:
+    """Mark each partition row idle, stalled or rewound, carrying arrival and advance times."""
+    for row in rows:
+        previous = _progress(before.get((row["source_index"], row["partition"])))
+        now = row["batch_time_ms"]
+        state = health.advance(previous, row["end_offset"], row["latest_offset"], now)
+        row["last_arrival_ms"], row["last_advance_ms"] = (
+            state.last_arrival_ms,
+            state.last_advance_ms,
+        )
+        row["idle"] = health.partition_idle(state, now, timeouts)
+        row["stalled"] = health.partition_stalled(state, now, timeouts)
+        row["rewound"] = health.rewound(previous, row["end_offset"])
+
+
+def query_watermark(
+    batch: Row, before: Batch | None, partition_rows: list[Row], timeouts: Timeouts
+) -> None:
+    """Mark the query's watermark stalled or rewound, carrying when it last advanced."""
+    watermark, now = batch["watermark_ms"], batch["batch_time_ms"]
+    previous = None if before is None else before.watermark_ms
+    if watermark is None:
+        batch["watermark_advanced_at_ms"] = None
+    elif before is None or previous is None or watermark > previous:
+        batch["watermark_advanced_at_ms"] = now
+    else:
+        batch["watermark_advanced_at_ms"] = before.watermark_advanced_at_ms or now
+    waiting = bool(batch["num_input_rows"]) or any(r["offset_lag"] for r in partition_rows)
+    advanced_at = batch["watermark_advanced_at_ms"]
+    batch["watermark_stalled"] = (
+        waiting and advanced_at is not None and now - advanced_at >= timeouts.stall_ms
+    )
+    batch["watermark_rewound"] = (
+        watermark is not None and previous is not None and watermark < previous
+    )
+
+
+def event_times(batch: Row, time_rows: list[Row], partition_rows: list[Row]) -> None:
+    """Skew and Flink's watermark over the non-idle partitions; each partition's time lag."""
+    idle = {r["partition"] for r in partition_rows if r["idle"]}
+    watermarks = {r["partition"]: r["partition_watermark_ms"] for r in time_rows}
+    batch["watermark_skew_ms"] = health.watermark_skew(watermarks, idle)
+    batch["flink_watermark_ms"] = health.flink_watermark(watermarks, idle)
+    for row in time_rows:
+        newest = row["max_event_time_ms"]
+        row["time_lag_ms"] = None if newest is None else batch["batch_time_ms"] - newest

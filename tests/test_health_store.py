@@ -1,0 +1,148 @@
+"""Health derived as batches are stored: idle, stalled, rewound, skew, Flink's watermark."""
+
+import json
+
+import sqlalchemy as sa
+import sqlalchemy.orm as so
+
+from monitor.health import Timeouts
+from monitor.progress import parse_progress
+from monitor.store.models import Batch, Partition, PartitionEventTime
+from monitor.store.writes import write_event
+from tests.helpers import progress_doc
+
+QUERY = "33333333-3333-3333-3333-333333333333"
+T = Timeouts(idle_ms=10_000, stall_ms=20_000)
+EPOCH = 1_700_000_000_000
+
+
+def stamp(ms):
+    return f"2023-11-14T22:{(ms // 60_000) % 60:02d}:{(ms // 1000) % 60:02d}.{ms % 1000:03d}Z"
+
+
+def write(engine, batch_id, at_s, ends, latests, watermark_s=0, rows=10, event_max=None):
+    """A batch at `at_s` seconds with per-partition end/latest offsets of topic t."""
+    at = EPOCH + at_s * 1000
+    tasks = []
+    if event_max:
+        tasks = [
+            json.dumps(
+                {
+                    "batch": batch_id,
+                    "delay_ms": 1_000,
+                    "late_watermark_ms": None,
+                    "partitions": {
+                        f"t/{p}": {"records": 1, "min_ms": m, "max_ms": m, "late": 0, "samples": []}
+                        for p, m in event_max.items()
+                    },
+                }
+            )
+        ]
+    doc = progress_doc(
+        id=QUERY,
+        runId="r",
+        batchId=batch_id,
+        timestamp=stamp(at),
+        numInputRows=rows,
+        eventTime={"watermark": stamp(EPOCH + watermark_s * 1000)},
+        sources=[
+            {
+                "description": "KafkaV2[Subscribe[t]]",
+                "startOffset": None,
+                "endOffset": {"t": {str(p): e for p, e in enumerate(ends)}},
+                "latestOffset": {"t": {str(p): v for p, v in enumerate(latests)}},
+            }
+        ],
+        observedMetrics={"wmon": {"tasks": tasks}} if tasks else {},
+    )
+    write_event(engine, parse_progress(doc), T)
+
+
+def flags(engine, batch_id):
+    with so.Session(engine) as session:
+        rows = session.scalars(
+            sa.select(Partition).where(Partition.batch_id == batch_id).order_by(Partition.partition)
+        )
+        return [(r.partition, r.idle, r.stalled, r.rewound) for r in rows]
+
+
+def batch(engine, batch_id):
+    with so.Session(engine) as session:
+        return session.scalars(sa.select(Batch).where(Batch.batch_id == batch_id)).one()
+
+
+def test_a_caught_up_partition_with_no_new_data_becomes_idle(engine):
+    write(engine, 0, 0, ends=[10, 10], latests=[10, 10])
+    write(engine, 1, 5, ends=[20, 10], latests=[20, 10])
+    write(engine, 2, 11, ends=[30, 10], latests=[30, 10])
+    assert flags(engine, 1) == [("t/0", False, False, False), ("t/1", False, False, False)]
+    assert flags(engine, 2) == [("t/0", False, False, False), ("t/1", True, False, False)]
+
+
+def test_a_partition_with_a_backlog_that_does_not_advance_is_stalled_never_idle(engine):
+    write(engine, 0, 0, ends=[10, 10], latests=[10, 50])
+    write(engine, 1, 15, ends=[20, 10], latests=[20, 50])
+    write(engine, 2, 25, ends=[30, 10], latests=[30, 50])
+    assert flags(engine, 1)[1] == ("t/1", False, False, False)
+    assert flags(engine, 2)[1] == ("t/1", False, True, False)
+
+
+def test_an_offset_that_goes_back_is_rewound(engine):
+    write(engine, 0, 0, ends=[10, 10], latests=[10, 10])
+    write(engine, 1, 1, ends=[4, 10], latests=[10, 10])
+    assert flags(engine, 1)[0] == ("t/0", False, False, True)
+
+
+def test_the_query_watermark_stalls_while_input_arrives_and_rewinds(engine):
+    write(engine, 0, 0, ends=[10], latests=[10], watermark_s=5)
+    write(engine, 1, 10, ends=[20], latests=[20], watermark_s=5)
+    write(engine, 2, 21, ends=[30], latests=[30], watermark_s=5)
+    write(engine, 3, 22, ends=[40], latests=[40], watermark_s=9)
+    write(engine, 4, 23, ends=[50], latests=[50], watermark_s=3)
+    assert [batch(engine, n).watermark_stalled for n in range(5)] == [
+        False,
+        False,
+        True,
+        False,
+        False,
+    ]
+    assert [batch(engine, n).watermark_rewound for n in range(5)] == [
+        False,
+        False,
+        False,
+        False,
+        True,
+    ]
+
+
+def test_skew_flink_watermark_and_time_lag_leave_idle_partitions_out(engine):
+    write(
+        engine,
+        0,
+        0,
+        ends=[10, 10, 10],
+        latests=[10, 10, 10],
+        event_max={0: EPOCH + 9_000, 1: EPOCH + 5_000, 2: EPOCH + 1_000},
+    )
+    first = batch(engine, 0)
+    assert (first.watermark_skew_ms, first.flink_watermark_ms) == (8_000, EPOCH)
+    write(
+        engine,
+        1,
+        12,
+        ends=[20, 20, 10],
+        latests=[20, 20, 10],
+        event_max={0: EPOCH + 11_000, 1: EPOCH + 6_000},
+    )
+    second = batch(engine, 1)
+    assert flags(engine, 1)[2] == ("t/2", True, False, False)
+    assert (second.watermark_skew_ms, second.flink_watermark_ms) == (5_000, EPOCH + 5_000)
+    with so.Session(engine) as session:
+        lags = dict(
+            session.execute(
+                sa.select(PartitionEventTime.partition, PartitionEventTime.time_lag_ms).where(
+                    PartitionEventTime.batch_id == 1
+                )
+            ).all()
+        )
+    assert lags == {"t/0": 1_000, "t/1": 6_000, "t/2": 11_000}
