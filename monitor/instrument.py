@@ -61,12 +61,28 @@ def partition_keys(
     return keys
 
 
-def event_times_ms(batch: pa.RecordBatch, event_time: str) -> pa.Array:
-    """Event times in epoch milliseconds."""
+def event_times_us(batch: pa.RecordBatch, event_time: str) -> pa.Array:
+    """Event times in epoch microseconds, Spark's own precision (integer columns are ms)."""
     column = batch.column(event_time)
     if pa.types.is_timestamp(column.type):
-        column = pc.cast(column, pa.timestamp("ms", tz="UTC"))
-    return pc.cast(column, pa.int64())
+        return pc.cast(pc.cast(column, pa.timestamp("us", tz="UTC")), pa.int64())
+    return pc.multiply(pc.cast(column, pa.int64()), 1000)
+
+
+def event_times_ms(batch: pa.RecordBatch, event_time: str) -> pa.Array:
+    """Event times in epoch milliseconds, rounded down as Spark's event-time statistics are."""
+    return pc.divide(event_times_us(batch, event_time), 1000)
+
+
+def compared_times_ms(times_us: pa.Array, window_ms: int | None) -> pa.Array:
+    """Times whose `<= watermark` (in ms) agrees with Spark's comparison in microseconds.
+
+    Without a window Spark drops a row when t_us <= W_ms * 1000, that is when t rounded up to
+    the millisecond is <= W; with a window it compares the window's end, a whole millisecond.
+    """
+    if window_ms is None:
+        return pc.divide(pc.add(times_us, 999), 1000)
+    return effective_times_ms(pc.divide(times_us, 1000), window_ms)
 
 
 def effective_times_ms(times: pa.Array, window_ms: int | None) -> pa.Array:
@@ -90,13 +106,14 @@ class TaskStats:
         times: pa.Array,
         record_keys: pa.Array | None,
         offsets: pa.Array | None,
+        compared: pa.Array | None = None,
     ) -> None:
-        """Fold one Arrow batch in."""
+        """Fold one Arrow batch in: event times in ms, and the times Spark compares with the
+        watermark (by default the event times, or their window's end)."""
         table = pa.table({"p": keys, "t": times})
         valid = table.filter(pc.is_valid(table.column("t")))
-        for row in (
-            valid.group_by("p").aggregate([("t", "count"), ("t", "min"), ("t", "max")]).to_pylist()
-        ):
+        aggregates = valid.group_by("p").aggregate([("t", "count"), ("t", "min"), ("t", "max")])
+        for row in aggregates.to_pylist():
             entry = self.partitions.setdefault(
                 row["p"], {"records": 0, "min_ms": None, "max_ms": None, "late": 0, "samples": []}
             )
@@ -104,33 +121,25 @@ class TaskStats:
             entry["min_ms"] = _min(entry["min_ms"], row["t_min"])
             entry["max_ms"] = _max(entry["max_ms"], row["t_max"])
         if self.late_watermark is not None:
-            self._add_late(keys, times, record_keys, offsets)
+            if compared is None:
+                compared = effective_times_ms(times, self.window_ms)
+            late = pc.fill_null(pc.less_equal(compared, self.late_watermark), False)
+            if pc.any(late).as_py():
+                self._add_late(
+                    table.append_column("k", _or_nulls(record_keys, pa.string(), keys))
+                    .append_column("o", _or_nulls(offsets, pa.int64(), keys))
+                    .filter(late)
+                )
 
-    def _add_late(
-        self,
-        keys: pa.Array,
-        times: pa.Array,
-        record_keys: pa.Array | None,
-        offsets: pa.Array | None,
-    ) -> None:
-        late = pc.fill_null(
-            pc.less_equal(effective_times_ms(times, self.window_ms), self.late_watermark), False
-        )
-        if not pc.any(late).as_py():
-            return
-        columns = {
-            "p": keys,
-            "t": times,
-            "k": record_keys if record_keys is not None else pa.nulls(len(keys), pa.string()),
-            "o": offsets if offsets is not None else pa.nulls(len(keys), pa.int64()),
-        }
-        late_rows = pa.table(columns).filter(late)
+    def _add_late(self, late_rows: pa.Table) -> None:
         for row in late_rows.group_by("p").aggregate([("t", "count")]).to_pylist():
             self.partitions[row["p"]]["late"] += row["t_count"]
-        for row in late_rows.slice(0, 200).to_pylist():
-            samples = self.partitions[row["p"]]["samples"]
-            if len(samples) < SAMPLES_PER_PARTITION:
-                samples.append([row["k"], row["t"], row["o"]])
+        for name in pc.unique(late_rows.column("p")).to_pylist():
+            samples = self.partitions[name]["samples"]
+            room = SAMPLES_PER_PARTITION - len(samples)
+            if room > 0:
+                rows = late_rows.filter(pc.equal(late_rows.column("p"), name)).slice(0, room)
+                samples += [[r["k"], r["t"], r["o"]] for r in rows.to_pylist()]
 
     def to_json(self, batch_id: int, delay_ms: int) -> str:
         """The figures as the JSON one row of the stats column carries."""
@@ -143,6 +152,10 @@ class TaskStats:
             },
             separators=(",", ":"),
         )
+
+
+def _or_nulls(column: pa.Array | None, kind: pa.DataType, like: pa.Array) -> pa.Array:
+    return column if column is not None else pa.nulls(len(like), kind)
 
 
 def _min(a: int | None, b: int) -> int:
@@ -176,20 +189,24 @@ def measure(
     stats = TaskStats(late_watermark_ms(checkpoint, batch_id), window_ms)
     previous: pa.RecordBatch | None = None
     for batch in batches:
+        if batch.num_rows == 0:
+            yield batch.append_column(STATS_COLUMN, pa.nulls(0, pa.string()))
+            continue
         if previous is not None:
             yield previous.append_column(STATS_COLUMN, pa.nulls(previous.num_rows, pa.string()))
+        times_us = event_times_us(batch, event_time)
         stats.add(
             partition_keys(batch, partition, topic, context.partitionId()),
-            event_times_ms(batch, event_time),
+            pc.divide(times_us, 1000),
             _column(batch, key, pa.string()),
             _column(batch, offset, pa.int64()),
+            compared_times_ms(times_us, window_ms),
         )
         previous = batch
-    if previous is not None and previous.num_rows:
+    if previous is not None:
+        # The task's figures ride on its last row; empty batches passed through above.
         last = [None] * (previous.num_rows - 1) + [stats.to_json(batch_id, delay_ms)]
         yield previous.append_column(STATS_COLUMN, pa.array(last, pa.string()))
-    elif previous is not None:
-        yield previous.append_column(STATS_COLUMN, pa.nulls(0, pa.string()))
 
 
 def _column(batch: pa.RecordBatch, name: str | None, kind: pa.DataType) -> pa.Array | None:

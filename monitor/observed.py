@@ -20,9 +20,12 @@ def _tasks(observed_metrics: dict[str, Any]) -> list[dict[str, Any]]:
     if not isinstance(tasks, list):
         raise ObservationError(f"observed metric {OBSERVATION!r} has no list of tasks")
     try:
-        return [json.loads(task) for task in tasks if task is not None]
+        parsed = [json.loads(task) for task in tasks if task is not None]
     except (TypeError, ValueError) as error:
         raise ObservationError(f"a task's figures are not JSON: {error}") from None
+    if not all(isinstance(task, dict) for task in parsed):
+        raise ObservationError("a task's figures are not a JSON object")
+    return parsed
 
 
 def _merge(total: dict[str, Any], part: dict[str, Any]) -> None:
@@ -39,16 +42,19 @@ def partition_event_times(observed_metrics: dict[str, Any]) -> tuple[PartitionEv
     """Per-partition figures of a batch, merged over its tasks; () when not instrumented."""
     merged: dict[str, dict[str, Any]] = {}
     delay_ms, late_watermark = 0, None
+    tasks = _tasks(observed_metrics)
     try:
-        for task in _tasks(observed_metrics):
+        for task in tasks:
             delay_ms, late_watermark = int(task["delay_ms"]), task["late_watermark_ms"]
             for name, part in task["partitions"].items():
                 total = merged.setdefault(
                     name, {"records": 0, "late": 0, "min_ms": None, "max_ms": None, "samples": []}
                 )
                 _merge(total, part)
-    except (KeyError, TypeError, AttributeError) as error:
+    except KeyError as error:
         raise ObservationError(f"a task's figures lack {error}") from None
+    except (TypeError, ValueError, AttributeError) as error:
+        raise ObservationError(f"a task's figures are malformed: {error}") from None
     return tuple(
         PartitionEventTimes(
             partition=name,

@@ -200,14 +200,16 @@ def _previous_event_times(
     return {row.partition: row for row in rows}
 
 
-def _idle_partition(name: str, before: PartitionEventTime) -> PartitionEventTimes:
+def _idle_partition(
+    name: str, before: PartitionEventTime, late_watermark_ms: int | None
+) -> PartitionEventTimes:
     return PartitionEventTimes(
         partition=name,
         records=0,
         min_event_ms=None,
         max_event_ms=None,
         late_records=0,
-        late_watermark_ms=before.late_watermark_ms,
+        late_watermark_ms=late_watermark_ms,
         delay_ms=before.delay_ms,
     )
 
@@ -217,7 +219,11 @@ def _event_time_rows(session: so.Session, event: BatchProgress) -> list[dict[str
     before = _previous_event_times(session, event.query_id, event.batch_id)
     measured = {times.partition: times for times in event.event_times}
     for name in before.keys() - measured.keys():
-        measured[name] = _idle_partition(name, before[name])
+        # A partition without records in this batch still faced this batch's late threshold.
+        threshold = next(
+            (t.late_watermark_ms for t in event.event_times), before[name].late_watermark_ms
+        )
+        measured[name] = _idle_partition(name, before[name], threshold)
     rows = []
     for name, times in sorted(measured.items()):
         last = before.get(name)

@@ -1,0 +1,458 @@
+"""The instrumented operator's measurement with pyarrow alone, and reading its figures back.
+
+The same code on real Spark is tested in test_instrument.py; here every figure is computed by
+hand from a few rows, so each one can be checked exactly.
+"""
+
+import json
+import logging
+import re
+
+import pyarrow as pa
+import pytest
+
+from monitor.events import SAMPLES_PER_PARTITION, PartitionEventTimes
+from monitor.instrument import (
+    TaskStats,
+    effective_times_ms,
+    event_times_ms,
+    interval_ms,
+    late_watermark_ms,
+    measure,
+    partition_keys,
+)
+from monitor.observed import ObservationError, partition_event_times
+from monitor.progress import parse_progress
+from tests.helpers import progress_doc
+
+T0 = 1_700_000_000_000
+MINUTE = 1_700_000_040_000  # a whole minute since the epoch
+
+
+# interval_ms
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("10 minutes", 600_000),
+        ("1 minute", 60_000),
+        ("1 hour 30 seconds", 3_630_000),
+        ("500 milliseconds", 500),
+        ("2 DAYS", 172_800_000),
+    ],
+    ids=["minutes", "one-minute", "hour-and-seconds", "milliseconds", "upper-case-days"],
+)
+def test_interval_ms_of_spark_interval_strings(text, expected):
+    assert interval_ms(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "ten minutes", "10", "10 parsecs", "5 minutes and more"],
+    ids=["empty", "number-in-words", "no-unit", "unknown-unit", "trailing-words"],
+)
+def test_interval_ms_rejects_what_is_not_an_interval(text):
+    with pytest.raises(ValueError) as raised:
+        interval_ms(text)
+    assert str(raised.value) == f"not an interval: {text!r} (expected e.g. '10 minutes')"
+
+
+# late_watermark_ms
+
+
+def write_offsets(checkpoint, batch_id, watermark_ms):
+    """One offset-log entry as Spark writes it: version, batch metadata, one line per source."""
+    folder = checkpoint / "offsets"
+    folder.mkdir(parents=True, exist_ok=True)
+    metadata = {
+        "batchWatermarkMs": watermark_ms,
+        "batchTimestampMs": T0 + 60_000 * batch_id,
+        "conf": {"spark.sql.shuffle.partitions": "2"},
+    }
+    lines = [
+        "v1",
+        json.dumps(metadata),
+        json.dumps({"telemetry": {"0": 100 * (batch_id + 1), "1": 90 * (batch_id + 1)}}),
+        json.dumps({"audit": {"0": 7}}),
+    ]
+    (folder / str(batch_id)).write_text("\n".join(lines))
+
+
+@pytest.mark.parametrize(
+    "batch_id, expected",
+    [(0, None), (1, 0), (2, T0 + 20_000), (3, None)],
+    ids=["batch-0-has-none", "batch-1-uses-offsets-0", "batch-2-uses-offsets-1", "missing-file"],
+)
+def test_late_watermark_is_that_of_the_previous_batch(tmp_path, batch_id, expected):
+    write_offsets(tmp_path, 0, 0)
+    write_offsets(tmp_path, 1, T0 + 20_000)
+    assert late_watermark_ms(str(tmp_path), batch_id) == expected
+
+
+def test_late_watermark_of_a_checkpoint_not_written_yet_is_none(tmp_path):
+    assert late_watermark_ms(str(tmp_path / "not-yet"), 1) is None
+
+
+# partition_keys
+
+
+KAFKA_ROWS = pa.record_batch(
+    {
+        "topic": pa.array(["telemetry", "telemetry"]),
+        "partition": pa.array([3, 0], pa.int32()),
+        "timestamp": pa.array([T0, T0], pa.timestamp("us", tz="UTC")),
+    }
+)
+PARTITION_ONLY_ROWS = KAFKA_ROWS.drop_columns(["topic"])
+
+
+@pytest.mark.parametrize(
+    "batch, partition, topic, expected",
+    [
+        (KAFKA_ROWS, "partition", "topic", ["telemetry/3", "telemetry/0"]),
+        (KAFKA_ROWS, "partition", None, ["3", "0"]),
+        (PARTITION_ONLY_ROWS, "partition", "topic", ["3", "0"]),
+        (KAFKA_ROWS, None, "topic", ["7", "7"]),
+        (KAFKA_ROWS, "shard", "topic", ["7", "7"]),
+    ],
+    ids=[
+        "topic-and-partition",
+        "partition-only",
+        "no-topic-column",
+        "partition-none-is-task-partition",
+        "missing-partition-column-is-task-partition",
+    ],
+)
+def test_partition_keys(batch, partition, topic, expected):
+    keys = partition_keys(batch, partition, topic, task_partition=7)
+    assert keys.type == pa.string() and keys.to_pylist() == expected
+
+
+# event_times_ms
+
+
+@pytest.mark.parametrize(
+    "column, expected",
+    [
+        (
+            pa.array([T0 * 1_000 + 123_000, None, 0], pa.timestamp("us", tz="UTC")),
+            [T0 + 123, None, 0],
+        ),
+        (
+            pa.array([T0 * 1_000 + 123_000, None], pa.timestamp("us", tz="Europe/Berlin")),
+            [T0 + 123, None],
+        ),
+        (pa.array([T0 + 123, None, 1], pa.timestamp("ms")), [T0 + 123, None, 1]),
+        (pa.array([T0 + 123, None, 1], pa.int64()), [T0 + 123, None, 1]),
+        # Spark's timestamps are microseconds; its own eventTime stats floor them to ms.
+        (
+            pa.array([T0 * 1_000 + 123_456, T0 * 1_000 + 999, None], pa.timestamp("us", tz="UTC")),
+            [T0 + 123, T0, None],
+        ),
+    ],
+    ids=[
+        "timestamp-us-utc",
+        "timestamp-us-session-time-zone",
+        "timestamp-ms",
+        "int64-ms",
+        "timestamp-us-sub-millisecond",
+    ],
+)
+def test_event_times_ms(column, expected):
+    times = event_times_ms(pa.record_batch({"ts": column}), "ts")
+    assert times.type == pa.int64() and times.to_pylist() == expected
+
+
+# effective_times_ms
+
+
+@pytest.mark.parametrize(
+    "times, window_ms, expected",
+    [
+        ([12_345, None, T0], None, [12_345, None, T0]),
+        ([12_345, 10_000, 14_999, 15_000, None], 5_000, [15_000, 15_000, 15_000, 20_000, None]),
+        ([MINUTE, MINUTE + 59_999, MINUTE - 1], 60_000, [MINUTE + 60_000] * 2 + [MINUTE]),
+    ],
+    ids=["no-window-unchanged", "window-end-boundaries", "minute-window"],
+)
+def test_effective_times_ms(times, window_ms, expected):
+    assert effective_times_ms(pa.array(times, pa.int64()), window_ms).to_pylist() == expected
+
+
+# TaskStats
+
+
+def add(stats, rows, record_keys=True, offsets=True):
+    """Fold rows (partition, event time, record key, offset) into `stats` as one Arrow batch."""
+    keys, times, names, positions = (list(column) for column in zip(*rows, strict=True))
+    stats.add(
+        pa.array(keys, pa.string()),
+        pa.array(times, pa.int64()),
+        pa.array(names, pa.string()) if record_keys else None,
+        pa.array(positions, pa.int64()) if offsets else None,
+    )
+
+
+def figures(records, min_ms, max_ms, late, samples=()):
+    return {
+        "records": records,
+        "min_ms": min_ms,
+        "max_ms": max_ms,
+        "late": late,
+        "samples": [list(sample) for sample in samples],
+    }
+
+
+def skewed_task():
+    """Two batches of one task: telemetry/0 ahead of the late watermark, telemetry/1 behind."""
+    stats = TaskStats(late_watermark=T0 + 10_000, window_ms=None)
+    add(
+        stats,
+        [
+            ("telemetry/0", T0 + 12_000, "k0", 100),
+            ("telemetry/1", T0 + 9_000, "k1", 200),
+            ("telemetry/0", None, "k2", 101),
+            ("telemetry/1", T0 + 10_000, "k3", 201),
+            ("telemetry/1", T0 + 10_001, "k4", 202),
+        ],
+    )
+    add(
+        stats,
+        [("telemetry/1", T0 + 1_000 * i, f"k{i + 4}", 202 + i) for i in range(1, 7)]
+        + [("telemetry/0", T0 + 20_000, "k11", 102), ("telemetry/1", None, "k12", 209)],
+    )
+    return stats
+
+
+def test_task_stats_per_partition_over_several_batches():
+    assert SAMPLES_PER_PARTITION == 5, "the expected samples below are the first five"
+    assert skewed_task().partitions == {
+        "telemetry/0": figures(2, T0 + 12_000, T0 + 20_000, 0),
+        "telemetry/1": figures(
+            9,
+            T0 + 1_000,
+            T0 + 10_001,
+            8,
+            [
+                ("k1", T0 + 9_000, 200),
+                ("k3", T0 + 10_000, 201),
+                ("k5", T0 + 1_000, 203),
+                ("k6", T0 + 2_000, 204),
+                ("k7", T0 + 3_000, 205),
+            ],
+        ),
+    }
+
+
+def test_task_stats_without_a_late_watermark_counts_nothing_late():
+    stats = TaskStats(late_watermark=None, window_ms=None)
+    add(stats, [("3", 5, "k0", 0), ("3", 7, "k1", 1), ("4", None, "k2", 0)])
+    assert stats.partitions == {"3": figures(2, 5, 7, 0)}
+
+
+def test_task_stats_compares_window_ends_with_the_late_watermark():
+    stats = TaskStats(late_watermark=T0 + 15_000, window_ms=5_000)
+    add(
+        stats,
+        [
+            ("p", T0 + 12_345, "in-window-ending-at-15000", 1),
+            ("p", T0 + 15_000, "in-window-ending-at-20000", 2),
+            ("p", T0 + 9_999, "in-window-ending-at-10000", 3),
+            ("p", T0 + 10_000, "starts-window-ending-at-15000", 4),
+        ],
+    )
+    assert stats.partitions == {
+        "p": figures(
+            4,
+            T0 + 9_999,
+            T0 + 15_000,
+            3,
+            [
+                ("in-window-ending-at-15000", T0 + 12_345, 1),
+                ("in-window-ending-at-10000", T0 + 9_999, 3),
+                ("starts-window-ending-at-15000", T0 + 10_000, 4),
+            ],
+        )
+    }
+
+
+def test_task_stats_samples_without_key_or_offset_columns():
+    stats = TaskStats(late_watermark=T0, window_ms=None)
+    add(stats, [("p", T0, "k", 1), ("p", T0 + 1, "k", 2)], record_keys=False, offsets=False)
+    assert stats.partitions == {"p": figures(2, T0, T0 + 1, 1, [(None, T0, None)])}
+
+
+def test_task_stats_samples_every_late_partition_of_a_large_batch():
+    stats = TaskStats(late_watermark=T0, window_ms=None)
+    rows = [("telemetry/0", T0 - i, f"a{i}", i) for i in range(250)]
+    rows += [("telemetry/1", T0 - i, f"b{i}", i) for i in range(3)]
+    add(stats, rows)
+    samples = {name: entry["samples"] for name, entry in stats.partitions.items()}
+    assert samples == {
+        "telemetry/0": [[f"a{i}", T0 - i, i] for i in range(SAMPLES_PER_PARTITION)],
+        "telemetry/1": [[f"b{i}", T0 - i, i] for i in range(3)],
+    }
+    assert stats.partitions["telemetry/1"]["late"] == 3
+
+
+def test_task_stats_round_trip_through_the_observed_metrics():
+    other = TaskStats(late_watermark=T0 + 10_000, window_ms=None)
+    add(other, [("telemetry/2", T0 + 30_000, "k20", 300), ("telemetry/2", T0 + 4_000, "k21", 301)])
+    first = skewed_task().to_json(4, 10_000)
+    assert json.loads(first)["batch"] == 4
+    observed = {"wmon": {"tasks": [first, other.to_json(4, 10_000), None]}}
+    assert partition_event_times(observed) == (
+        PartitionEventTimes("telemetry/0", 2, T0 + 12_000, T0 + 20_000, 0, T0 + 10_000, 10_000),
+        PartitionEventTimes(
+            "telemetry/1",
+            9,
+            T0 + 1_000,
+            T0 + 10_001,
+            8,
+            T0 + 10_000,
+            10_000,
+            (
+                ("k1", T0 + 9_000, 200),
+                ("k3", T0 + 10_000, 201),
+                ("k5", T0 + 1_000, 203),
+                ("k6", T0 + 2_000, 204),
+                ("k7", T0 + 3_000, 205),
+            ),
+        ),
+        PartitionEventTimes(
+            "telemetry/2",
+            2,
+            T0 + 4_000,
+            T0 + 30_000,
+            1,
+            T0 + 10_000,
+            10_000,
+            (("k21", T0 + 4_000, 301),),
+        ),
+    )
+
+
+# measure
+
+
+def test_measure_outside_a_spark_task_refuses_to_run(tmp_path):
+    batches = iter([pa.record_batch({"timestamp": pa.array([T0], pa.int64())})])
+    measured = measure(
+        batches,
+        checkpoint=str(tmp_path),
+        event_time="timestamp",
+        partition=None,
+        topic=None,
+        key=None,
+        offset=None,
+        delay_ms=10_000,
+        window_ms=None,
+    )
+    with pytest.raises(RuntimeError, match=r"^wmon: instrument\(\) works only inside a streaming"):
+        next(measured)
+
+
+# observed.partition_event_times
+
+
+def task(partitions, delay_ms=10_000, late_watermark_ms=T0 + 10_000):
+    """One task's figures as the stats column carries them."""
+    return json.dumps(
+        {
+            "batch": 4,
+            "delay_ms": delay_ms,
+            "late_watermark_ms": late_watermark_ms,
+            "partitions": partitions,
+        }
+    )
+
+
+def test_partition_event_times_merges_tasks_that_share_a_partition():
+    first = task(
+        {
+            "telemetry/1": figures(
+                3, T0 + 5_000, T0 + 9_000, 4, [(f"a{i}", T0 + i, i) for i in range(4)]
+            ),
+            "telemetry/2": figures(0, None, None, 0),
+        }
+    )
+    second = task(
+        {
+            "telemetry/1": figures(
+                2, T0 + 4_000, T0 + 8_000, 3, [(f"b{i}", T0 + i, i) for i in range(3)]
+            ),
+            "telemetry/2": figures(1, T0 + 7_000, T0 + 7_000, 0),
+            "telemetry/0": figures(1, T0 + 30_000, T0 + 30_000, 0),
+        }
+    )
+    assert partition_event_times({"wmon": {"tasks": [first, None, second]}}) == (
+        PartitionEventTimes("telemetry/0", 1, T0 + 30_000, T0 + 30_000, 0, T0 + 10_000, 10_000),
+        PartitionEventTimes(
+            "telemetry/1",
+            5,
+            T0 + 4_000,
+            T0 + 9_000,
+            7,
+            T0 + 10_000,
+            10_000,
+            (
+                ("a0", T0, 0),
+                ("a1", T0 + 1, 1),
+                ("a2", T0 + 2, 2),
+                ("a3", T0 + 3, 3),
+                ("b0", T0, 0),
+            ),
+        ),
+        PartitionEventTimes("telemetry/2", 1, T0 + 7_000, T0 + 7_000, 0, T0 + 10_000, 10_000),
+    )
+
+
+@pytest.mark.parametrize(
+    "observed",
+    [{}, {"rows": {"count": 3}}, {"wmon": {"tasks": []}}, {"wmon": {"tasks": [None, None]}}],
+    ids=["no-observed-metrics", "other-observation", "no-tasks", "tasks-without-figures"],
+)
+def test_partition_event_times_without_figures_is_empty(observed):
+    assert partition_event_times(observed) == ()
+
+
+MALFORMED = [
+    ({"wmon": {"tasks": "{}"}}, r"^observed metric 'wmon' has no list of tasks$"),
+    ({"wmon": ["{}"]}, r"^observed metric 'wmon' has no list of tasks$"),
+    ({"wmon": {"tasks": ["{not json"]}}, r"^a task's figures are not JSON: Expecting property"),
+    (
+        {"wmon": {"tasks": [json.dumps({"batch": 4, "delay_ms": 0, "late_watermark_ms": None})]}},
+        r"^a task's figures lack 'partitions'$",
+    ),
+    ({"wmon": {"tasks": [task({}, delay_ms="ten")]}}, r"'ten'"),
+    ({"wmon": {"tasks": [task({"p": figures("many", 1, 2, 0)})]}}, r"'many'"),
+]
+MALFORMED_IDS = [
+    "tasks-not-a-list",
+    "observation-not-an-object",
+    "task-not-json",
+    "task-without-partitions",
+    "delay-not-a-number",
+    "records-not-a-number",
+]
+
+
+@pytest.mark.parametrize("observed, message", MALFORMED, ids=MALFORMED_IDS)
+def test_partition_event_times_rejects_malformed_figures(observed, message):
+    with pytest.raises(ObservationError, match=message):
+        partition_event_times(observed)
+
+
+@pytest.mark.parametrize("observed, message", MALFORMED, ids=MALFORMED_IDS)
+def test_a_batch_with_malformed_figures_is_kept_and_the_figures_logged(caplog, observed, message):
+    doc = progress_doc(batchId=9, observedMetrics=observed)
+    with caplog.at_level(logging.ERROR, logger="monitor.progress"):
+        progress = parse_progress(doc)
+    assert (progress.batch_id, progress.num_input_rows, progress.event_times) == (9, 40, ())
+    assert progress.observed_metrics == observed
+    [record] = caplog.records
+    assert record.levelno == logging.ERROR
+    prefix = "wmon: ignored the instrumented operator's figures: "
+    assert record.getMessage().startswith(prefix)
+    assert re.search(message, record.getMessage().removeprefix(prefix))
