@@ -7,6 +7,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,10 @@ class DemoOptions:
     database_url: str | None = None
 
 
+def _as_is(df: Any) -> Any:
+    return df
+
+
 def spark_session(app_name: str = "wmon-demo") -> Any:
     """A local SparkSession whose Python workers use this interpreter."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -53,19 +58,25 @@ def spark_session(app_name: str = "wmon-demo") -> Any:
     return spark
 
 
-def windowed_counts(spark: Any, log_path: Path, max_offsets: int) -> Any:
-    """Telemetry counted per partition in 10-second event-time windows, 10 s watermark delay."""
+def windowed_counts(
+    spark: Any, log_path: Path, max_offsets: int | None, shape: Callable[[Any], Any] = _as_is
+) -> Any:
+    """Telemetry counted per partition in 10-second event-time windows, 10 s watermark delay.
+
+    `shape` may change the telemetry before the watermark, e.g. to instrument it.
+    """
     from pyspark.sql import functions as F
 
-    telemetry = (
+    reader = (
         spark.readStream.format("partitioned_log")
         .option("path", str(log_path))
         .option("subscribe", "telemetry")
-        .option("maxOffsetsPerTrigger", max_offsets)
-        .load()
     )
+    if max_offsets:
+        reader = reader.option("maxOffsetsPerTrigger", max_offsets)
     return (
-        telemetry.withWatermark("timestamp", "10 seconds")
+        shape(reader.load())
+        .withWatermark("timestamp", "10 seconds")
         .groupBy(F.window("timestamp", "10 seconds"), "partition")
         .count()
     )

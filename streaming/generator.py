@@ -8,9 +8,11 @@ late bursts) can swap one stage:
 
 1. a *schedule* yields :class:`Tick` s — which scooter reports, when the record is sent
    (``send_ms``, the order of writing) and its event time (``event_ms``);
-   :func:`steady_schedule` is the default;
+   :func:`steady_schedule` is the default, :func:`balanced_schedule` gives every partition the
+   same traffic (what :mod:`streaming.scenarios` builds on);
 2. :class:`Fleet` turns a tick into a :class:`LogRecord` (moving scooters, draining batteries);
-3. :func:`write_ticks` groups the records by partition and appends them.
+3. :func:`write_ticks` groups the records by partition and appends them;
+   :func:`write_schedule` does that for a whole schedule, a batch at a time.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import random
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -110,6 +112,44 @@ def steady_schedule(
         yield Tick(rng.randrange(scooters), send_ms, max(start_ms, send_ms - delay))
 
 
+def partition_scooters(scooters: int, partitions: int) -> list[list[int]]:
+    """The scooter indexes whose keys fall into each partition: ``result[p]`` lists p's."""
+    if scooters < 1 or partitions < 1:
+        raise ValueError(f"need scooters >= 1 and partitions >= 1, got {scooters}, {partitions}")
+    by_partition: list[list[int]] = [[] for _ in range(partitions)]
+    for index in range(scooters):
+        by_partition[partition_of(scooter_id(index), partitions)].append(index)
+    return by_partition
+
+
+def balanced_schedule(
+    rng: random.Random,
+    *,
+    by_partition: Sequence[Sequence[int]],
+    rate: float,
+    start_ms: int,
+    max_disorder_ms: int,
+    records: int | None = None,
+) -> Iterator[Tick]:
+    """Like :func:`steady_schedule`, but record ``i`` comes from partition ``i % partitions``.
+
+    ``by_partition`` is :func:`partition_scooters`' result; each record's scooter is a random one
+    of its partition. Every partition so gets the same traffic — as many records (give or take
+    one) at ``rate / partitions`` per second each — and per-partition read limits move all
+    partitions through event time at the same pace, which random keys would not.
+    """
+    if not by_partition or not all(by_partition):
+        raise ValueError("every partition needs at least one scooter: use more scooters")
+    if rate <= 0 or max_disorder_ms < 0:
+        raise ValueError("need rate > 0 and max_disorder_ms >= 0")
+    indexes = itertools.count() if records is None else range(records)
+    for i in indexes:
+        send_ms = start_ms + int(i * 1000 / rate)
+        delay = rng.randint(0, max_disorder_ms)
+        scooter = rng.choice(by_partition[i % len(by_partition)])
+        yield Tick(scooter, send_ms, max(start_ms, send_ms - delay))
+
+
 class Fleet:
     """The scooters' state: each report moves a scooter a little and drains its battery."""
 
@@ -156,6 +196,20 @@ def write_ticks(
     return summary
 
 
+def write_schedule(
+    log: PartitionedLog, topic: str, partitions: int, ticks: Iterable[Tick], fleet: Fleet
+) -> Summary:
+    """Write every tick of ``ticks`` (``_WRITE_BATCH`` at a time) and summarise what was written.
+
+    The summary lists every partition in ``range(partitions)``, including ones that got nothing.
+    """
+    summary = Summary(topic, {p: PartitionSummary() for p in range(partitions)})
+    pending = iter(ticks)
+    while batch := list(itertools.islice(pending, _WRITE_BATCH)):
+        write_ticks(log, topic, partitions, batch, fleet, summary)
+    return summary
+
+
 def _check(partitions: int, seed: int) -> None:
     if partitions < 1:
         raise ValueError(f"partitions must be >= 1, got {partitions}")
@@ -163,10 +217,14 @@ def _check(partitions: int, seed: int) -> None:
         raise ValueError(f"seed must be an int, got {seed!r}")
 
 
-def _streams(seed: int) -> tuple[random.Random, random.Random]:
-    """Independent generators for the schedule and the fleet, both derived from ``seed``."""
+def seeded_streams(seed: int, count: int = 2) -> list[random.Random]:
+    """``count`` independent generators derived from ``seed``: the schedule's, the fleet's, ...
+
+    The first ones do not depend on ``count``, so a caller that needs a third stream gets the
+    same schedule and fleet as one that needs two.
+    """
     root = random.Random(seed)
-    return random.Random(root.getrandbits(64)), random.Random(root.getrandbits(64))
+    return [random.Random(root.getrandbits(64)) for _ in range(count)]
 
 
 def generate(
@@ -187,8 +245,7 @@ def generate(
     at most ``max_disorder_ms``.
     """
     _check(partitions, seed)
-    schedule_rng, fleet_rng = _streams(seed)
-    fleet = Fleet(scooters, fleet_rng)
+    schedule_rng, fleet_rng = seeded_streams(seed)
     ticks = steady_schedule(
         schedule_rng,
         scooters=scooters,
@@ -197,10 +254,7 @@ def generate(
         max_disorder_ms=max_disorder_ms,
         records=records,
     )
-    summary = Summary(topic, {p: PartitionSummary() for p in range(partitions)})
-    while batch := list(itertools.islice(ticks, _WRITE_BATCH)):
-        write_ticks(log, topic, partitions, batch, fleet, summary)
-    return summary
+    return write_schedule(log, topic, partitions, ticks, Fleet(scooters, fleet_rng))
 
 
 def follow(
@@ -225,7 +279,7 @@ def follow(
         threading.Thread(target=follow, args=(log,), kwargs={"stop": stop}, daemon=True)
     """
     _check(partitions, seed)
-    schedule_rng, fleet_rng = _streams(seed)
+    schedule_rng, fleet_rng = seeded_streams(seed)
     fleet = Fleet(scooters, fleet_rng)
     first_ms = int(clock() * 1000) if start_ms is None else start_ms
     ticks = steady_schedule(

@@ -10,12 +10,18 @@
 Rows have Kafka's shape (``topic, partition, offset, key, value, timestamp``) and offsets
 Kafka's JSON shape, ``{"telemetry": {"0": 120, "1": 98}}`` (topic -> partition -> next offset
 to read), so the monitor reads this source's progress exactly as it reads Kafka's.
+
+Besides Kafka's options, ``maxOffsetsPerPartition`` caps what each partition gives per trigger,
+to model partitions read at different speeds (a skewed backfill) or not at all (a stalled
+partition): ``.option("maxOffsetsPerPartition", '{"0": 100, "1": 10, "2": 0}')``.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -34,6 +40,7 @@ SOURCE_NAME = "partitioned_log"
 SCHEMA = "topic STRING, partition INT, offset BIGINT, key STRING, value STRING, timestamp TIMESTAMP"
 STARTING_OFFSETS = ("earliest", "latest")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_PARTITION_NUMBER = re.compile(r"[0-9]+")
 
 TopicPartition = tuple[str, int]
 # Kafka's offset JSON: topic -> partition number as a string -> next offset to read.
@@ -48,6 +55,8 @@ class SourceOptions:
     topics: tuple[str, ...]
     starting_offsets: str = "earliest"
     max_offsets_per_trigger: int | None = None
+    # Partition number -> most records it gives per trigger, in every subscribed topic.
+    max_offsets_per_partition: dict[int, int] = field(default_factory=dict, hash=False)
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -70,7 +79,14 @@ class SourceOptions:
                 f"option 'startingOffsets' must be 'earliest' or 'latest', got {starting!r}"
             )
         limit = options.get("maxOffsetsPerTrigger")
-        return cls(path, topics, starting, None if limit is None else _positive_int(limit))
+        caps = options.get("maxOffsetsPerPartition")
+        return cls(
+            path,
+            topics,
+            starting,
+            None if limit is None else _positive_int(limit),
+            {} if caps is None else partition_limits(caps),
+        )
 
 
 def _positive_int(text: str) -> int:
@@ -82,6 +98,42 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise ValueError(f"option 'maxOffsetsPerTrigger' must be a positive integer, got {text!r}")
     return value
+
+
+class _JsonPairs(list):
+    """A JSON object's ``(key, value)`` pairs in order, duplicate keys kept (a dict drops them)."""
+
+
+def partition_limits(text: str) -> dict[int, int]:
+    """Parse maxOffsetsPerPartition, ``'{"0": 100, "2": 0}'``, into ``{0: 100, 2: 0}``.
+
+    Keys are partition numbers (named once each); values whole numbers ``>= 0``. Partitions
+    that are not named have no limit of their own. Raise ValueError naming the option.
+    """
+    try:
+        pairs = json.loads(str(text), object_pairs_hook=_JsonPairs)
+    except ValueError:
+        pairs = None
+    if not isinstance(pairs, _JsonPairs):
+        raise _bad_partition_limits(text, "not a JSON object")
+    limits: dict[int, int] = {}
+    for key, value in pairs:
+        if not _PARTITION_NUMBER.fullmatch(key):
+            raise _bad_partition_limits(text, f"key {key!r} is not a partition number")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise _bad_partition_limits(text, f"the limit of partition {key} is not an int >= 0")
+        if int(key) in limits:
+            raise _bad_partition_limits(text, f"partition {int(key)} is named twice")
+        limits[int(key)] = value
+    return limits
+
+
+def _bad_partition_limits(text: object, reason: str) -> ValueError:
+    return ValueError(
+        "option 'maxOffsetsPerPartition' must be a JSON object from partition number to the "
+        'most records it gives per trigger (0 holds it back), e.g. \'{"0": 100, "1": 0}\': '
+        f"{reason} in {text!r}"
+    )
 
 
 def to_kafka_offsets(flat: Mapping[TopicPartition, int]) -> Offsets:
@@ -126,6 +178,21 @@ def allocate(backlog: Mapping[TopicPartition, int], limit: int) -> dict[TopicPar
     return shares
 
 
+def plan_batch(
+    backlog: Mapping[TopicPartition, int], limit: int | None, caps: Mapping[int, int]
+) -> dict[TopicPartition, int]:
+    """How many records each partition gives the next batch.
+
+    First each partition's own cap (``caps``, maxOffsetsPerPartition, by partition number in
+    every topic; 0 holds a partition back), then ``limit`` (maxOffsetsPerTrigger, None for no
+    limit) split over what remains by :func:`allocate`. So a batch never takes more than a
+    partition's cap, its backlog or the total limit, and takes something whenever both a
+    capped backlog and the limit allow it.
+    """
+    capped = {tp: min(size, caps.get(tp[1], size)) for tp, size in backlog.items()}
+    return capped if limit is None else allocate(capped, limit)
+
+
 @dataclass
 class LogRange(InputPartition):
     """The offsets ``[start, end)`` of one topic-partition: one Spark task."""
@@ -168,25 +235,42 @@ class PartitionedLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailabl
         return ReadMaxRows(self.options.max_offsets_per_trigger)
 
     def prepareForTriggerAvailableNow(self) -> None:
-        """Fix the end of an ``availableNow`` run at what is in the log now."""
+        """Fix the end of an ``availableNow`` run at what is in the log now.
+
+        Partitions held back by maxOffsetsPerPartition (limit 0) never reach this target: Spark
+        ends the run at the first trigger with nothing new to read, so they do not keep it
+        running, and their backlog stays unread (as a stalled partition's would).
+        """
         self.available_now_target = self.end_offsets()
 
     def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:
-        """The end of the next micro-batch: everything available, or at most ``limit`` rows."""
+        """The end of the next micro-batch: what is available, within the read limits.
+
+        ``limit`` is ``ReadMaxRows`` (maxOffsetsPerTrigger) or ``ReadAllAvailable``. The
+        per-partition caps of maxOffsetsPerPartition apply under both, ``ReadAllAvailable``
+        included: they model how fast a partition can be read, not an option of the trigger.
+        Under ``availableNow`` the end never passes the target fixed when the run started.
+        """
         begin = from_kafka_offsets(start)
         ends = self.end_offsets()
         if self.available_now_target is not None:
             ends = {tp: min(end, self.available_now_target.get(tp, 0)) for tp, end in ends.items()}
         backlog = {tp: max(end - begin.get(tp, 0), 0) for tp, end in ends.items()}
         if isinstance(limit, ReadMaxRows):
-            backlog = allocate(backlog, limit.max_rows)
-        elif not isinstance(limit, ReadAllAvailable):
+            max_rows: int | None = limit.max_rows
+        elif isinstance(limit, ReadAllAvailable):
+            max_rows = None
+        else:
             raise ValueError(f"{SOURCE_NAME} does not support the read limit {limit!r}")
-        taken = {tp: begin.get(tp, 0) + size for tp, size in backlog.items()}
+        sizes = plan_batch(backlog, max_rows, self.options.max_offsets_per_partition)
+        taken = {tp: begin.get(tp, 0) + size for tp, size in sizes.items()}
         return to_kafka_offsets({**begin, **taken})
 
     def reportLatestOffset(self) -> Offsets:
-        """The true end of the log, ignoring any limit: what offset lag is measured against."""
+        """The true end of the log, ignoring any limit: what offset lag is measured against.
+
+        A partition held back by maxOffsetsPerPartition shows its whole backlog here.
+        """
         return to_kafka_offsets(self.end_offsets())
 
     def partitions(self, start: Offsets, end: Offsets) -> Sequence[InputPartition]:

@@ -1,6 +1,8 @@
 """The scooter-telemetry generator: deterministic files, partitioning, event-time bounds."""
 
+import itertools
 import json
+import random
 import threading
 import time
 import zlib
@@ -11,11 +13,18 @@ import pytest
 
 from streaming.generator import (
     DEFAULT_START_MS,
+    Fleet,
+    PartitionSummary,
+    Tick,
+    balanced_schedule,
     follow,
     generate,
     iso_utc,
     partition_of,
+    partition_scooters,
     scooter_id,
+    seeded_streams,
+    write_schedule,
 )
 from streaming.log import LogRecord, PartitionedLog
 
@@ -128,6 +137,81 @@ def test_iso_utc_and_scooter_id():
 def test_bad_arguments_are_rejected(log_dir, kwargs):
     with pytest.raises(ValueError):
         generate(PartitionedLog(log_dir), records=10, **kwargs)
+
+
+def test_partition_scooters_groups_scooters_by_the_partition_of_their_key():
+    groups = partition_scooters(12, 3)
+
+    assert sorted(itertools.chain(*groups)) == list(range(12))
+    for partition, scooters in enumerate(groups):
+        assert all(partition_of(scooter_id(i), 3) == partition for i in scooters)
+    assert partition_scooters(1, 4)[partition_of(scooter_id(0), 4)] == [0]
+    with pytest.raises(ValueError, match="scooters >= 1"):
+        partition_scooters(0, 4)
+
+
+def test_balanced_schedule_gives_every_partition_the_same_traffic():
+    groups = partition_scooters(20, 4)
+    ticks = list(
+        balanced_schedule(
+            random.Random(1),
+            by_partition=groups,
+            rate=RATE,
+            start_ms=DEFAULT_START_MS,
+            max_disorder_ms=DISORDER_MS,
+            records=RECORDS,
+        )
+    )
+
+    assert len(ticks) == RECORDS
+    for i, tick in enumerate(ticks):
+        assert tick.scooter in groups[i % 4]  # round robin over the partitions
+        assert tick.send_ms == DEFAULT_START_MS + int(i * 1000 / RATE)
+        assert max(DEFAULT_START_MS, tick.send_ms - DISORDER_MS) <= tick.event_ms <= tick.send_ms
+    assert len({tick.scooter for tick in ticks}) == 20
+    endless = balanced_schedule(
+        random.Random(1), by_partition=groups, rate=RATE, start_ms=0, max_disorder_ms=0
+    )
+    assert len(list(itertools.islice(endless, 1_000))) == 1_000
+
+
+@pytest.mark.parametrize(
+    ("groups", "kwargs", "message"),
+    [
+        ([[0], []], {}, "at least one scooter"),
+        ([], {}, "at least one scooter"),
+        ([[0]], {"rate": 0}, "rate > 0"),
+        ([[0]], {"max_disorder_ms": -1}, "max_disorder_ms >= 0"),
+    ],
+    ids=["empty-partition", "no-partitions", "zero-rate", "negative-disorder"],
+)
+def test_balanced_schedule_rejects_bad_arguments(groups, kwargs, message):
+    arguments = {"rate": 1.0, "start_ms": 0, "max_disorder_ms": 0, "records": 1, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        next(balanced_schedule(random.Random(0), by_partition=groups, **arguments))
+
+
+def test_write_schedule_summarises_every_partition_even_empty_ones(log_dir):
+    log = PartitionedLog(log_dir, segment_records=2)
+    scooter = partition_scooters(8, 3)[1][0]
+    ticks = [Tick(scooter, send, send - 5) for send in (10, 20, 30)]
+
+    summary = write_schedule(log, "t", 3, ticks, Fleet(8, random.Random(0)))
+
+    assert summary.partitions == {
+        0: PartitionSummary(),
+        1: PartitionSummary(3, 5, 25),
+        2: PartitionSummary(),
+    }
+    assert log.end_offsets("t") == {1: 3}
+    assert [r.timestamp_ms for _, r in log.read("t", 1, 0, 3)] == [5, 15, 25]
+
+
+def test_seeded_streams_do_not_depend_on_how_many_are_asked_for():
+    two, three = seeded_streams(5), seeded_streams(5, 3)
+
+    assert [rng.random() for rng in two] == [rng.random() for rng in three[:2]]
+    assert len({rng.random() for rng in seeded_streams(5, 3)}) == 3
 
 
 class FakeClock:

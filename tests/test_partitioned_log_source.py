@@ -17,7 +17,10 @@ from streaming.partitioned_log import (
     PartitionedLogStreamReader,
     SourceOptions,
     allocate,
+    partition_limits,
+    plan_batch,
 )
+from streaming.scenarios import stalled_partition
 from tests.helpers import unique_name
 
 WAIT_SECONDS = 120
@@ -103,6 +106,132 @@ def test_options_are_parsed_case_insensitively():
     )
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"0": 100, "1": 10, "2": 0}', {0: 100, 1: 10, 2: 0}),
+        ("{}", {}),
+        (' { "7" : 3 } ', {7: 3}),
+        ('{"12": 12345678901234}', {12: 12345678901234}),
+    ],
+    ids=["three-partitions", "empty", "whitespace", "large"],
+)
+def test_partition_limits_parse(text, expected):
+    assert partition_limits(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("lots", "not a JSON object"),
+        ("", "not a JSON object"),
+        ("[1, 2]", "not a JSON object"),
+        ("5", "not a JSON object"),
+        ("null", "not a JSON object"),
+        ("{'0': 1}", "not a JSON object"),
+        ('{"a": 1}', "key 'a' is not a partition number"),
+        ('{"-1": 1}', "key '-1' is not a partition number"),
+        ('{" 1": 1}', "key ' 1' is not a partition number"),
+        (r'{"1\n": 1}', "is not a partition number"),
+        ('{"0": -1}', "limit of partition 0 is not an int >= 0"),
+        ('{"0": 1.5}', "limit of partition 0 is not an int >= 0"),
+        ('{"0": 2.0}', "limit of partition 0 is not an int >= 0"),
+        ('{"0": "10"}', "limit of partition 0 is not an int >= 0"),
+        ('{"0": true}', "limit of partition 0 is not an int >= 0"),
+        ('{"0": null}', "limit of partition 0 is not an int >= 0"),
+        ('{"0": {"1": 2}}', "limit of partition 0 is not an int >= 0"),
+        ('{"0": 1, "0": 2}', "partition 0 is named twice"),
+        ('{"1": 1, "01": 2}', "partition 1 is named twice"),
+    ],
+    ids=[
+        "text",
+        "empty",
+        "array",
+        "number",
+        "null",
+        "python-dict",
+        "letter-key",
+        "negative-key",
+        "spaced-key",
+        "newline-key",
+        "negative-limit",
+        "fractional-limit",
+        "float-limit",
+        "string-limit",
+        "bool-limit",
+        "null-limit",
+        "object-limit",
+        "duplicate-key",
+        "same-partition-twice",
+    ],
+)
+def test_bad_partition_limits_raise_naming_the_option(text, reason):
+    with pytest.raises(ValueError, match="option 'maxOffsetsPerPartition'") as error:
+        SourceOptions.parse(
+            CaseInsensitiveDict({"path": "/x", "subscribe": "t", "maxOffsetsPerPartition": text})
+        )
+    assert reason in str(error.value)
+
+
+def test_partition_limits_are_parsed_with_the_other_options():
+    raw = {"path": "/x", "subscribe": "t", "MAXOFFSETSPERPARTITION": '{"1": 0}'}
+    options = SourceOptions.parse(CaseInsensitiveDict(raw))
+    assert options.max_offsets_per_partition == {1: 0}
+    assert SourceOptions.parse(CaseInsensitiveDict({"path": "/x", "subscribe": "t"})) == (
+        SourceOptions("/x", ("t",), "earliest", None, {})
+    )
+
+
+def tps(**sizes: int) -> dict[tuple[str, int], int]:
+    """``tps(a0=3, b1=4)`` -> ``{("a", 0): 3, ("b", 1): 4}``."""
+    return {(name[0], int(name[1:])): size for name, size in sizes.items()}
+
+
+@pytest.mark.parametrize(
+    ("backlog", "caps", "limit", "expected"),
+    [
+        (tps(t0=100, t1=100, t2=100), {0: 10, 2: 0}, None, tps(t0=10, t1=100, t2=0)),
+        (tps(t0=5, t1=7), {0: 100}, None, tps(t0=5, t1=7)),
+        (tps(t0=100, t1=100), {}, None, tps(t0=100, t1=100)),
+        (tps(t0=100, t1=100, t2=100), {0: 10, 2: 0}, 22, tps(t0=2, t1=20, t2=0)),
+        (tps(t0=100, t1=100), {0: 50, 1: 50}, 10, tps(t0=5, t1=5)),
+        (tps(t0=100, t1=100), {0: 3, 1: 4}, 10, tps(t0=3, t1=4)),
+        (tps(t0=9, t1=9), {0: 0, 1: 0}, 10, tps(t0=0, t1=0)),
+        (tps(a0=50, b0=50, b1=50), {0: 5}, None, tps(a0=5, b0=5, b1=50)),
+        (tps(t0=0, t1=8), {1: 3}, 1, tps(t0=0, t1=1)),
+    ],
+    ids=[
+        "caps-only",
+        "cap-above-backlog",
+        "no-caps",
+        "caps-then-limit",
+        "limit-below-caps",
+        "caps-below-limit",
+        "all-held-back",
+        "cap-in-every-topic",
+        "limit-one",
+    ],
+)
+def test_plan_batch_applies_partition_caps_then_the_limit(backlog, caps, limit, expected):
+    assert plan_batch(backlog, limit, caps) == expected
+
+
+def test_plan_batch_respects_every_bound_and_always_progresses():
+    rng = random.Random(2)
+    for _ in range(500):
+        partitions = rng.randint(1, 9)
+        backlog = {("t", p): rng.choice([0, 0, 1, 2, 5, 50, 999]) for p in range(partitions)}
+        caps = {p: rng.choice([0, 1, 3, 40, 5000]) for p in range(partitions) if rng.random() < 0.6}
+        limit = rng.choice([None, rng.randint(1, 200)])
+        shares = plan_batch(backlog, limit, caps)
+
+        assert set(shares) == set(backlog)
+        for (topic, p), share in shares.items():
+            assert 0 <= share <= min(backlog[(topic, p)], caps.get(p, share))
+        allowed = sum(min(size, caps.get(p, size)) for (_, p), size in backlog.items())
+        assert sum(shares.values()) == (allowed if limit is None else min(limit, allowed))
+
+
 def test_reader_plans_kafka_shaped_offsets(log_dir):
     log = PartitionedLog(log_dir)
     log.append("t", 0, records(6))
@@ -151,6 +280,48 @@ def test_available_now_stops_at_what_was_there_when_it_started(log_dir):
 
     assert reader.latestOffset({"t": {"0": 0}}, ReadAllAvailable()) == {"t": {"0": 5, "1": 0}}
     assert reader.reportLatestOffset() == {"t": {"0": 10, "1": 5}}
+
+
+def test_partition_caps_apply_under_every_read_limit(log_dir):
+    log = PartitionedLog(log_dir)
+    for partition in range(3):
+        log.append("t", partition, records(30))
+    reader = reader_for(log_dir, maxOffsetsPerPartition='{"0": 20, "2": 0}')
+    start = reader.initialOffset()
+
+    assert reader.getDefaultReadLimit() == ReadAllAvailable()
+    assert reader.latestOffset(start, ReadAllAvailable()) == {"t": {"0": 20, "1": 30, "2": 0}}
+    assert reader.latestOffset(start, ReadMaxRows(10)) == {"t": {"0": 4, "1": 6, "2": 0}}
+    assert reader.reportLatestOffset() == {"t": {"0": 30, "1": 30, "2": 30}}
+    done = {"t": {"0": 30, "1": 30, "2": 0}}
+    assert reader.latestOffset(done, ReadAllAvailable()) == done  # nothing new: a batch ends
+
+
+def test_available_now_ends_with_held_back_partitions_unread(log_dir):
+    log = PartitionedLog(log_dir)
+    for partition in range(3):
+        log.append("t", partition, records(25))
+    reader = reader_for(
+        log_dir, maxOffsetsPerPartition='{"0": 10, "1": 0}', maxOffsetsPerTrigger="12"
+    )
+    reader.prepareForTriggerAvailableNow()
+    log.append("t", 0, records(5, first=25))  # after the target: not part of this run
+
+    # What Spark does: plan batches until one has nothing new, then end the run.
+    ends, start = [], reader.initialOffset()
+    while (end := reader.latestOffset(start, reader.getDefaultReadLimit())) != start:
+        ends.append(end)
+        start = end
+        assert len(ends) < 10, "availableNow would not end"
+
+    assert [(end["t"]["0"], end["t"]["1"], end["t"]["2"]) for end in ends] == [
+        (3, 0, 9),  # 12 split over the capped backlogs 10 and 25
+        (8, 0, 16),
+        (14, 0, 22),
+        (23, 0, 25),
+        (25, 0, 25),
+    ]
+    assert reader.reportLatestOffset() == {"t": {"0": 30, "1": 25, "2": 25}}
 
 
 # --- real Spark --------------------------------------------------------------------------------
@@ -289,4 +460,31 @@ def test_starting_offsets_latest_skips_existing_records(spark, log_dir, checkpoi
         ("telemetry", 2, 1),
     ]
     assert rows[("telemetry", 1, 10)] == ("k100", "v100", 1_700_000_000_100)
+    spark.catalog.dropTempView(name)
+
+
+@pytest.mark.spark
+def test_a_stalled_partition_keeps_its_backlog_while_the_others_advance(spark, log_dir, checkpoint):
+    log = PartitionedLog(log_dir)
+    scenario = stalled_partition(
+        log, partitions=3, scooters=12, records=150, rate=30.0, trigger_seconds=2.0
+    )
+    assert scenario.options == {"maxOffsetsPerPartition": '{"0": 20, "1": 0, "2": 20}'}
+    name = unique_name("stalled")
+    df = spark.readStream.format("partitioned_log").options(**scenario.source_options(log_dir))
+
+    progress = run_available_now(df.load(), checkpoint, name)  # ends: partition 1 is not read
+
+    batches = [p for p in progress if p.numInputRows > 0]
+    ends = [json.loads(p.sources[0].endOffset)["telemetry"] for p in batches]
+    latest = [json.loads(p.sources[0].latestOffset)["telemetry"] for p in batches]
+    assert ends == [
+        {"0": 20, "1": 0, "2": 20},
+        {"0": 40, "1": 0, "2": 40},
+        {"0": 50, "1": 0, "2": 50},
+    ]
+    assert latest == [{"0": 50, "1": 50, "2": 50}] * 3  # the backlog stays visible
+    assert [p.numInputRows for p in batches] == [40, 40, 20]
+    rows = sink_rows(spark, name)
+    assert rows == {key: row for key, row in log_rows(log, ["telemetry"]).items() if key[1] != 1}
     spark.catalog.dropTempView(name)

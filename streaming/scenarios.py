@@ -1,0 +1,389 @@
+"""Scenarios: scooter telemetry of a known shape, for the monitor to find, from a seed.
+
+Each scenario writes one topic of a :class:`~streaming.log.PartitionedLog` at once (a backlog)
+and returns a :class:`Scenario`: the records and event-time range of each partition, the role
+each partition plays (:data:`ROLES`) and the source options that replay it::
+
+    scenario = SCENARIOS["skewed_backfill"](PartitionedLog(path), seed=3)
+    df = spark.readStream.format("partitioned_log").options(**scenario.source_options(path))
+
+Every scenario is built on :func:`~streaming.generator.balanced_schedule`, so each partition
+gets the same traffic (``rate / partitions`` records per second of event time), and its options
+read ``trigger_seconds`` of that traffic per partition and trigger: partitions move through
+event time together unless the scenario says otherwise. The defaults are sized for a watermark
+delay of about 10 s (the demo's): above ``max_disorder_ms``, below ``late_by_ms``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import random
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+from streaming.generator import (
+    DEFAULT_START_MS,
+    Fleet,
+    PartitionSummary,
+    Tick,
+    balanced_schedule,
+    partition_of,
+    partition_scooters,
+    scooter_id,
+    seeded_streams,
+    write_schedule,
+)
+from streaming.log import PartitionedLog, check_topic
+
+STEADY = "steady"  # read like every other partition
+FAST = "fast"  # read far faster than the others: drags the global watermark ahead
+SLOW = "slow"  # read slowly while a fast partition runs ahead: its records fall behind
+IDLE = "idle"  # receives no records from ``since_ms`` on
+STALLED = "stalled"  # has a backlog but is held back (read limit 0)
+LATE = "late"  # receives a burst of records far behind everyone's event time at ``since_ms``
+ROLES = (STEADY, FAST, SLOW, IDLE, STALLED, LATE)
+
+DEFAULT_TOPIC = "telemetry"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """What a scenario wrote, which partition plays which role, and how to read it back."""
+
+    name: str
+    topic: str
+    seed: int
+    # Records and event-time range of each partition, every partition of the topic listed.
+    partitions: dict[int, PartitionSummary]
+    roles: dict[int, str]
+    # Source options beyond path and subscribe, as strings (``DataStreamReader.options``).
+    options: dict[str, str]
+    # The event time from which the scenario's special partition behaves specially: the idle
+    # partition's last records were sent before it, the late burst is sent at it.
+    since_ms: int | None = None
+    # The late burst alone: its records and event-time range.
+    burst: PartitionSummary | None = None
+
+    @property
+    def records(self) -> int:
+        """All records written, over every partition."""
+        return sum(summary.records for summary in self.partitions.values())
+
+    def with_role(self, role: str) -> list[int]:
+        """The partitions that play ``role``, sorted."""
+        return sorted(p for p, played in self.roles.items() if played == role)
+
+    def source_options(self, path: str | Path) -> dict[str, str]:
+        """All options of ``readStream.format("partitioned_log")`` for the log at ``path``."""
+        return {"path": str(path), "subscribe": self.topic, **self.options}
+
+
+ScenarioFunction = Callable[..., Scenario]
+F = TypeVar("F", bound=ScenarioFunction)
+SCENARIOS: dict[str, ScenarioFunction] = {}
+
+
+def register(function: F, name: str | None = None) -> F:
+    """Add a scenario to :data:`SCENARIOS` (under its function's name); names are unique."""
+    key = function.__name__ if name is None else name
+    if key in SCENARIOS:
+        raise ValueError(f"a scenario named {key!r} is already registered")
+    SCENARIOS[key] = function
+    return function
+
+
+def play(name: str, log: PartitionedLog, **params: object) -> Scenario:
+    """Write the scenario called ``name`` into ``log``, with its keyword parameters."""
+    if name not in SCENARIOS:
+        raise ValueError(f"no scenario named {name!r}; known: {', '.join(sorted(SCENARIOS))}")
+    return SCENARIOS[name](log, **params)
+
+
+@dataclass(frozen=True)
+class _Traffic:
+    """The parameters every scenario shares, validated."""
+
+    topic: str
+    partitions: int
+    scooters: int
+    records: int
+    rate: float
+    start_ms: int
+    seed: int
+    max_disorder_ms: int
+    trigger_seconds: float
+    streams: list[random.Random] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        check_topic(self.topic)
+        checks = [
+            (_is_int(self.partitions) and self.partitions >= 1, "partitions must be an int >= 1"),
+            (_is_int(self.scooters) and self.scooters >= 1, "scooters must be an int >= 1"),
+            (_is_int(self.records) and self.records >= 1, "records must be an int >= 1"),
+            (_is_number(self.rate) and self.rate > 0, "rate must be a number > 0"),
+            (_is_int(self.start_ms), "start_ms must be an int (epoch milliseconds)"),
+            (_is_int(self.seed), "seed must be an int"),
+            (_is_int(self.max_disorder_ms) and self.max_disorder_ms >= 0, "bad max_disorder_ms"),
+            (_is_number(self.trigger_seconds) and self.trigger_seconds > 0, "bad trigger_seconds"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(message)
+        # Schedule, fleet and burst: the first two are those of generate() for the same seed.
+        object.__setattr__(self, "streams", seeded_streams(self.seed, 3))
+
+    @property
+    def per_trigger(self) -> int:
+        """Records of one partition per ``trigger_seconds`` of event time (at least one)."""
+        return max(1, round(self.rate / self.partitions * self.trigger_seconds))
+
+    def at(self, fraction: float) -> int:
+        """The send time ``fraction`` of the way from the first record to the last."""
+        last_ms = self.start_ms + int((self.records - 1) * 1000 / self.rate)
+        return self.start_ms + int((last_ms - self.start_ms) * fraction)
+
+    def ticks(self) -> Iterator[Tick]:
+        """The balanced schedule of ``records`` ticks."""
+        return balanced_schedule(
+            self.streams[0],
+            by_partition=partition_scooters(self.scooters, self.partitions),
+            rate=self.rate,
+            start_ms=self.start_ms,
+            max_disorder_ms=self.max_disorder_ms,
+            records=self.records,
+        )
+
+    def write(self, log: PartitionedLog, ticks: Iterable[Tick]) -> dict[int, PartitionSummary]:
+        """Write ``ticks`` and summarise each partition."""
+        fleet = Fleet(self.scooters, self.streams[1])
+        return write_schedule(log, self.topic, self.partitions, ticks, fleet).partitions
+
+    def caps(self, special: Mapping[int, int] | None = None) -> dict[str, str]:
+        """maxOffsetsPerPartition: ``per_trigger`` for every partition not in ``special``."""
+        special = special or {}
+        caps = {str(p): special.get(p, self.per_trigger) for p in range(self.partitions)}
+        return {"maxOffsetsPerPartition": json.dumps(caps)}
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> bool:
+    return _is_int(value) or isinstance(value, float)
+
+
+def _check_special(name: str, partition: int, traffic: _Traffic) -> None:
+    """The partition that plays the special role must exist, and not be the only one."""
+    if traffic.partitions < 2:
+        raise ValueError(f"this scenario needs partitions >= 2, got {traffic.partitions}")
+    if not _is_int(partition) or not 0 <= partition < traffic.partitions:
+        raise ValueError(f"{name} must be in [0, {traffic.partitions}), got {partition!r}")
+
+
+def _roles(
+    partitions: int, default: str, special: Mapping[int, str] | None = None
+) -> dict[int, str]:
+    return {p: (special or {}).get(p, default) for p in range(partitions)}
+
+
+@register
+def steady(
+    log: PartitionedLog,
+    *,
+    topic: str = DEFAULT_TOPIC,
+    partitions: int = 4,
+    scooters: int = 40,
+    records: int = 4_000,
+    rate: float = 100.0,
+    start_ms: int = DEFAULT_START_MS,
+    seed: int = 0,
+    max_disorder_ms: int = 2_000,
+    trigger_seconds: float = 1.0,
+) -> Scenario:
+    """Live-like traffic, all partitions alike, read ``trigger_seconds`` of it per trigger.
+
+    Options: maxOffsetsPerTrigger (equal backlogs share it equally). No late records for any
+    watermark delay above ``max_disorder_ms``.
+    """
+    traffic = _Traffic(
+        topic, partitions, scooters, records, rate, start_ms, seed, max_disorder_ms, trigger_seconds
+    )
+    written = traffic.write(log, traffic.ticks())
+    options = {"maxOffsetsPerTrigger": str(traffic.per_trigger * partitions)}
+    return Scenario("steady", topic, seed, written, _roles(partitions, STEADY, {}), options)
+
+
+@register
+def skewed_backfill(
+    log: PartitionedLog,
+    *,
+    topic: str = DEFAULT_TOPIC,
+    partitions: int = 4,
+    scooters: int = 40,
+    records: int = 4_000,
+    rate: float = 100.0,
+    start_ms: int = DEFAULT_START_MS,
+    seed: int = 0,
+    max_disorder_ms: int = 2_000,
+    trigger_seconds: float = 1.0,
+    fast_partition: int = 0,
+    fast_factor: float = 10.0,
+) -> Scenario:
+    """A backlog read at very different speeds: the Bird backfill.
+
+    Options: maxOffsetsPerPartition reading ``fast_factor`` times as much of
+    ``fast_partition`` per trigger as of the others. The fast partition drags Spark's global
+    watermark ahead and the slow partitions' records fall behind it: late records in every
+    slow partition, none in the fast one (while the delay exceeds ``max_disorder_ms``).
+    """
+    traffic = _Traffic(
+        topic, partitions, scooters, records, rate, start_ms, seed, max_disorder_ms, trigger_seconds
+    )
+    _check_special("fast_partition", fast_partition, traffic)
+    if not (_is_number(fast_factor) and fast_factor > 1):
+        raise ValueError(f"fast_factor must be > 1, got {fast_factor}")
+    written = traffic.write(log, traffic.ticks())
+    fast_cap = max(traffic.per_trigger + 1, round(traffic.per_trigger * fast_factor))
+    options = traffic.caps({fast_partition: fast_cap})
+    roles = _roles(partitions, SLOW, {fast_partition: FAST})
+    return Scenario("skewed_backfill", topic, seed, written, roles, options)
+
+
+@register
+def idle_partition(
+    log: PartitionedLog,
+    *,
+    topic: str = DEFAULT_TOPIC,
+    partitions: int = 4,
+    scooters: int = 40,
+    records: int = 4_000,
+    rate: float = 100.0,
+    start_ms: int = DEFAULT_START_MS,
+    seed: int = 0,
+    max_disorder_ms: int = 2_000,
+    trigger_seconds: float = 1.0,
+    idle_partition: int = 1,
+    idle_from_ms: int | None = None,
+) -> Scenario:
+    """One partition receives nothing sent from ``idle_from_ms`` on; the others go on.
+
+    ``idle_from_ms`` defaults to halfway through the traffic; all of the idle partition's event
+    times lie before it. Options: maxOffsetsPerPartition, the same for every partition, so the
+    idle partition's backlog runs out when the others reach ``idle_from_ms`` (a partition with a
+    backlog is never idle). No late records. ``since_ms`` is ``idle_from_ms``.
+    """
+    traffic = _Traffic(
+        topic, partitions, scooters, records, rate, start_ms, seed, max_disorder_ms, trigger_seconds
+    )
+    _check_special("idle_partition", idle_partition, traffic)
+    idle_from = traffic.at(0.5) if idle_from_ms is None else idle_from_ms
+    if not _is_int(idle_from) or idle_from <= start_ms:
+        raise ValueError(f"idle_from_ms must be an int after start_ms, got {idle_from!r}")
+
+    def keep(tick: Tick) -> bool:
+        mine = partition_of(scooter_id(tick.scooter), partitions) == idle_partition
+        return not mine or tick.send_ms < idle_from
+
+    written = traffic.write(log, filter(keep, traffic.ticks()))
+    roles = _roles(partitions, STEADY, {idle_partition: IDLE})
+    return Scenario("idle_partition", topic, seed, written, roles, traffic.caps(), idle_from)
+
+
+@register
+def stalled_partition(
+    log: PartitionedLog,
+    *,
+    topic: str = DEFAULT_TOPIC,
+    partitions: int = 4,
+    scooters: int = 40,
+    records: int = 4_000,
+    rate: float = 100.0,
+    start_ms: int = DEFAULT_START_MS,
+    seed: int = 0,
+    max_disorder_ms: int = 2_000,
+    trigger_seconds: float = 1.0,
+    stalled_partition: int = 1,
+) -> Scenario:
+    """One partition has a backlog like the others but is never read: its read limit is 0.
+
+    Options: maxOffsetsPerPartition, 0 for ``stalled_partition``. Its offsets stay at their
+    start while the source's latest offset shows its whole backlog; an ``availableNow`` run
+    ends once the other partitions are read. No late records.
+    """
+    traffic = _Traffic(
+        topic, partitions, scooters, records, rate, start_ms, seed, max_disorder_ms, trigger_seconds
+    )
+    _check_special("stalled_partition", stalled_partition, traffic)
+    written = traffic.write(log, traffic.ticks())
+    options = traffic.caps({stalled_partition: 0})
+    roles = _roles(partitions, STEADY, {stalled_partition: STALLED})
+    return Scenario("stalled_partition", topic, seed, written, roles, options)
+
+
+@register
+def late_burst(
+    log: PartitionedLog,
+    *,
+    topic: str = DEFAULT_TOPIC,
+    partitions: int = 4,
+    scooters: int = 40,
+    records: int = 4_000,
+    rate: float = 100.0,
+    start_ms: int = DEFAULT_START_MS,
+    seed: int = 0,
+    max_disorder_ms: int = 2_000,
+    trigger_seconds: float = 1.0,
+    late_partition: int = 1,
+    burst_records: int = 50,
+    burst_at_ms: int | None = None,
+    late_by_ms: int = 20_000,
+) -> Scenario:
+    """Steady traffic, plus one burst of ``burst_records`` old records into one partition.
+
+    The burst is sent at ``burst_at_ms`` (default: three quarters of the way through) and its
+    event times lie in ``[burst_at_ms - late_by_ms - max_disorder_ms, burst_at_ms -
+    late_by_ms]``: late for any watermark delay below ``late_by_ms - max_disorder_ms``.
+    Options: maxOffsetsPerPartition, the same for every partition; the burst costs the late
+    partition ``burst_records / per-trigger cap`` extra triggers, which it stays behind by.
+    ``since_ms`` is ``burst_at_ms``; ``burst`` summarises the burst alone.
+    """
+    traffic = _Traffic(
+        topic, partitions, scooters, records, rate, start_ms, seed, max_disorder_ms, trigger_seconds
+    )
+    _check_special("late_partition", late_partition, traffic)
+    at_ms = traffic.at(0.75) if burst_at_ms is None else burst_at_ms
+    if not (_is_int(burst_records) and burst_records >= 1 and _is_int(at_ms)):
+        raise ValueError("burst_records must be an int >= 1 and burst_at_ms an int")
+    if not (_is_int(late_by_ms) and late_by_ms > 0):
+        raise ValueError(f"late_by_ms must be an int > 0, got {late_by_ms!r}")
+    scooters_there = partition_scooters(scooters, partitions)[late_partition]
+    burst = _burst(traffic.streams[2], scooters_there, burst_records, at_ms, late_by_ms, traffic)
+    # Burst first among ticks sent at the same moment; both streams are sorted by send time.
+    ticks = heapq.merge(burst, traffic.ticks(), key=lambda tick: tick.send_ms)
+    written = traffic.write(log, ticks)
+    burst_summary = PartitionSummary()
+    for tick in burst:
+        burst_summary.add(tick.event_ms)
+    roles = _roles(partitions, STEADY, {late_partition: LATE})
+    options = traffic.caps()
+    return Scenario("late_burst", topic, seed, written, roles, options, at_ms, burst_summary)
+
+
+def _burst(
+    rng: random.Random,
+    scooters: Sequence[int],
+    count: int,
+    at_ms: int,
+    late_by_ms: int,
+    traffic: _Traffic,
+) -> list[Tick]:
+    """``count`` ticks sent at ``at_ms`` by ``scooters``, ``late_by_ms`` (or a bit more) old."""
+    behind_ms = at_ms - late_by_ms
+    return [
+        Tick(rng.choice(scooters), at_ms, behind_ms - rng.randint(0, traffic.max_disorder_ms))
+        for _ in range(count)
+    ]
