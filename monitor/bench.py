@@ -44,6 +44,12 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
         default=60,
         help="length of the real Spark run (default 60; 0 skips it)",
     )
+    parser.add_argument(
+        "--overhead-records",
+        type=int,
+        default=200_000,
+        help="records per run of the instrumented-operator overhead test (default 200000; 0 skips)",
+    )
     return parser
 
 
@@ -210,6 +216,16 @@ def run_bench(args: argparse.Namespace) -> None:
             print(
                 f"store ingest, PostgreSQL: {batches:,.0f} batches/s = {rows:,.0f} partition rows/s"
             )
+    if args.overhead_records > 0:
+        print(
+            f"instrumented operator, {args.overhead_records:,} records, best of 3 runs each:",
+            flush=True,
+        )
+        plain, instrumented = instrument_overhead(args.overhead_records)
+        print(
+            f"  plain {plain:,.0f} records/s, instrumented {instrumented:,.0f} records/s: "
+            f"overhead {100 * (plain / instrumented - 1):.1f}%"
+        )
     if args.spark_seconds > 0:
         print(f"real Spark run, {args.spark_seconds} s, {args.partitions} partitions:", flush=True)
         ours, pyspark_path = spark_callback_times(args.spark_seconds, args.partitions)
@@ -220,3 +236,46 @@ def run_bench(args: argparse.Namespace) -> None:
             f"  PySpark's default listener path, {len(pyspark_path)} progress events:",
             _ms(pyspark_path),
         )
+
+
+def _as_is(df: Any) -> Any:
+    return df
+
+
+def instrument_overhead(records: int, rounds: int = 3) -> tuple[float, float]:
+    """Records/s of the demo's windowed count over the partitioned log, plain and instrumented.
+
+    The two run alternately in one SparkSession, `rounds` times each, and the best run of each
+    counts, so that both see the same warm JVM and the same machine load.
+    """
+    from monitor.instrument import instrument
+    from streaming.demo import spark_session, windowed_counts
+    from streaming.generator import generate
+    from streaming.log import PartitionedLog
+
+    work = Path(tempfile.mkdtemp(prefix="wmon-overhead-"))
+    generate(PartitionedLog(work / "log"), partitions=4, records=records, rate=1000.0)
+    spark = spark_session("wmon-overhead")
+    best = {False: float("inf"), True: float("inf")}
+    for round_number in range(rounds):
+        for instrumented in (False, True):
+            checkpoint = str(work / f"checkpoint-{instrumented}-{round_number}")
+
+            shape = (
+                functools.partial(instrument, checkpoint=checkpoint, delay="10 seconds")
+                if instrumented
+                else _as_is
+            )
+            query = (
+                windowed_counts(spark, work / "log", None, shape)
+                .writeStream.format("noop")
+                .outputMode("append")
+                .option("checkpointLocation", checkpoint)
+                .trigger(availableNow=True)
+                .start()
+            )
+            started = time.perf_counter()
+            query.awaitTermination()
+            best[instrumented] = min(best[instrumented], time.perf_counter() - started)
+    spark.stop()
+    return records / best[False], records / best[True]

@@ -1,0 +1,136 @@
+"""Scenarios on real Spark: idle and stalled partitions, skew and Flink's watermark as built."""
+
+import pytest
+import sqlalchemy as sa
+import sqlalchemy.orm as so
+
+import monitor
+from monitor.store.models import Batch, Partition, PartitionEventTime
+from streaming.log import PartitionedLog
+from streaming.scenarios import play
+from tests.helpers import unique_name, wait_until
+
+pytestmark = pytest.mark.spark
+WAIT = 180
+
+
+def run_until(spark, scenario, log_dir, checkpoint, database_url, done, **timeouts):
+    """Play a scenario through the instrumented windowed count until `done(query)` holds."""
+    handle = monitor.attach(spark, database_url, **timeouts)
+    reader = spark.readStream.format("partitioned_log")
+    for key, value in scenario.source_options(log_dir).items():
+        reader = reader.option(key, value)
+    measured = monitor.instrument(reader.load(), checkpoint=checkpoint, delay="10 seconds")
+    query = (
+        measured.withWatermark("timestamp", "10 seconds")
+        .groupBy("partition")
+        .count()
+        .writeStream.queryName(unique_name("scenario"))
+        .format("noop")
+        .outputMode("update")
+        .option("checkpointLocation", checkpoint)
+        .trigger(processingTime="300 milliseconds")
+        .start()
+    )
+    try:
+        wait_until(lambda: done(query), WAIT, "the scenario to play out")
+    finally:
+        query.stop()
+        handle.detach()
+    return query
+
+
+def partition_states(engine, query_id):
+    """Per batch: (partitions marked idle, partitions marked stalled, their offset lags)."""
+    with so.Session(engine) as session:
+        rows = session.scalars(
+            sa.select(Partition)
+            .where(Partition.query_id == str(query_id))
+            .order_by(Partition.batch_id, Partition.partition)
+        ).all()
+    states = {}
+    for row in rows:
+        idle, stalled, lags = states.setdefault(row.batch_id, (set(), set(), {}))
+        lags[row.partition] = row.offset_lag
+        if row.idle:
+            idle.add(row.partition)
+        if row.stalled:
+            stalled.add(row.partition)
+    return states
+
+
+def test_a_held_back_partition_is_stalled_and_never_idle(
+    spark, log_dir, checkpoint, database_url, engine
+):
+    scenario = play(
+        "stalled_partition",
+        PartitionedLog(log_dir),
+        partitions=3,
+        records=900,
+        rate=60.0,
+        stalled_partition=1,
+    )
+    query = run_until(
+        spark,
+        scenario,
+        log_dir,
+        checkpoint,
+        database_url,
+        lambda q: len(q.recentProgress) >= 12,
+        stall_timeout=1,
+        idle_timeout=60,
+    )
+    states = partition_states(engine, query.id)
+    last = states[max(states)]
+    assert last[1] == {"telemetry/1"}, last
+    assert all("telemetry/1" not in idle for idle, _, _ in states.values())
+    assert all(lags["telemetry/1"] > 0 for _, _, lags in states.values())
+
+
+def test_a_drained_partition_without_new_data_is_idle_and_left_out_of_flinks_watermark(
+    spark, log_dir, checkpoint, database_url, engine
+):
+    scenario = play(
+        "idle_partition",
+        PartitionedLog(log_dir),
+        partitions=3,
+        records=1_200,
+        rate=60.0,
+        idle_partition=1,
+    )
+
+    def idle_seen(query):
+        states = partition_states(engine, query.id)
+        return any(idle == {"telemetry/1"} for idle, _, _ in states.values())
+
+    query = run_until(
+        spark,
+        scenario,
+        log_dir,
+        checkpoint,
+        database_url,
+        idle_seen,
+        stall_timeout=600,
+        idle_timeout=1,
+    )
+    states = partition_states(engine, query.id)
+    for idle, _, lags in states.values():
+        assert all(lags[name] == 0 for name in idle), "a partition with a backlog is never idle"
+    batch_id = min(b for b, (idle, _, _) in states.items() if idle == {"telemetry/1"})
+    with so.Session(engine) as session:
+        batch = session.scalars(
+            sa.select(Batch).where(Batch.query_id == str(query.id), Batch.batch_id == batch_id)
+        ).one()
+        watermarks = dict(
+            session.execute(
+                sa.select(
+                    PartitionEventTime.partition, PartitionEventTime.partition_watermark_ms
+                ).where(
+                    PartitionEventTime.query_id == str(query.id),
+                    PartitionEventTime.batch_id == batch_id,
+                )
+            ).all()
+        )
+    active = [w for name, w in watermarks.items() if name != "telemetry/1"]
+    assert batch.flink_watermark_ms == min(active)
+    assert batch.watermark_skew_ms == max(active) - min(active)
