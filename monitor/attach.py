@@ -14,7 +14,7 @@ from monitor.config import load_settings
 from monitor.health import Timeouts
 from monitor.listener import WatermarkListener
 from monitor.store.engine import create_engine, display_url
-from monitor.store.writes import write_event
+from monitor.store.writes import write_events
 from monitor.writer import StoreWriter, WriterStats
 
 log = logging.getLogger(__name__)
@@ -93,7 +93,7 @@ def attach(
     writer = StoreWriter(
         engine,
         capacity=buffer_size or settings.buffer_size,
-        write=functools.partial(write_event, timeouts=timeouts),
+        write=functools.partial(write_events, timeouts=timeouts),
     )
     listener = WatermarkListener(writer.submit)
     spark.streams.addListener(listener)

@@ -37,6 +37,7 @@ from monitor.tables import (
     render_table,
 )
 from streaming.generator import DEFAULT_START_MS
+from streaming.scenarios import SCENARIOS
 
 
 class CliError(Exception):
@@ -98,24 +99,35 @@ def _print(args: argparse.Namespace, columns: Any, rows: Sequence[Any]) -> None:
 
 
 def cmd_generate(args: argparse.Namespace) -> None:
-    """Write deterministic scooter telemetry into a partitioned log."""
+    """Write deterministic scooter telemetry into a partitioned log, plainly or as a scenario."""
     from streaming.generator import generate
     from streaming.log import PartitionedLog
+    from streaming.scenarios import play
 
-    summary = generate(
-        PartitionedLog(args.path),
-        topic=args.topic,
-        partitions=args.partitions,
-        scooters=args.scooters,
-        records=args.records,
-        rate=args.rate,
-        start_ms=args.start_ms,
-        seed=args.seed,
-        max_disorder_ms=args.max_disorder_ms,
-    )
-    print(f"wrote {summary.records} records to {args.path / args.topic}")
-    for partition, written in sorted(summary.partitions.items()):
-        print(f"  partition {partition}: {written.records} records")
+    common = {
+        "topic": args.topic,
+        "partitions": args.partitions,
+        "scooters": args.scooters,
+        "records": args.records,
+        "rate": args.rate,
+        "start_ms": args.start_ms,
+        "seed": args.seed,
+        "max_disorder_ms": args.max_disorder_ms,
+    }
+    log = PartitionedLog(args.path)
+    if args.scenario is None:
+        written = generate(log, **common).partitions
+        roles: dict[int, str] = {}
+        options: dict[str, str] = {}
+    else:
+        scenario = play(args.scenario, log, **common)
+        written, roles, options = scenario.partitions, scenario.roles, scenario.options
+    print(f"wrote {sum(p.records for p in written.values())} records to {args.path / args.topic}")
+    for partition, summary in sorted(written.items()):
+        role = f" ({roles[partition]})" if partition in roles else ""
+        print(f"  partition {partition}: {summary.records} records{role}")
+    for name, value in options.items():
+        print(f"  read it with .option({name!r}, {value!r})")
 
 
 def cmd_demo(args: argparse.Namespace) -> None:
@@ -170,6 +182,11 @@ def positive_float(text: str) -> float:
 
 def _add_generate(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("path", type=Path, help="the partitioned log's folder")
+    parser.add_argument(
+        "--scenario",
+        choices=sorted(SCENARIOS),
+        help="write one of the scenarios instead of plain telemetry",
+    )
     parser.add_argument("--topic", default="telemetry", help="topic name (default telemetry)")
     parser.add_argument("--partitions", type=at_least(1), default=4, help="default 4")
     parser.add_argument("--scooters", type=at_least(1), default=50, help="default 50")

@@ -11,7 +11,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import sqlalchemy as sa
@@ -20,7 +20,7 @@ import sqlalchemy.exc as sa_exc
 from monitor.events import Event
 from monitor.store.engine import error_reason
 from monitor.store.migrate import is_current, upgrade
-from monitor.store.writes import write_event
+from monitor.store.writes import write_events
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,8 @@ class StoreWriter:
         self,
         engine: sa.Engine,
         capacity: int,
-        write: Callable[[sa.Engine, Event], None] = write_event,
+        write: Callable[[sa.Engine, Sequence[Event]], None] = write_events,
+        group_size: int = 100,
         prepare: Callable[[sa.Engine], None] = _ensure_schema,
         max_backoff: float = 5.0,
     ) -> None:
@@ -61,8 +62,9 @@ class StoreWriter:
             raise ValueError(f"the writer's capacity must be at least 1, not {capacity}")
         self._engine, self._write, self._prepare = engine, write, prepare
         self._capacity, self._max_backoff = capacity, max_backoff
+        self._group_size = group_size
         self._buffer: deque[Event] = deque()
-        self._in_flight: Event | None = None
+        self._in_flight: list[Event] = []
         self._lock = threading.Condition()
         self._stop = threading.Event()
         self._prepared = False
@@ -97,7 +99,7 @@ class StoreWriter:
         with self._lock:
             return WriterStats(
                 written=self._written,
-                pending=len(self._buffer) + (self._in_flight is not None),
+                pending=len(self._buffer) + len(self._in_flight),
                 dropped=self._dropped,
                 rejected=self._rejected,
                 retries=self._retries,
@@ -109,7 +111,7 @@ class StoreWriter:
         """Wait until every submitted event is written; False if the timeout ran out first."""
         deadline = time.monotonic() + timeout
         with self._lock:
-            while self._buffer or self._in_flight is not None:
+            while self._buffer or self._in_flight:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return False
@@ -127,40 +129,57 @@ class StoreWriter:
             log.warning("wmon: writer closed with %d events not written", self.stats().pending)
         return flushed
 
-    def _next(self) -> Event | None:
+    def _next(self) -> list[Event] | None:
+        """The next events to write together: all waiting, up to the group size."""
         with self._lock:
             while not self._buffer and not self._stop.is_set():
                 self._lock.wait()
             if not self._buffer:
                 return None
-            self._in_flight = self._buffer.popleft()
+            count = min(len(self._buffer), self._group_size)
+            self._in_flight = [self._buffer.popleft() for _ in range(count)]
             return self._in_flight
 
     def _run(self) -> None:
-        backoff = 0.05
-        while (event := self._next()) is not None:
-            while not self._attempt(event):
-                if self._wait_or_close(backoff):
-                    return
-                backoff = min(backoff * 2, self._max_backoff)
-            backoff = 0.05
+        while (events := self._next()) is not None:
+            try:
+                self._store(events)
+            except _Closing:
+                return
+            with self._lock:
+                self._in_flight = []
+                self._lock.notify_all()
 
-    def _attempt(self, event: Event) -> bool:
-        """Try to write one event; False means the store is unavailable and it should be retried."""
-        try:
-            if not self._prepared:
-                self._prepare(self._engine)
-                self._prepared = True
-            self._write(self._engine, event)
-        except TRANSIENT_ERRORS as error:
-            self._note_unavailable(error)
-            return False
-        except Exception as error:
-            log.error("wmon: could not store %s: %s", type(event).__name__, error)
-            self._finish(error)
-            return True
-        self._finish(None)
-        return True
+    def _store(self, events: list[Event]) -> None:
+        """Write events in one transaction; if the store rejects them, one at a time."""
+        error = self._retrying(events)
+        if error is None:
+            self._count_written(len(events))
+        elif len(events) == 1:
+            log.error("wmon: could not store %s: %s", type(events[0]).__name__, error)
+            self._count_rejected(error)
+        else:
+            # One bad event must not cost the others their place in the store.
+            for event in events:
+                self._store([event])
+
+    def _retrying(self, events: list[Event]) -> Exception | None:
+        """Write until done while the store is unavailable; the error if it rejects the events."""
+        backoff = 0.05
+        while True:
+            try:
+                if not self._prepared:
+                    self._prepare(self._engine)
+                    self._prepared = True
+                self._write(self._engine, events)
+                return None
+            except TRANSIENT_ERRORS as error:
+                self._note_unavailable(error)
+            except Exception as error:
+                return error
+            if self._stop.wait(backoff):
+                raise _Closing
+            backoff = min(backoff * 2, self._max_backoff)
 
     def _note_unavailable(self, error: Exception) -> None:
         with self._lock:
@@ -170,20 +189,18 @@ class StoreWriter:
             self._retries += 1
             self._last_error = error_reason(error)
 
-    def _finish(self, error: Exception | None) -> None:
-        """Done with the event in flight: written when there is no error, else rejected."""
+    def _count_written(self, count: int) -> None:
         with self._lock:
-            if error is None:
-                self._written += 1
-                if not self._store_available:
-                    log.warning("wmon: store available again")
-                self._store_available = True
-            else:
-                self._rejected += 1
-                self._last_error = error_reason(error)
-            self._in_flight = None
-            self._lock.notify_all()
+            self._written += count
+            if not self._store_available:
+                log.warning("wmon: store available again")
+            self._store_available = True
 
-    def _wait_or_close(self, seconds: float) -> bool:
-        """Sleep before a retry; True if the writer is closing and should give up now."""
-        return self._stop.wait(seconds)
+    def _count_rejected(self, error: Exception) -> None:
+        with self._lock:
+            self._rejected += 1
+            self._last_error = error_reason(error)
+
+
+class _Closing(Exception):
+    """The writer was closed while it waited to retry."""

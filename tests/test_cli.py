@@ -480,3 +480,29 @@ def test_generate_writes_the_records_it_reports(
         reported[int(match[1])] = int(match[2])
     assert sorted(reported) == [0, 1, 2] and sum(reported.values()) == 120
     assert PartitionedLog(path).end_offsets("telemetry") == reported
+
+
+def test_generate_a_scenario_says_each_partitions_role_and_how_to_read_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "log"
+    argv = [
+        "generate",
+        str(path),
+        "--scenario",
+        "stalled_partition",
+        "--partitions",
+        "3",
+        "--records",
+        "300",
+    ]
+    status, out, err = run(capsys, *argv)
+    assert (status, err) == (0, "")
+    assert out.splitlines() == [
+        f"wrote 300 records to {path / 'telemetry'}",
+        "  partition 0: 100 records (steady)",
+        "  partition 1: 100 records (stalled)",
+        "  partition 2: 100 records (steady)",
+        """  read it with .option('maxOffsetsPerPartition', '{"0": 33, "1": 0, "2": 33}')""",
+    ]
+    assert PartitionedLog(path).end_offsets("telemetry") == {0: 100, 1: 100, 2: 100}

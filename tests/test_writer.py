@@ -16,7 +16,7 @@ from monitor.progress import parse_progress
 from monitor.store.engine import create_engine
 from monitor.store.migrate import is_current, upgrade
 from monitor.store.models import Batch, Query, Run
-from monitor.store.writes import write_event
+from monitor.store.writes import write_events
 from monitor.writer import StoreWriter
 from tests.helpers import closed_port, progress_doc, sqlite_locked, wait_until
 
@@ -87,11 +87,11 @@ def test_a_full_buffer_drops_the_oldest_waiting_events(
     entered, gate = threading.Event(), threading.Event()
     written: list[int] = []
 
-    def blocking_write(engine: sa.Engine, event: Any) -> None:
+    def blocking_write(engine: sa.Engine, events: Any) -> None:
         entered.set()
         assert gate.wait(WAIT_S), "the test never opened the gate"
-        write_event(engine, event)
-        written.append(event.batch_id)
+        write_events(engine, events)
+        written.extend(event.batch_id for event in events)
 
     writer = writers(engine, capacity=3, write=blocking_write)
     writer.submit(batch(0))
@@ -191,10 +191,10 @@ def test_postgresql_unreachable_keeps_events_and_close_reports_them(
 def test_a_rejected_event_does_not_hold_up_the_ones_after_it(
     engine: sa.Engine, writers: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    def write_all_but_batch_1(engine: sa.Engine, event: Any) -> None:
-        if getattr(event, "batch_id", None) == 1:
+    def write_all_but_batch_1(engine: sa.Engine, events: Any) -> None:
+        if any(getattr(event, "batch_id", None) == 1 for event in events):
             raise ValueError("batch 1 is corrupt")
-        write_event(engine, event)
+        write_events(engine, events)
 
     writer = writers(engine, write=write_all_but_batch_1)
     for event in lifecycle(batches=3):
@@ -241,3 +241,27 @@ def test_close_after_flush_and_submit_after_close(engine: sa.Engine, writers: An
     assert writer.flush(timeout=0.1)
     assert stored_batch_ids(engine) == [0]
     assert stored_query(engine) == ("active", "telemetry_windows", 0, None, 1)
+
+
+def test_waiting_events_are_written_together_in_one_transaction(
+    engine: sa.Engine, writers: Any
+) -> None:
+    entered, gate = threading.Event(), threading.Event()
+    groups: list[list[int]] = []
+
+    def recording_write(engine: sa.Engine, events: Any) -> None:
+        entered.set()
+        assert gate.wait(WAIT_S), "the test never opened the gate"
+        write_events(engine, events)
+        groups.append([event.batch_id for event in events])
+
+    writer = writers(engine, capacity=200, write=recording_write)
+    writer.submit(batch(0))
+    assert entered.wait(WAIT_S), "the writer never started writing batch 0"
+    for batch_id in range(1, 150):
+        writer.submit(batch(batch_id))
+    gate.set()
+    assert writer.flush(timeout=WAIT_S)
+    assert groups == [[0], list(range(1, 101)), list(range(101, 150))]
+    assert stored_batch_ids(engine) == list(range(150))
+    assert writer.stats().written == 150

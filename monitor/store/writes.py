@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from functools import singledispatch
 from typing import Any
 
@@ -34,10 +35,18 @@ ACTIVE, IDLE, TERMINATED, FAILED = "active", "idle", "terminated", "failed"
 DEFAULT_TIMEOUTS = Timeouts()
 
 
-def write_event(engine: sa.Engine, event: Event, timeouts: Timeouts = DEFAULT_TIMEOUTS) -> None:
-    """Write one event in its own transaction; `timeouts` decide what counts as idle or stalled."""
+def write_events(
+    engine: sa.Engine, events: Sequence[Event], timeouts: Timeouts = DEFAULT_TIMEOUTS
+) -> None:
+    """Write events in order in one transaction; `timeouts` decide what is idle or stalled."""
     with so.Session(engine) as session, session.begin():
-        record(event, session, timeouts)
+        for event in events:
+            record(event, session, timeouts)
+
+
+def write_event(engine: sa.Engine, event: Event, timeouts: Timeouts = DEFAULT_TIMEOUTS) -> None:
+    """Write one event in its own transaction."""
+    write_events(engine, [event], timeouts)
 
 
 @singledispatch
@@ -118,6 +127,12 @@ def _batch(event: BatchProgress, session: so.Session, timeouts: Timeouts) -> Non
 
 
 def _delete_batch(session: so.Session, query_id: str, batch_id: int) -> None:
+    """Remove a replayed batch's rows; a new batch (the usual case) costs one indexed lookup."""
+    stored = session.scalar(
+        sa.select(Batch.id).where(Batch.query_id == query_id, Batch.batch_id == batch_id)
+    )
+    if stored is None:
+        return
     for table in (PartitionEventTime, Partition, Source, StateOperator, Batch):
         session.execute(
             sa.delete(table).where(table.query_id == query_id, table.batch_id == batch_id)
