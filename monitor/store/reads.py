@@ -44,16 +44,18 @@ def recent_batches(session: so.Session, query_id: str, limit: int) -> Sequence[B
     return newest[::-1]
 
 
+def latest_batch_id(session: so.Session, query_id: str) -> int | None:
+    """The newest stored batch id of a query, None when it has none."""
+    return session.scalar(sa.select(sa.func.max(Batch.batch_id)).where(Batch.query_id == query_id))
+
+
 def batch_partitions(
     session: so.Session, query_id: str, batch_id: int | None = None
 ) -> Sequence[Partition]:
     """The partitions of one batch, the query's latest batch by default."""
+    batch_id = batch_id if batch_id is not None else latest_batch_id(session, query_id)
     if batch_id is None:
-        batch_id = session.scalar(
-            sa.select(sa.func.max(Batch.batch_id)).where(Batch.query_id == query_id)
-        )
-        if batch_id is None:
-            return []
+        return []
     return session.scalars(
         sa.select(Partition)
         .where(Partition.query_id == query_id, Partition.batch_id == batch_id)
@@ -89,12 +91,9 @@ def partition_views(
     session: so.Session, query_id: str, batch_id: int | None = None
 ) -> list[PartitionView]:
     """Offsets and health joined with what the instrumented operator measured, by partition."""
+    batch_id = batch_id if batch_id is not None else latest_batch_id(session, query_id)
     if batch_id is None:
-        batch_id = session.scalar(
-            sa.select(sa.func.max(Batch.batch_id)).where(Batch.query_id == query_id)
-        )
-        if batch_id is None:
-            return []
+        return []
     views: dict[str, dict[str, Any]] = {}
     for row in batch_partitions(session, query_id, batch_id):
         views[row.partition] = {
