@@ -12,9 +12,11 @@ import sqlalchemy as sa
 
 from monitor.config import load_settings
 from monitor.health import Timeouts
+from monitor.instrument import interval_ms
 from monitor.listener import WatermarkListener
 from monitor.store.engine import create_engine, display_url
 from monitor.store.writes import write_events
+from monitor.timers import TimerWatch
 from monitor.writer import StoreWriter, WriterStats
 
 log = logging.getLogger(__name__)
@@ -29,6 +31,7 @@ class MonitorHandle:
         self._spark, self.listener, self._writer, self.engine = spark, listener, writer, engine
         self.database_url = display_url(engine)
         self.attached = True
+        self._watches: list[TimerWatch] = []
 
     def flush(self, timeout: float = 30.0) -> bool:
         """Wait until everything collected so far is in the store."""
@@ -43,12 +46,24 @@ class MonitorHandle:
         """Stop listening, write what is pending and close; False if events were left unwritten."""
         if not self.attached:
             return True
+        for watch in self._watches:
+            watch.stop()
         self._await_terminations(min(timeout, 10.0))
         self._spark.streams.removeListener(self.listener)
         self.attached = False
         closed = self._writer.close(timeout)
         self.engine.dispose()
         return closed
+
+    def watch_timers(
+        self, query: Any, checkpoint: str, interval: float = 30.0, due_within: str = "30 minutes"
+    ) -> TimerWatch:
+        """Snapshot the query's pending timers from its checkpoint every `interval` seconds."""
+        watch = TimerWatch(
+            self._spark, query, checkpoint, self._writer.submit, interval, interval_ms(due_within)
+        )
+        self._watches.append(watch)
+        return watch
 
     def _await_terminations(self, timeout: float) -> None:
         """Spark announces a stopped query's end asynchronously: give that event time to come."""

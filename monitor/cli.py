@@ -28,11 +28,13 @@ from monitor.store.reads import (
     list_queries,
     partition_views,
     recent_batches,
+    recent_timer_snapshots,
 )
 from monitor.tables import (
     BATCH_COLUMNS,
     PARTITION_COLUMNS,
     QUERY_COLUMNS,
+    TIMER_COLUMNS,
     render_json,
     render_table,
 )
@@ -92,6 +94,13 @@ def cmd_partitions(args: argparse.Namespace) -> None:
     with so.Session(_open_store(args.database_url)) as session:
         query = find_query(session, args.query)
         _print(args, PARTITION_COLUMNS, partition_views(session, query.id, args.batch))
+
+
+def cmd_timers(args: argparse.Namespace) -> None:
+    """List a query's most recent pending-timer snapshots."""
+    with so.Session(_open_store(args.database_url)) as session:
+        query = find_query(session, args.query)
+        _print(args, TIMER_COLUMNS, recent_timer_snapshots(session, query.id, args.limit))
 
 
 def _print(args: argparse.Namespace, columns: Any, rows: Sequence[Any]) -> None:
@@ -279,6 +288,12 @@ def build_parser() -> Parser:
     partitions.add_argument("query", help="query id or name")
     partitions.add_argument("--batch", type=at_least(0), help="batch id (default: latest)")
     partitions.set_defaults(func=cmd_partitions)
+    timers = commands.add_parser(
+        "timers", parents=[store, output], help="a query's pending timers over time"
+    )
+    timers.add_argument("query", help="query id or name")
+    timers.add_argument("--limit", type=at_least(1), default=20, help="how many (default 20)")
+    timers.set_defaults(func=cmd_timers)
 
     _add_generate(
         commands.add_parser("generate", help="write scooter telemetry into a partitioned log")

@@ -130,4 +130,18 @@ class BatchProgress:
     event_times: tuple[PartitionEventTimes, ...] = ()
 
 
-Event = QueryStarted | QueryIdle | QueryTerminated | BatchProgress
+@dataclass(frozen=True)
+class TimerSnapshot:
+    """A query's pending timers, read from its checkpoint with Spark's state reader."""
+
+    query_id: str
+    run_id: str
+    taken_at_ms: int
+    watermark_ms: int | None
+    pending: int
+    next_expiry_ms: int | None
+    due_within_ms: int
+    due: int
+
+
+Event = QueryStarted | QueryIdle | QueryTerminated | BatchProgress | TimerSnapshot

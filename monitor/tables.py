@@ -77,6 +77,14 @@ PARTITION_COLUMNS = (
     Column("late", "late_records"),
     Column("late total", "late_records_total"),
 )
+TIMER_COLUMNS = (
+    Column("taken", "taken_at_ms", iso_time),
+    Column("watermark", "watermark_ms", iso_time),
+    Column("pending timers", "pending"),
+    Column("next expiry", "next_expiry_ms", iso_time),
+    Column("due within", "due_within_ms", seconds),
+    Column("due", "due"),
+)
 
 
 def render_table(columns: Sequence[Column], rows: Sequence[Any]) -> str:

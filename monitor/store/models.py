@@ -195,3 +195,19 @@ class PartitionEventTime(Base):
     late_records_total: so.Mapped[int] = so.mapped_column(sa.BigInteger)
     late_samples: so.Mapped[list[Any]] = so.mapped_column(sa.JSON)
     time_lag_ms: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+
+
+class TimerSnapshotRow(Base):
+    """A query's pending timers at one moment, as the state reader found them."""
+
+    __tablename__ = "timer_snapshots"
+    __table_args__ = (sa.Index(None, "query_id", "taken_at_ms"),)
+
+    id: so.Mapped[int] = so.mapped_column(RowId, primary_key=True)
+    query_id: so.Mapped[str] = so.mapped_column(sa.ForeignKey("queries.id"))
+    taken_at_ms: so.Mapped[int] = so.mapped_column(Millis)
+    watermark_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    pending: so.Mapped[int] = so.mapped_column(sa.BigInteger)
+    next_expiry_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    due_within_ms: so.Mapped[int] = so.mapped_column(sa.BigInteger)
+    due: so.Mapped[int] = so.mapped_column(sa.BigInteger)

@@ -9,7 +9,7 @@ from typing import Any
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.store.models import Batch, Partition, PartitionEventTime, Query
+from monitor.store.models import Batch, Partition, PartitionEventTime, Query, TimerSnapshotRow
 
 
 class QueryNotFound(LookupError):
@@ -120,3 +120,16 @@ def partition_views(
     return [
         PartitionView(batch_id=batch_id, partition=name, **fields) for name, fields in views.items()
     ]
+
+
+def recent_timer_snapshots(
+    session: so.Session, query_id: str, limit: int
+) -> Sequence[TimerSnapshotRow]:
+    """The last `limit` pending-timer snapshots of a query, oldest first."""
+    newest = session.scalars(
+        sa.select(TimerSnapshotRow)
+        .where(TimerSnapshotRow.query_id == query_id)
+        .order_by(TimerSnapshotRow.taken_at_ms.desc(), TimerSnapshotRow.id.desc())
+        .limit(limit)
+    ).all()
+    return newest[::-1]

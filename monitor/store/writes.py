@@ -17,6 +17,7 @@ from monitor.events import (
     QueryIdle,
     QueryStarted,
     QueryTerminated,
+    TimerSnapshot,
 )
 from monitor.health import Timeouts
 from monitor.store import derive
@@ -29,6 +30,7 @@ from monitor.store.models import (
     Run,
     Source,
     StateOperator,
+    TimerSnapshotRow,
 )
 
 ACTIVE, IDLE, TERMINATED, FAILED = "active", "idle", "terminated", "failed"
@@ -263,3 +265,12 @@ def _event_time_rows(session: so.Session, event: BatchProgress) -> list[dict[str
             }
         )
     return rows
+
+
+@record.register
+def _timers(event: TimerSnapshot, session: so.Session, _timeouts: Timeouts) -> None:
+    _query_row(session, event.query_id, event.run_id, event.taken_at_ms)
+    session.flush()
+    fields = dataclasses.asdict(event)
+    del fields["run_id"]
+    session.execute(sa.insert(TimerSnapshotRow), [fields])
