@@ -151,3 +151,36 @@ def offline_periods(
         if ordered and watermark_ms - ordered[-1] >= offline_after_ms:
             events.add((scooter, "offline", ordered[-1]))
     return events
+
+
+def scooter_pipeline(
+    spark: Any,
+    log_path: str,
+    checkpoint: str,
+    processor: StatefulProcessor,
+    *,
+    instrumented: bool = True,
+    max_offsets: int | None = None,
+    delay: str = "30 minutes",
+) -> Any:
+    """Telemetry → (instrumented operator) → watermark → offline detection per scooter.
+
+    Needs the RocksDB state store (`ROCKSDB_PROVIDER`), as transformWithState does.
+    """
+    from monitor.instrument import instrument
+
+    reader = (
+        spark.readStream.format("partitioned_log")
+        .option("path", log_path)
+        .option("subscribe", "telemetry")
+    )
+    if max_offsets:
+        reader = reader.option("maxOffsetsPerTrigger", max_offsets)
+    telemetry = reader.load()
+    if instrumented:
+        telemetry = instrument(telemetry, checkpoint=checkpoint, delay=delay)
+    return (
+        telemetry.withWatermark("timestamp", delay)
+        .groupBy("key")
+        .transformWithStateInPandas(processor, OFFLINE_EVENTS, "Append", "EventTime")
+    )

@@ -1,16 +1,19 @@
 """The offline-scooter pipeline: the buffered processor is deterministic, the naive one is not."""
 
+import json
+
 import pytest
 
+from monitor.observed import partition_event_times
 from monitor.progress import parse_time_ms
 from streaming.log import LogRecord, PartitionedLog
 from streaming.scooters import (
-    OFFLINE_EVENTS,
     ROCKSDB_PROVIDER,
     BufferedOfflineDetector,
     NaiveOfflineDetector,
     offline_periods,
     replay,
+    scooter_pipeline,
 )
 from tests.helpers import unique_name
 
@@ -67,21 +70,13 @@ def rocksdb(spark):
 def run(spark, log_dir, tmp_path, processor, limit):
     """Offline events of one run, and the final watermark."""
     name = unique_name("scooters")
-    source = (
-        spark.readStream.format("partitioned_log")
-        .option("path", str(log_dir))
-        .option("subscribe", "telemetry")
-        .option("maxOffsetsPerTrigger", limit)
-        .load()
-    )
+    checkpoint = str(tmp_path / name)
     query = (
-        source.withWatermark("timestamp", "30 minutes")
-        .groupBy("key")
-        .transformWithStateInPandas(processor, OFFLINE_EVENTS, "Append", "EventTime")
+        scooter_pipeline(spark, str(log_dir), checkpoint, processor, max_offsets=limit)
         .writeStream.queryName(name)
         .format("memory")
         .outputMode("append")
-        .option("checkpointLocation", str(tmp_path / name))
+        .option("checkpointLocation", checkpoint)
         .trigger(availableNow=True)
         .start()
     )
@@ -90,6 +85,12 @@ def run(spark, log_dir, tmp_path, processor, limit):
         op["numRowsDroppedByWatermark"] for p in query.recentProgress for op in p["stateOperators"]
     )
     assert dropped == 0, "the test data must have no late records"
+    measured = sum(
+        times.records
+        for p in query.recentProgress
+        for times in partition_event_times(json.loads(p.json)["observedMetrics"])
+    )
+    assert measured == sum(len(times) for times in scooter_reports().values())
     rows = spark.sql(f"SELECT * FROM {name}").collect()
     watermark = parse_time_ms(query.lastProgress["eventTime"]["watermark"])
     return {(r["scooter_id"], r["event"], r["event_time_ms"]) for r in rows}, watermark
