@@ -7,7 +7,6 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,10 +33,6 @@ class DemoOptions:
     database_url: str | None = None
 
 
-def _as_is(df: Any) -> Any:
-    return df
-
-
 def spark_session(app_name: str = "wmon-demo") -> Any:
     """A local SparkSession whose Python workers use this interpreter."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -58,13 +53,8 @@ def spark_session(app_name: str = "wmon-demo") -> Any:
     return spark
 
 
-def windowed_counts(
-    spark: Any, log_path: Path, max_offsets: int | None, shape: Callable[[Any], Any] = _as_is
-) -> Any:
-    """Telemetry counted per partition in 10-second event-time windows, 10 s watermark delay.
-
-    `shape` may change the telemetry before the watermark, e.g. to instrument it.
-    """
+def windowed_counts(spark: Any, log_path: Path, max_offsets: int | None) -> Any:
+    """Telemetry counted per partition in 10-second event-time windows, 10 s watermark delay."""
     from pyspark.sql import functions as F
 
     reader = (
@@ -75,7 +65,7 @@ def windowed_counts(
     if max_offsets:
         reader = reader.option("maxOffsetsPerTrigger", max_offsets)
     return (
-        shape(reader.load())
+        reader.load()
         .withWatermark("timestamp", "10 seconds")
         .groupBy(F.window("timestamp", "10 seconds"), "partition")
         .count()
