@@ -3,10 +3,12 @@
 import contextlib
 import copy
 import json
+import os
 import socket
 import sqlite3
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -58,3 +60,36 @@ def closed_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def offset_log(checkpoint: str) -> dict[int, tuple[int, dict[int, int]]]:
+    """Per batch: the watermark written before it ran and the source's end offsets."""
+    batches = {}
+    for name in os.listdir(os.path.join(checkpoint, "offsets")):
+        if name.isdigit():
+            with open(os.path.join(checkpoint, "offsets", name)) as entry:
+                lines = entry.read().splitlines()
+            batches[int(name)] = (
+                json.loads(lines[1])["batchWatermarkMs"],
+                {int(p): o for p, o in json.loads(lines[2])["telemetry"].items()},
+            )
+    return batches
+
+
+def expected_late(
+    log: Any, checkpoint: str, window_ms: int | None = None
+) -> dict[tuple[int, str], int]:
+    """Late records per (batch, partition), from the files and the offset log alone."""
+    batches = offset_log(checkpoint)
+    late = Counter()
+    for batch_id in sorted(batches):
+        if batch_id == 0:
+            continue
+        threshold = batches[batch_id - 1][0]
+        for partition, end in batches[batch_id][1].items():
+            start = batches[batch_id - 1][1].get(partition, 0)
+            for _, record in log.read("telemetry", partition, start, end):
+                t = record.timestamp_ms
+                compared = t if window_ms is None else t - t % window_ms + window_ms
+                late[(batch_id, f"telemetry/{partition}")] += compared <= threshold
+    return {key: count for key, count in late.items() if count}

@@ -1,9 +1,5 @@
 """The instrumented operator on real Spark: exact late records per partition, skewed backfill."""
 
-import json
-import os
-from collections import Counter
-
 import pytest
 import sqlalchemy as sa
 import sqlalchemy.orm as so
@@ -13,7 +9,7 @@ import monitor
 from monitor.instrument import instrument
 from monitor.store.models import Batch, PartitionEventTime
 from streaming.log import LogRecord, PartitionedLog
-from tests.helpers import unique_name
+from tests.helpers import expected_late, unique_name
 
 pytestmark = pytest.mark.spark
 WAIT = 180
@@ -62,37 +58,6 @@ def run(spark, log_dir, checkpoint, database_url, shape):
     finally:
         handle.detach()
     return query
-
-
-def offset_log(checkpoint):
-    """Per batch: the watermark written before it ran and the source's end offsets."""
-    batches = {}
-    for name in os.listdir(os.path.join(checkpoint, "offsets")):
-        if name.isdigit():
-            with open(os.path.join(checkpoint, "offsets", name)) as entry:
-                lines = entry.read().splitlines()
-            batches[int(name)] = (
-                json.loads(lines[1])["batchWatermarkMs"],
-                {int(p): o for p, o in json.loads(lines[2])["telemetry"].items()},
-            )
-    return batches
-
-
-def expected_late(log, checkpoint, window_ms=None):
-    """Late records per (batch, partition), from the files and the offset log alone."""
-    batches = offset_log(checkpoint)
-    late = Counter()
-    for batch_id in sorted(batches):
-        if batch_id == 0:
-            continue
-        threshold = batches[batch_id - 1][0]
-        for partition, end in batches[batch_id][1].items():
-            start = batches[batch_id - 1][1].get(partition, 0)
-            for _, record in log.read("telemetry", partition, start, end):
-                t = record.timestamp_ms
-                compared = t if window_ms is None else t - t % window_ms + window_ms
-                late[(batch_id, f"telemetry/{partition}")] += compared <= threshold
-    return {key: count for key, count in late.items() if count}
 
 
 def stored(engine, query_id):
