@@ -38,6 +38,16 @@ def spark():
 
 
 @pytest.fixture
+def rocksdb(spark):
+    """transformWithState needs the RocksDB state store (DESIGN.md); others keep the default."""
+    from streaming.scooters import ROCKSDB_PROVIDER
+
+    spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
+    yield
+    spark.conf.unset("spark.sql.streaming.stateStore.providerClass")
+
+
+@pytest.fixture
 def log_dir(tmp_path: Path) -> Path:
     """An empty directory for a partitioned log."""
     path = tmp_path / "log"

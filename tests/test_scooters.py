@@ -8,7 +8,6 @@ from monitor.observed import partition_event_times
 from monitor.progress import parse_time_ms
 from streaming.log import LogRecord, PartitionedLog
 from streaming.scooters import (
-    ROCKSDB_PROVIDER,
     BufferedOfflineDetector,
     NaiveOfflineDetector,
     offline_periods,
@@ -58,13 +57,6 @@ def scooter_reports():
             minutes = [m for m in minutes if m < 100]
         reports[f"scooter-{k}"] = [START_MS + m * MINUTE + k * 1_000 for m in minutes]
     return reports
-
-
-@pytest.fixture
-def rocksdb(spark):
-    spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
-    yield
-    spark.conf.unset("spark.sql.streaming.stateStore.providerClass")
 
 
 def run(spark, log_dir, tmp_path, processor, limit):

@@ -8,19 +8,11 @@ import monitor
 from monitor.cli import main
 from monitor.store.models import TimerSnapshotRow
 from streaming.log import LogRecord, PartitionedLog
-from streaming.scooters import OFFLINE_EVENTS, ROCKSDB_PROVIDER, NaiveOfflineDetector
+from streaming.scooters import OFFLINE_EVENTS, NaiveOfflineDetector
 from tests.helpers import unique_name
 
 pytestmark = pytest.mark.spark
 START_MS = 1_700_000_000_000
-
-
-@pytest.fixture
-def rocksdb(spark):
-    """transformWithState needs the RocksDB state store (see DESIGN.md)."""
-    spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
-    yield
-    spark.conf.unset("spark.sql.streaming.stateStore.providerClass")
 
 
 def test_pending_timers_are_read_from_the_checkpoint(
