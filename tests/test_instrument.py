@@ -1,5 +1,11 @@
 """The instrumented operator on real Spark: exact late records per partition, skewed backfill."""
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import sqlalchemy as sa
 import sqlalchemy.orm as so
@@ -74,16 +80,22 @@ def dropped_by_spark(query):
     )
 
 
-def test_late_records_are_exact_behind_drop_duplicates(
-    spark, skewed_log, log_dir, checkpoint, database_url, engine
-):
+def deduplicated(checkpoint):
+    """The pipeline whose drops Spark counts row by row: instrumented, then dropDuplicates."""
+
     def shape(source):
         measured = instrument(source, checkpoint=checkpoint, delay="10 seconds")
         return measured.withWatermark("timestamp", "10 seconds").dropDuplicates(
             ["key", "timestamp"]
         )
 
-    query = run(spark, log_dir, checkpoint, database_url, shape)
+    return shape
+
+
+def test_late_records_are_exact_behind_drop_duplicates(
+    spark, skewed_log, log_dir, checkpoint, database_url, engine
+):
+    query = run(spark, log_dir, checkpoint, database_url, deduplicated(checkpoint))
     rows = stored(engine, query.id)
     late = {key: row.late_records for key, row in rows.items() if row.late_records}
     assert late == expected_late(skewed_log, checkpoint)
@@ -134,3 +146,72 @@ def test_window_aggregations_count_late_rows_not_groups(
     }
     assert late == expected_late(skewed_log, checkpoint, window_ms=5_000)
     assert sum(late.values()) > dropped_by_spark(query) > 0
+
+
+# What the operator measured and what the store derived from it; the batch time and the time
+# lag (now - M_p) of a replayed batch are, rightly, those of the replay.
+MEASURED = (
+    "records",
+    "min_event_ms",
+    "max_event_ms",
+    "late_records",
+    "late_watermark_ms",
+    "delay_ms",
+    "max_event_time_ms",
+    "partition_watermark_ms",
+    "late_records_total",
+    "late_samples",
+)
+
+
+def measured(rows):
+    return {key: {name: getattr(row, name) for name in MEASURED} for key, row in rows.items()}
+
+
+def test_a_batch_replayed_after_a_restart_is_counted_once(
+    spark, skewed_log, log_dir, checkpoint, database_url, engine
+):
+    first = run(spark, log_dir, checkpoint, database_url, deduplicated(checkpoint))
+    before = measured(stored(engine, first.id))
+    # The run ends with a batch that reads nothing (Spark's no-data batch); the one before
+    # it reads records, some of them late.
+    *_, last, no_data = [p["batchId"] for p in first.recentProgress]
+    assert first.recentProgress[-1]["numInputRows"] == 0
+    assert any(before[(last, f"telemetry/{p}")]["late_records"] for p in SPACING_MS)
+    # As if the driver died after running `last` and before committing it: Spark runs it again.
+    for folder, batch in (("offsets", no_data), ("commits", no_data), ("commits", last)):
+        for name in (str(batch), f".{batch}.crc"):
+            os.remove(os.path.join(checkpoint, folder, name))
+
+    second = run(spark, log_dir, checkpoint, database_url, deduplicated(checkpoint))
+    assert second.id == first.id and second.runId != first.runId
+    assert [p["batchId"] for p in second.recentProgress] == [last, no_data]
+    assert measured(stored(engine, second.id)) == before
+    assert sum(row["late_records"] for row in before.values()) == dropped_by_spark(first)
+
+
+# One store is enough: this is about Spark discarding a failed attempt's observed metrics; the
+# write path is the one the tests above check on both stores.
+@pytest.mark.e2e
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_retried_task_is_counted_once(
+    skewed_log, log_dir, checkpoint, database_url, engine, tmp_path
+):
+    markers = tmp_path / "failed-attempts"
+    markers.mkdir()
+    job = Path(__file__).parent / "jobs" / "retried_tasks.py"
+    arguments = [str(log_dir), checkpoint, database_url, str(markers)]
+    done = subprocess.run(
+        [sys.executable, str(job), *arguments], capture_output=True, text=True, timeout=WAIT
+    )
+    assert done.returncode == 0, done.stderr[-3_000:]
+    result = json.loads(done.stdout.splitlines()[-1])
+
+    rows = stored(engine, result["query_id"])
+    batches_read = {batch for (batch, _), row in rows.items() if row.records}
+    failed = {int(name.split("-")[0]) for name in os.listdir(markers)}
+    assert failed == batches_read - {0}, "every task of batch 1 on should have failed once"
+    late = {key: row.late_records for key, row in rows.items() if row.late_records}
+    assert late == expected_late(skewed_log, checkpoint)
+    assert sum(late.values()) == result["dropped"] > 0
+    assert sum(row.records for row in rows.values()) == RECORDS * len(SPACING_MS)
