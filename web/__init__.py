@@ -1,0 +1,47 @@
+"""The dashboard server: a Flask app with the JSON API and live push over Socket.IO."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from flask import Flask
+from flask_socketio import SocketIO
+
+from monitor.config import load_settings
+
+socketio = SocketIO()
+
+POLL_INTERVAL_S = 0.25
+OVERVIEW_REFRESH_S = 5.0
+LATE_WINDOW_MS = 5 * 60_000
+
+
+def now_ms() -> int:
+    """The wall clock in epoch milliseconds."""
+    return time.time_ns() // 1_000_000
+
+
+def create_app(config: Mapping[str, Any] | None = None) -> Flask:
+    """The app: DATABASE_URL (default: WMON_DATABASE_URL or the embedded store),
+    POLL_INTERVAL_S, OVERVIEW_REFRESH_S, LATE_WINDOW_MS, STALL_TIMEOUT_MS and CLOCK (a function
+    returning epoch milliseconds) may be set in `config`."""
+    from web import api, db, pages
+
+    app = Flask(__name__)
+    settings = load_settings()
+    app.config.from_mapping(
+        DATABASE_URL=settings.database_url,
+        POLL_INTERVAL_S=POLL_INTERVAL_S,
+        OVERVIEW_REFRESH_S=OVERVIEW_REFRESH_S,
+        LATE_WINDOW_MS=LATE_WINDOW_MS,
+        STALL_TIMEOUT_MS=settings.stall_timeout_s * 1000,
+        CLOCK=now_ms,
+    )
+    app.config.update(config or {})
+    db.init_app(app)
+    app.register_blueprint(api.bp)
+    app.register_blueprint(pages.bp)
+    socketio.init_app(app, async_mode="threading")
+    return app

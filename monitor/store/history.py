@@ -1,0 +1,275 @@
+"""History over a time range, downsampled in SQL into at most `points` equal time buckets.
+
+Series are columnar, `{"time_ms": [...], "watermark_ms": [...], ...}`, one entry per bucket
+that holds at least one batch; `time_ms` is the start of the bucket.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+import sqlalchemy.orm as so
+
+from monitor.store.models import Batch, Partition, PartitionEventTime, StateOperator
+
+MAX_POINTS = 5_000
+
+Series = dict[str, list[Any]]
+
+
+@dataclass(frozen=True)
+class Window:
+    """The half-open time range [from_ms, to_ms), cut into at most `points` equal buckets."""
+
+    from_ms: int
+    to_ms: int
+    points: int
+
+    @property
+    def bucket_ms(self) -> int:
+        """The width of a bucket: the range over the points, rounded up."""
+        return -(-(self.to_ms - self.from_ms) // self.points)
+
+    def bucket(self, time_ms: Any) -> sa.ColumnElement[int]:
+        """The bucket number of a time column, as a SQL expression."""
+        start = sa.literal(self.from_ms, sa.BigInteger)
+        return ((time_ms - start) // sa.literal(self.bucket_ms, sa.BigInteger)).label("bucket")
+
+    def covers(self, time_ms: Any) -> sa.ColumnElement[bool]:
+        """Whether a time column falls inside the range, as a SQL expression."""
+        return sa.and_(time_ms >= self.from_ms, time_ms < self.to_ms)
+
+    def start_of(self, bucket: int) -> int:
+        """The time at which a bucket starts."""
+        return self.from_ms + int(bucket) * self.bucket_ms
+
+
+def _whole(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _real(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _flag(value: Any) -> bool:
+    return bool(value)
+
+
+Aggregate = tuple[str, Any, Callable[[Any], Any]]
+
+BATCH_AGGREGATES: tuple[Aggregate, ...] = (
+    ("batches", sa.func.count(), int),
+    ("first_batch_id", sa.func.min(Batch.batch_id), int),
+    ("last_batch_id", sa.func.max(Batch.batch_id), int),
+    ("watermark_ms", sa.func.max(Batch.watermark_ms), _whole),
+    ("flink_watermark_ms", sa.func.max(Batch.flink_watermark_ms), _whole),
+    ("watermark_age_max_ms", sa.func.max(Batch.batch_time_ms - Batch.watermark_ms), _whole),
+    ("skew_avg_ms", sa.func.avg(Batch.watermark_skew_ms), _real),
+    ("skew_max_ms", sa.func.max(Batch.watermark_skew_ms), _whole),
+    ("duration_avg_ms", sa.func.avg(Batch.trigger_duration_ms), _real),
+    ("duration_max_ms", sa.func.max(Batch.trigger_duration_ms), _whole),
+    ("input_rows", sa.func.sum(Batch.num_input_rows), _whole),
+    ("input_rows_per_second", sa.func.avg(Batch.input_rows_per_second), _real),
+    ("processed_rows_per_second", sa.func.avg(Batch.processed_rows_per_second), _real),
+    ("watermark_stalled", sa.func.max(sa.cast(Batch.watermark_stalled, sa.Integer)), _flag),
+)
+
+
+def _columns(aggregates: tuple[Aggregate, ...]) -> list[sa.ColumnElement[Any]]:
+    return [expression.label(name) for name, expression, _ in aggregates]
+
+
+def _converted(row: Any, aggregates: tuple[Aggregate, ...]) -> dict[str, Any]:
+    return {name: convert(getattr(row, name)) for name, _, convert in aggregates}
+
+
+def _columnar(window: Window, buckets: dict[int, dict[str, Any]], names: list[str]) -> Series:
+    ordered = sorted(buckets)
+    series: Series = {"time_ms": [window.start_of(bucket) for bucket in ordered]}
+    for name in names:
+        series[name] = [buckets[bucket].get(name) for bucket in ordered]
+    return series
+
+
+def _names(*aggregates: tuple[Aggregate, ...]) -> list[str]:
+    return [name for group in aggregates for name, _, _ in group]
+
+
+def batch_series(session: so.Session, query_id: str, window: Window) -> Series:
+    """A query's batches in the window, aggregated per bucket, with rows dropped by watermark."""
+    bucket = window.bucket(Batch.batch_time_ms)
+    where = (Batch.query_id == query_id, window.covers(Batch.batch_time_ms))
+    rows = session.execute(
+        sa.select(bucket, *_columns(BATCH_AGGREGATES)).where(*where).group_by(bucket)
+    )
+    buckets = {row.bucket: _converted(row, BATCH_AGGREGATES) for row in rows}
+    dropped = session.execute(
+        sa.select(bucket, sa.func.sum(StateOperator.num_rows_dropped_by_watermark))
+        .join(
+            Batch,
+            sa.and_(
+                Batch.query_id == StateOperator.query_id, Batch.batch_id == StateOperator.batch_id
+            ),
+        )
+        .where(*where)
+        .group_by(bucket)
+    )
+    for number, rows_dropped in dropped:
+        buckets[number]["rows_dropped_by_watermark"] = _whole(rows_dropped)
+    return _columnar(window, buckets, [*_names(BATCH_AGGREGATES), "rows_dropped_by_watermark"])
+
+
+def bucket_ends(session: so.Session, query_id: str, window: Window) -> dict[int, int]:
+    """The last batch id of each bucket that holds a batch, by bucket number."""
+    bucket = window.bucket(Batch.batch_time_ms)
+    rows = session.execute(
+        sa.select(bucket, sa.func.max(Batch.batch_id))
+        .where(Batch.query_id == query_id, window.covers(Batch.batch_time_ms))
+        .group_by(bucket)
+    )
+    return {bucket: batch_id for bucket, batch_id in rows}
+
+
+def _batch_before(session: so.Session, query_id: str, window: Window) -> int | None:
+    return session.scalar(
+        sa.select(Batch.batch_id)
+        .where(Batch.query_id == query_id, Batch.batch_time_ms < window.from_ms)
+        .order_by(Batch.batch_time_ms.desc(), Batch.batch_id.desc())
+        .limit(1)
+    )
+
+
+# Values at the last batch of a bucket, served as they are.
+SAMPLED_FIELDS = (
+    "max_event_time_ms",
+    "partition_watermark_ms",
+    "time_lag_ms",
+    "offset_lag",
+    "idle",
+    "stalled",
+)
+# Running totals, served as their increase over the bucket.
+TOTALS = {"late_records": "late_records_total", "records": "end_offset"}
+PARTITION_FIELDS = (*SAMPLED_FIELDS, *TOTALS.values())
+
+
+def _partition_rows(
+    session: so.Session, query_id: str, batch_ids: list[int]
+) -> dict[tuple[str, int], dict[str, Any]]:
+    """The running values of some batches' partitions, by (partition, batch id)."""
+    found: dict[tuple[str, int], dict[str, Any]] = {}
+    for table in (PartitionEventTime, Partition):
+        names = [name for name in PARTITION_FIELDS if name in table.__table__.c]
+        rows = session.execute(
+            sa.select(table.partition, table.batch_id, *(getattr(table, n) for n in names)).where(
+                table.query_id == query_id, table.batch_id.in_(batch_ids)
+            )
+        )
+        for partition, batch_id, *values in rows:
+            found.setdefault((partition, batch_id), {}).update(zip(names, values, strict=True))
+    return found
+
+
+def _difference(now: Any, before: Any) -> int | None:
+    return None if now is None else now - (before or 0)
+
+
+def _partition_series(
+    name: str,
+    ends: dict[int, int],
+    before: int | None,
+    rows: dict[tuple[str, int], dict[str, Any]],
+    window: Window,
+) -> Series:
+    series: Series = {"time_ms": []} | {field: [] for field in (*SAMPLED_FIELDS, *TOTALS)}
+    last = rows.get((name, before), {}) if before is not None else {}
+    for bucket in sorted(ends):
+        row = rows.get((name, ends[bucket]))
+        if row is None:
+            continue
+        series["time_ms"].append(window.start_of(bucket))
+        for field in SAMPLED_FIELDS:
+            series[field].append(row.get(field))
+        for field, total in TOTALS.items():
+            series[field].append(_difference(row.get(total), last.get(total)))
+        last = row
+    return series
+
+
+def partition_series(session: so.Session, query_id: str, window: Window) -> dict[str, Series]:
+    """Per partition, the running values at the last batch of each bucket.
+
+    M_p, W_p, late-record totals and end offsets only grow, so their values at a bucket's
+    last batch are the bucket's maxima, and differences of the totals give the exact late
+    records and records read per bucket; offset lag, time lag and the flags are the bucket's
+    last values. Reading those batches only keeps a day of 64 partitions fast.
+    """
+    ends = bucket_ends(session, query_id, window)
+    if not ends:
+        return {}
+    before = _batch_before(session, query_id, window)
+    batch_ids = [*ends.values(), *([] if before is None else [before])]
+    rows = _partition_rows(session, query_id, batch_ids)
+    names = sorted({name for name, _ in rows})
+    return {name: _partition_series(name, ends, before, rows, window) for name in names}
+
+
+CSV_COLUMNS = (
+    "batch_id",
+    "batch_time_ms",
+    "run_id",
+    "watermark_ms",
+    "watermark_skew_ms",
+    "flink_watermark_ms",
+    "num_input_rows",
+    "trigger_duration_ms",
+    "partition",
+    "start_offset",
+    "end_offset",
+    "latest_offset",
+    "offset_lag",
+    "idle",
+    "stalled",
+    "rewound",
+    "records",
+    "max_event_time_ms",
+    "partition_watermark_ms",
+    "time_lag_ms",
+    "late_records",
+    "late_records_total",
+)
+
+
+def _csv_column(name: str) -> Any:
+    for table in (Batch, Partition, PartitionEventTime):
+        if name in table.__table__.c:
+            return getattr(table, name)
+    raise KeyError(name)
+
+
+def csv_rows(session: so.Session, query_id: str, from_ms: int, to_ms: int) -> Iterator[Any]:
+    """One row per batch and source partition in [from_ms, to_ms), as CSV_COLUMNS, in order."""
+    same_batch = (Partition.query_id == Batch.query_id, Partition.batch_id == Batch.batch_id)
+    statement = (
+        sa.select(*(_csv_column(name) for name in CSV_COLUMNS))
+        .select_from(Batch)
+        .outerjoin(Partition, sa.and_(*same_batch))
+        .outerjoin(
+            PartitionEventTime,
+            sa.and_(
+                PartitionEventTime.query_id == Batch.query_id,
+                PartitionEventTime.batch_id == Batch.batch_id,
+                PartitionEventTime.partition == Partition.partition,
+            ),
+        )
+        .where(
+            Batch.query_id == query_id, Batch.batch_time_ms >= from_ms, Batch.batch_time_ms < to_ms
+        )
+        .order_by(Batch.batch_id, Partition.source_index, Partition.partition)
+        .execution_options(yield_per=1_000)
+    )
+    yield from session.execute(statement)

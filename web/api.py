@@ -1,0 +1,169 @@
+"""The JSON API under /api: what every page shows, validated, times in epoch milliseconds."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator
+from typing import Any
+
+import sqlalchemy.exc as sa_exc
+import sqlalchemy.orm as so
+from flask import Blueprint, Response, current_app, request, stream_with_context
+
+from monitor.status import query_status
+from monitor.store.engine import StoreError, error_reason
+from monitor.store.history import CSV_COLUMNS, batch_series, csv_rows, partition_series
+from monitor.store.models import Batch, Query
+from monitor.store.reads import QueryNotFound, find_query, list_queries, recent_timer_snapshots
+from monitor.store.summary import latest_batch, partition_details, rows_dropped, summarize
+from web import db
+from web.params import MAX_LIMIT, BadParameter, bounded, time_range, window
+from web.payloads import (
+    QUERY_FIELDS,
+    Lens,
+    batch_json,
+    fields,
+    overview,
+    partition_detail_json,
+    timers_json,
+)
+
+bp = Blueprint("api", __name__, url_prefix="/api")
+
+DEFAULT_TIMER_LIMIT = 100
+
+
+@bp.errorhandler(BadParameter)
+def bad_parameter(error: BadParameter) -> tuple[dict[str, str], int]:
+    """A malformed or out-of-range parameter: 400 with a message that names it."""
+    return {"error": str(error)}, 400
+
+
+@bp.errorhandler(QueryNotFound)
+def query_not_found(error: QueryNotFound) -> tuple[dict[str, str], int]:
+    """An unknown query id or name: 404."""
+    return {"error": str(error.args[0])}, 404
+
+
+@bp.errorhandler(StoreError)
+@bp.errorhandler(sa_exc.DatabaseError)
+def store_unavailable(error: Exception) -> tuple[dict[str, str], int]:
+    """The store cannot be read: 503, saying why in one line."""
+    reason = str(error) if isinstance(error, StoreError) else error_reason(error)
+    return {"error": f"cannot use the store: {reason}"}, 503
+
+
+def _query(ref: str) -> Query:
+    return find_query(db.session(), ref)
+
+
+def _default_to_ms(session: so.Session, query: Query, lens: Lens) -> int:
+    """Histories end after the query's newest batch by default, not at now: a query that
+    stopped yesterday opens on its last hour."""
+    latest = latest_batch(session, query.id)
+    return lens.now_ms if latest is None else latest.batch_time_ms + 1
+
+
+@bp.get("/queries")
+def queries() -> dict[str, Any]:
+    """Every query with its status and figures, the most urgent first."""
+    session, lens = db.session(), Lens.of(current_app)
+    return {"queries": overview(session, list_queries(session), lens)}
+
+
+def _latest(session: so.Session, latest: Batch | None, lens: Lens) -> dict[str, Any]:
+    """The latest batch and its partition table, with the late window's figures."""
+    if latest is None:
+        return {"latest_batch": None, "partitions": []}
+    dropped = rows_dropped(session, latest.query_id, [latest.batch_id])
+    details = partition_details(session, latest, lens.since_ms)
+    return {
+        "latest_batch": batch_json(latest, dropped.get(latest.batch_id)),
+        "partitions": [partition_detail_json(detail) for detail in details],
+    }
+
+
+@bp.get("/queries/<ref>")
+def query(ref: str) -> dict[str, Any]:
+    """One query: status, failure, latest batch, partition table and pending timers."""
+    session, lens, found = db.session(), Lens.of(current_app), _query(ref)
+    summary = summarize(session, found, lens.since_ms)
+    status = query_status(summary.facts(), lens.now_ms, lens.stall_timeout_ms)
+    return {
+        "query": fields(found, QUERY_FIELDS)
+        | {"status": status.label, "stored_status": found.status},
+        **_latest(session, summary.latest, lens),
+        "late_records": summary.late_records,
+        "late_window_ms": lens.late_window_ms,
+        "timers": timers_json(summary.timers),
+        "now_ms": lens.now_ms,
+    }
+
+
+@bp.get("/queries/<ref>/batches")
+def batches(ref: str) -> dict[str, Any]:
+    """A query's batches over a time range, downsampled into at most `points` buckets."""
+    session, found = db.session(), _query(ref)
+    span = window(request.args, _default_to_ms(session, found, Lens.of(current_app)))
+    return {
+        "query": found.id,
+        "from_ms": span.from_ms,
+        "to_ms": span.to_ms,
+        "bucket_ms": span.bucket_ms,
+        "series": batch_series(session, found.id, span),
+    }
+
+
+@bp.get("/queries/<ref>/partitions/history")
+def partition_history(ref: str) -> dict[str, Any]:
+    """Per-partition series over a time range, downsampled into at most `points` buckets."""
+    session, found = db.session(), _query(ref)
+    span = window(request.args, _default_to_ms(session, found, Lens.of(current_app)))
+    return {
+        "query": found.id,
+        "from_ms": span.from_ms,
+        "to_ms": span.to_ms,
+        "bucket_ms": span.bucket_ms,
+        "partitions": partition_series(session, found.id, span),
+    }
+
+
+@bp.get("/queries/<ref>/timers")
+def timers(ref: str) -> dict[str, Any]:
+    """A query's most recent pending-timer snapshots, oldest first."""
+    found = _query(ref)
+    limit = bounded(request.args, "limit", DEFAULT_TIMER_LIMIT, 1, MAX_LIMIT)
+    snapshots = recent_timer_snapshots(db.session(), found.id, limit)
+    return {"query": found.id, "snapshots": [timers_json(s) for s in snapshots]}
+
+
+def _cell(value: Any) -> Any:
+    return str(value).lower() if isinstance(value, bool) else value
+
+
+def _csv_lines(query_id: str, from_ms: int, to_ms: int) -> Iterator[str]:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(CSV_COLUMNS)
+    with so.Session(db.engine()) as session:
+        for row in csv_rows(session, query_id, from_ms, to_ms):
+            writer.writerow([_cell(value) for value in row])
+            if buffer.tell() > 64_000:
+                yield buffer.getvalue()
+                buffer.seek(0)
+                buffer.truncate()
+    yield buffer.getvalue()
+
+
+@bp.get("/queries/<ref>/history.csv")
+def history_csv(ref: str) -> Response:
+    """A query's history as CSV, one line per batch and source partition, streamed."""
+    session, found = db.session(), _query(ref)
+    from_ms, to_ms = time_range(request.args, _default_to_ms(session, found, Lens.of(current_app)))
+    name = f"wmon-{found.id}-{from_ms}-{to_ms}.csv"
+    return Response(
+        stream_with_context(_csv_lines(found.id, from_ms, to_ms)),
+        mimetype="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="{name}"'},
+    )

@@ -1,0 +1,157 @@
+"""The JSON the API serves and the live push sends: one shape for each thing, used by both."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy.orm as so
+from flask import Flask
+
+from monitor.status import Status, query_status
+from monitor.store.models import Batch, Query, TimerSnapshotRow
+from monitor.store.summary import (
+    PartitionDetail,
+    QuerySummary,
+    partition_states,
+    rows_dropped,
+    summarize,
+)
+
+QUERY_FIELDS = (
+    "id",
+    "name",
+    "run_id",
+    "started_at_ms",
+    "updated_at_ms",
+    "last_batch_id",
+    "terminated_at_ms",
+    "exception",
+    "error_class",
+)
+BATCH_FIELDS = (
+    "batch_id",
+    "run_id",
+    "batch_time_ms",
+    "watermark_ms",
+    "event_time_min_ms",
+    "event_time_max_ms",
+    "event_time_avg_ms",
+    "num_input_rows",
+    "input_rows_per_second",
+    "processed_rows_per_second",
+    "trigger_duration_ms",
+    "durations_ms",
+    "watermark_skew_ms",
+    "flink_watermark_ms",
+    "watermark_advanced_at_ms",
+    "watermark_stalled",
+    "watermark_rewound",
+)
+TIMER_FIELDS = ("taken_at_ms", "watermark_ms", "pending", "next_expiry_ms", "due_within_ms", "due")
+
+
+@dataclass(frozen=True)
+class Lens:
+    """How the app looks at the store now: the time, the late window, the stall timeout."""
+
+    now_ms: int
+    late_window_ms: int
+    stall_timeout_ms: int
+
+    @classmethod
+    def of(cls, app: Flask) -> Lens:
+        """The app's settings, at the app clock's current time."""
+        config = app.config
+        return cls(config["CLOCK"](), config["LATE_WINDOW_MS"], config["STALL_TIMEOUT_MS"])
+
+    @property
+    def since_ms(self) -> int:
+        """Where the late window starts."""
+        return self.now_ms - self.late_window_ms
+
+
+def fields(row: Any, names: Sequence[str]) -> dict[str, Any]:
+    """Some attributes of a row as a dict."""
+    return {name: getattr(row, name) for name in names}
+
+
+def batch_json(batch: Batch, dropped: int | None) -> dict[str, Any]:
+    """A batch, with the rows its stateful operators dropped by watermark."""
+    return fields(batch, BATCH_FIELDS) | {"rows_dropped_by_watermark": dropped}
+
+
+def timers_json(snapshot: TimerSnapshotRow | None) -> dict[str, Any] | None:
+    """A pending-timer snapshot, None when there is none."""
+    return None if snapshot is None else fields(snapshot, TIMER_FIELDS)
+
+
+def _age(now_ms: int, watermark_ms: int | None) -> int | None:
+    return None if watermark_ms is None else now_ms - watermark_ms
+
+
+def summary_json(summary: QuerySummary, lens: Lens) -> dict[str, Any]:
+    """A query as the overview lists it."""
+    query, latest, timers = summary.query, summary.latest, summary.timers
+    status = query_status(summary.facts(), lens.now_ms, lens.stall_timeout_ms)
+    watermark = latest.watermark_ms if latest else None
+    return {
+        "id": query.id,
+        "name": query.name,
+        "status": status.label,
+        "stored_status": query.status,
+        "error_class": query.error_class,
+        "exception": query.exception,
+        "last_batch_id": latest.batch_id if latest else None,
+        "watermark_ms": watermark,
+        "watermark_age_ms": _age(lens.now_ms, watermark),
+        "skew_ms": latest.watermark_skew_ms if latest else None,
+        "late_records": summary.late_records,
+        "late_window_ms": lens.late_window_ms,
+        "pending_timers": timers.pending if timers else None,
+        "next_timer_ms": timers.next_expiry_ms if timers else None,
+        "offset_lag": summary.offset_lag,
+        "trend": {
+            "batch_id": [p.batch_id for p in summary.trend],
+            "batch_time_ms": [p.batch_time_ms for p in summary.trend],
+            "watermark_age_ms": [_age(p.batch_time_ms, p.watermark_ms) for p in summary.trend],
+            "offset_lag": [p.offset_lag for p in summary.trend],
+        },
+        "updated_at_ms": query.updated_at_ms,
+        "now_ms": lens.now_ms,
+    }
+
+
+def overview(session: so.Session, queries: Sequence[Query], lens: Lens) -> list[dict[str, Any]]:
+    """Queries as the overview lists them, the most urgent status first, then by name."""
+    rows = [summary_json(summarize(session, query, lens.since_ms), lens) for query in queries]
+    return sorted(
+        rows, key=lambda row: (Status[row["status"].upper()], row["name"] or "", row["id"])
+    )
+
+
+def batch_events(session: so.Session, batches: Sequence[Batch]) -> list[dict[str, Any]]:
+    """The live push's `batch` payloads: each batch of one query with its partitions."""
+    if not batches:
+        return []
+    query_id = batches[0].query_id
+    dropped = rows_dropped(session, query_id, [batch.batch_id for batch in batches])
+    partitions = partition_states(session, batches)
+    return [
+        {
+            "query": query_id,
+            "batch": batch_json(batch, dropped.get(batch.batch_id)),
+            "partitions": [dataclasses.asdict(p) for p in partitions[batch.batch_id]],
+        }
+        for batch in batches
+    ]
+
+
+def partition_detail_json(detail: PartitionDetail) -> dict[str, Any]:
+    """A row of the query page's partition table."""
+    return dataclasses.asdict(detail.state) | {
+        "late_records_window": detail.late_records_window,
+        "recent_late_samples": detail.recent_late_samples,
+    }
