@@ -7,7 +7,7 @@ Its output depends on how records were cut into batches; the buffered processor 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pandas as pd
@@ -160,12 +160,13 @@ def scooter_pipeline(
     processor: StatefulProcessor,
     *,
     instrumented: bool = True,
-    max_offsets: int | None = None,
+    options: Mapping[str, str] | None = None,
     delay: str = "30 minutes",
 ) -> Any:
     """Telemetry → (instrumented operator) → watermark → offline detection per scooter.
 
-    Needs the RocksDB state store (`ROCKSDB_PROVIDER`), as transformWithState does.
+    `options` go to the source beside path and subscribe (read limits, say). Needs the RocksDB
+    state store (`ROCKSDB_PROVIDER`), as transformWithState does.
     """
     from monitor.instrument import instrument
 
@@ -173,9 +174,8 @@ def scooter_pipeline(
         spark.readStream.format("partitioned_log")
         .option("path", log_path)
         .option("subscribe", "telemetry")
+        .options(**(options or {}))
     )
-    if max_offsets:
-        reader = reader.option("maxOffsetsPerTrigger", max_offsets)
     telemetry = reader.load()
     if instrumented:
         telemetry = instrument(telemetry, checkpoint=checkpoint, delay=delay)

@@ -76,20 +76,26 @@ def offset_log(checkpoint: str) -> dict[int, tuple[int, dict[int, int]]]:
     return batches
 
 
+def records_read(
+    log: Any, checkpoint: str, window_ms: int | None = None
+) -> Iterator[tuple[int, int, Any, bool]]:
+    """Every record a query read, from the files and the offset log alone: its batch, its
+    partition, the record, and whether Spark dropped it as late (at or below W_{N-1})."""
+    batches = offset_log(checkpoint)
+    for batch_id in sorted(batches):
+        previous = batches.get(batch_id - 1)
+        for partition, end in batches[batch_id][1].items():
+            start = previous[1].get(partition, 0) if previous else 0
+            for _, record in log.read("telemetry", partition, start, end):
+                t = record.timestamp_ms
+                compared = t if window_ms is None else t - t % window_ms + window_ms
+                late = previous is not None and compared <= previous[0]
+                yield batch_id, partition, record, late
+
+
 def expected_late(
     log: Any, checkpoint: str, window_ms: int | None = None
 ) -> dict[tuple[int, str], int]:
     """Late records per (batch, partition), from the files and the offset log alone."""
-    batches = offset_log(checkpoint)
-    late = Counter()
-    for batch_id in sorted(batches):
-        if batch_id == 0:
-            continue
-        threshold = batches[batch_id - 1][0]
-        for partition, end in batches[batch_id][1].items():
-            start = batches[batch_id - 1][1].get(partition, 0)
-            for _, record in log.read("telemetry", partition, start, end):
-                t = record.timestamp_ms
-                compared = t if window_ms is None else t - t % window_ms + window_ms
-                late[(batch_id, f"telemetry/{partition}")] += compared <= threshold
-    return {key: count for key, count in late.items() if count}
+    read = records_read(log, checkpoint, window_ms)
+    return dict(Counter((batch, f"telemetry/{p}") for batch, p, _, late in read if late))
