@@ -69,11 +69,6 @@ def event_times_us(batch: pa.RecordBatch, event_time: str) -> pa.Array:
     return pc.multiply(pc.cast(column, pa.int64()), 1000)
 
 
-def event_times_ms(batch: pa.RecordBatch, event_time: str) -> pa.Array:
-    """Event times in epoch milliseconds, rounded down as Spark's event-time statistics are."""
-    return pc.divide(event_times_us(batch, event_time), 1000)
-
-
 def compared_times_ms(times_us: pa.Array, window_ms: int | None) -> pa.Array:
     """Times whose `<= watermark` (in ms) agrees with Spark's comparison in microseconds.
 
@@ -197,6 +192,7 @@ def measure(
         times_us = event_times_us(batch, event_time)
         stats.add(
             partition_keys(batch, partition, topic, context.partitionId()),
+            # Rounded down to the millisecond, as Spark's event-time statistics are.
             pc.divide(times_us, 1000),
             _column(batch, key, pa.string()),
             _column(batch, offset, pa.int64()),

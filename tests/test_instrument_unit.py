@@ -15,7 +15,7 @@ from monitor.events import SAMPLES_PER_PARTITION, PartitionEventTimes
 from monitor.instrument import (
     TaskStats,
     effective_times_ms,
-    event_times_ms,
+    event_times_us,
     interval_ms,
     late_watermark_ms,
     measure,
@@ -129,7 +129,7 @@ def test_partition_keys(batch, partition, topic, expected):
     assert keys.type == pa.string() and keys.to_pylist() == expected
 
 
-# event_times_ms
+# event_times_us
 
 
 @pytest.mark.parametrize(
@@ -137,18 +137,18 @@ def test_partition_keys(batch, partition, topic, expected):
     [
         (
             pa.array([T0 * 1_000 + 123_000, None, 0], pa.timestamp("us", tz="UTC")),
-            [T0 + 123, None, 0],
+            [T0 * 1_000 + 123_000, None, 0],
         ),
         (
             pa.array([T0 * 1_000 + 123_000, None], pa.timestamp("us", tz="Europe/Berlin")),
-            [T0 + 123, None],
+            [T0 * 1_000 + 123_000, None],
         ),
-        (pa.array([T0 + 123, None, 1], pa.timestamp("ms")), [T0 + 123, None, 1]),
-        (pa.array([T0 + 123, None, 1], pa.int64()), [T0 + 123, None, 1]),
-        # Spark's timestamps are microseconds; its own eventTime stats floor them to ms.
+        (pa.array([T0 + 123, None, 1], pa.timestamp("ms")), [(T0 + 123) * 1_000, None, 1_000]),
+        (pa.array([T0 + 123, None, 1], pa.int64()), [(T0 + 123) * 1_000, None, 1_000]),
+        # Spark's timestamps are microseconds: kept to the microsecond.
         (
             pa.array([T0 * 1_000 + 123_456, T0 * 1_000 + 999, None], pa.timestamp("us", tz="UTC")),
-            [T0 + 123, T0, None],
+            [T0 * 1_000 + 123_456, T0 * 1_000 + 999, None],
         ),
     ],
     ids=[
@@ -159,8 +159,8 @@ def test_partition_keys(batch, partition, topic, expected):
         "timestamp-us-sub-millisecond",
     ],
 )
-def test_event_times_ms(column, expected):
-    times = event_times_ms(pa.record_batch({"ts": column}), "ts")
+def test_event_times_us(column, expected):
+    times = event_times_us(pa.record_batch({"ts": column}), "ts")
     assert times.type == pa.int64() and times.to_pylist() == expected
 
 
