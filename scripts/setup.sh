@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set-up for `make demo` and `make test`: checks Java and Python, creates .venv, installs the
-# project with its test tools, and migrates the default store. Safe to run again and again.
+# project with its test tools, the Debian packages the tests need (chromium, npm), the dashboard's
+# npm packages, and migrates the default store. Safe to run again and again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,6 +39,28 @@ if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ]; then
   touch "$STAMP"
 else
   say "Python packages are up to date"
+fi
+
+# Debian packages: npm for the dashboard's libraries, chromium for its browser tests.
+apt_install() {
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  say "installing Debian packages: $*"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get install -y -q "$@" >/dev/null 2>&1 \
+    || { $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q "$@" >/dev/null; } \
+    || fail "could not install $* with apt-get (install them, then run make setup again)"
+}
+command -v npm >/dev/null 2>&1 || apt_install nodejs npm
+command -v chromium >/dev/null 2>&1 || apt_install chromium
+
+NPM_STAMP=web/node_modules/.installed
+if [ ! -f "$NPM_STAMP" ] || [ web/package-lock.json -nt "$NPM_STAMP" ]; then
+  say "installing the dashboard's front-end libraries from the npm registry (npm ci)"
+  (cd web && npm ci --no-audit --no-fund --loglevel=error) || fail "npm ci failed in web/"
+  touch "$NPM_STAMP"
+else
+  say "front-end libraries are up to date"
 fi
 
 "$VENV/bin/wmon" db upgrade
