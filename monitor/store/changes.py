@@ -1,0 +1,109 @@
+"""Notice what anyone wrote to the store since the last look, with a few cheap reads.
+
+A row counts as new when its key was not seen before or its content changed. Content matters:
+SQLite gives a replayed latest batch the primary key of the row it replaced (the largest id
+plus one, and the largest was just deleted), so a growing maximum id alone would miss it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+import sqlalchemy.orm as so
+
+from monitor.store.models import Batch, Query, TimerSnapshotRow
+
+# The newest rows are read again at every look: a transaction that took an id early but
+# committed after this many newer rows (another writer's) would go unnoticed.
+KEEP_ROWS = 1_000
+
+Fingerprint = tuple[Any, ...]
+
+
+class RowWatch:
+    """The rows of a table, by key: which appeared or changed since the last look.
+
+    With `keep`, only the rows among the newest `keep` integer keys are looked at again,
+    which keeps each look small on history tables; without it the whole table is read.
+    """
+
+    def __init__(self, key: Any, columns: Sequence[Any], keep: int | None = None) -> None:
+        self._key, self._columns, self._keep = key, tuple(columns), keep
+        self._known: dict[Any, Fingerprint] = {}
+        self._floor: int | None = None
+        self._primed = False
+
+    @property
+    def primed(self) -> bool:
+        """Whether a first look has taken the store as it was."""
+        return self._primed
+
+    def prime(self, session: so.Session) -> None:
+        """Take the store as it is now as seen: later looks report only what comes after."""
+        if self._keep is not None:
+            top = session.scalar(sa.select(sa.func.max(self._key)))
+            self._floor = (top or 0) - self._keep
+        self._known = dict(self._read(session))
+        self._primed = True
+
+    def look(self, session: so.Session) -> list[Any]:
+        """The keys of the rows that appeared or changed since the last look, oldest first."""
+        if not self._primed:
+            self.prime(session)
+            return []
+        rows = self._read(session)
+        changed = [key for key, content in rows if self._known.get(key) != content]
+        self._known = dict(rows)
+        if self._keep is not None and rows:
+            self._floor = max(self._floor or 0, rows[-1][0] - self._keep)
+            self._known = {k: v for k, v in self._known.items() if k > self._floor}
+        return changed
+
+    def seen(self, key: Any, fingerprint: Fingerprint) -> bool:
+        """Whether a row with this content was already there at the last look."""
+        settled = self._floor is not None and key <= self._floor
+        return settled or self._known.get(key) == fingerprint
+
+    def fingerprint(self, row: Any) -> Fingerprint:
+        """The content of a mapped row, as the looks compare it."""
+        return tuple(getattr(row, column.key) for column in self._columns)
+
+    def _read(self, session: so.Session) -> list[tuple[Any, Fingerprint]]:
+        statement = sa.select(self._key, *self._columns).order_by(self._key)
+        if self._floor is not None:
+            statement = statement.where(self._key > self._floor)
+        return [(row[0], tuple(row[1:])) for row in session.execute(statement)]
+
+
+def batch_watch(keep: int = KEEP_ROWS) -> RowWatch:
+    """Watch new and replayed batches (a replay rewrites the run, time and figures)."""
+    columns = (
+        Batch.query_id,
+        Batch.batch_id,
+        Batch.run_id,
+        Batch.batch_time_ms,
+        Batch.watermark_ms,
+        Batch.num_input_rows,
+    )
+    return RowWatch(Batch.id, columns, keep)
+
+
+def timer_watch(keep: int = KEEP_ROWS) -> RowWatch:
+    """Watch new pending-timer snapshots."""
+    return RowWatch(TimerSnapshotRow.id, (TimerSnapshotRow.query_id,), keep)
+
+
+def query_watch() -> RowWatch:
+    """Watch every query's row: status, run, progress, failure."""
+    columns = (
+        Query.name,
+        Query.run_id,
+        Query.status,
+        Query.updated_at_ms,
+        Query.last_batch_id,
+        Query.terminated_at_ms,
+        Query.error_class,
+    )
+    return RowWatch(Query.id, columns)

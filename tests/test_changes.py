@@ -1,0 +1,70 @@
+"""Noticing what was written to the store: new batches, replayed ones, timers, query rows."""
+
+import sqlalchemy as sa
+import sqlalchemy.orm as so
+
+from monitor.events import QueryTerminated, TimerSnapshot
+from monitor.store.changes import batch_watch, query_watch, timer_watch
+from monitor.store.models import Batch
+from monitor.store.writes import write_event
+from tests.web_events import batch_event
+
+T0 = 1_795_316_400_000
+
+
+def looked(engine, watch):
+    with so.Session(engine) as session:
+        return watch.look(session)
+
+
+def test_the_first_look_takes_the_store_as_seen(engine):
+    write_event(engine, batch_event("q", 0, T0))
+    watch = batch_watch()
+    assert looked(engine, watch) == []
+    write_event(engine, batch_event("q", 1, T0 + 1_000))
+    [new] = looked(engine, watch)
+    assert looked(engine, watch) == []
+    assert new > 0
+
+
+def batch_row_ids(engine):
+    with so.Session(engine) as session:
+        return dict(session.execute(sa.select(Batch.batch_id, Batch.id)).all())
+
+
+def test_a_replayed_batch_is_noticed_even_with_its_old_row_id(engine):
+    write_event(engine, batch_event("q", 0, T0))
+    write_event(engine, batch_event("q", 1, T0 + 1_000))
+    watch = batch_watch()
+    assert looked(engine, watch) == []
+    before = batch_row_ids(engine)
+    # The latest batch again, from a restarted run.
+    write_event(engine, batch_event("q", 1, T0 + 5_000, run_id="run-2", rows=7))
+    after = batch_row_ids(engine)
+    if engine.dialect.name == "sqlite":
+        assert after[1] == before[1]  # the replaced row's id again: a max id would not move
+    assert looked(engine, watch) == [after[1]]
+    assert looked(engine, watch) == []
+
+
+def test_rows_older_than_the_newest_kept_ones_are_settled(engine):
+    watch = batch_watch(keep=2)
+    for i in range(5):
+        write_event(engine, batch_event("q", i, T0 + i * 1_000))
+    looked(engine, watch)
+    ids = batch_row_ids(engine)
+    assert watch.seen(ids[0], ()) and watch.seen(ids[2], ())
+    assert not watch.seen(ids[4], ())  # kept: seen only with its content
+    with so.Session(engine) as session:
+        newest = session.get(Batch, ids[4])
+        assert watch.seen(ids[4], watch.fingerprint(newest))
+
+
+def test_timer_snapshots_and_query_rows(engine):
+    write_event(engine, batch_event("q", 0, T0))
+    timers, queries = timer_watch(), query_watch()
+    assert looked(engine, timers) == [] and looked(engine, queries) == []
+    write_event(engine, TimerSnapshot("q", "run-1", T0 + 1, None, 3, None, 0, 0))
+    assert len(looked(engine, timers)) == 1 and looked(engine, queries) == []
+    write_event(engine, QueryTerminated("q", "run-1", T0 + 2, "boom"))
+    assert looked(engine, queries) == ["q"] and looked(engine, timers) == []

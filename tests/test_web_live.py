@@ -1,0 +1,283 @@
+"""Live push end to end: another process writes through the real writer, a real server in a
+thread watches the store, and real Socket.IO clients receive what was written."""
+
+import json
+import select
+import subprocess
+import sys
+import threading
+import time
+from functools import partial
+from pathlib import Path
+
+import pytest
+import socketio
+from werkzeug.serving import make_server
+
+from tests.helpers import wait_until
+from web import create_app, db, live
+
+ROOT = Path(__file__).resolve().parent.parent
+T0 = 1_795_316_400_000
+LATENCY_S = 1.0
+WAIT_S = 10.0
+
+
+class Writer:
+    """tests/web_writer.py in its own process: the store's writes come from there."""
+
+    def __init__(self, database_url):
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.web_writer", database_url],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def write(self, kind, **fields):
+        """Send one event and wait until it is stored; the wall-clock time it was."""
+        self.process.stdin.write(json.dumps({"kind": kind} | fields) + "\n")
+        self.process.stdin.flush()
+        ready, _, _ = select.select([self.process.stdout], [], [], 30)
+        assert ready, f"the writer process stored nothing within 30 s ({kind} {fields})"
+        return json.loads(self.process.stdout.readline())["written_at"]
+
+    def batch(self, batch_id, **fields):
+        """Write batch `batch_id` of query q, a second after the one before."""
+        fields = {"query_id": "q", "name": "orders", "at_ms": T0 + batch_id * 1_000} | fields
+        return self.write("batch", batch_id=batch_id, **fields)
+
+    def close(self):
+        self.process.stdin.close()
+        assert self.process.wait(timeout=30) == 0
+
+
+class Browser:
+    """A Socket.IO client that records each event with the time it arrived."""
+
+    EVENTS = ("batch", "timers", "summary", "overview")
+
+    def __init__(self, url):
+        self.received = []
+        self.client = socketio.Client(reconnection=False)
+        for event in self.EVENTS:
+            self.client.on(event, partial(self._record, event))
+        self.client.connect(url, wait_timeout=WAIT_S)
+
+    def _record(self, event, data):
+        self.received.append((event, time.time(), data))
+
+    def subscribe(self, query, after_batch=None):
+        payload = {"query": query, "after_batch": after_batch}
+        return self.client.call("subscribe", payload, timeout=WAIT_S)
+
+    def events(self, name):
+        return [(at, data) for event, at, data in self.received if event == name]
+
+    def batch_ids(self):
+        return [data["batch"]["batch_id"] for _, data in self.events("batch")]
+
+    def arrival(self, batch_id, run_id="run-1"):
+        """When the batch arrived, waiting for it; fails if it never does."""
+
+        def arrived():
+            return next(
+                (
+                    at
+                    for at, data in self.events("batch")
+                    if data["batch"]["batch_id"] == batch_id and data["batch"]["run_id"] == run_id
+                ),
+                None,
+            )
+
+        return wait_until(arrived, WAIT_S, f"batch {batch_id} of {run_id} to reach the client")
+
+    def close(self):
+        self.client.disconnect()
+
+
+@pytest.fixture
+def writer(database_url):
+    process = Writer(database_url)
+    yield process
+    process.close()
+
+
+@pytest.fixture
+def server(database_url):
+    """The app served on a free port by Werkzeug's threaded server, as `wmon serve` does."""
+    app = create_app({"DATABASE_URL": database_url, "POLL_INTERVAL_S": 0.2})
+    http = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=http.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{http.server_port}"
+    live.watcher(app).stop()
+    http.shutdown()
+    thread.join(timeout=10)
+    db.dispose(app)
+
+
+@pytest.fixture
+def browsers(server):
+    opened = []
+
+    def open_browser():
+        opened.append(Browser(server))
+        return opened[-1]
+
+    yield open_browser
+    # A client's disconnect waits up to 3 s for the server's WebSocket close frame, which
+    # Werkzeug's server does not send: close them all at once.
+    closing = [threading.Thread(target=browser.close) for browser in opened]
+    for thread in closing:
+        thread.start()
+    for thread in closing:
+        thread.join(timeout=WAIT_S)
+
+
+def test_batches_from_another_process_reach_a_subscriber_within_a_second(writer, browsers):
+    writer.batch(0)
+    browser = browsers()
+    assert browser.subscribe("orders") == {"query": "q", "caught_up": 0, "complete": True}
+    for batch_id in range(1, 6):
+        written = writer.batch(batch_id, ends=[batch_id * 10, batch_id * 5], latests=[99, 99])
+        latency = browser.arrival(batch_id) - written
+        assert latency < LATENCY_S, f"batch {batch_id} took {latency:.2f} s to arrive"
+    assert browser.batch_ids() == [1, 2, 3, 4, 5]
+    [(_, last)] = [e for e in browser.events("batch") if e[1]["batch"]["batch_id"] == 5]
+    assert last["query"] == "q" and last["batch"]["batch_time_ms"] == T0 + 5_000
+    assert [(p["partition"], p["end_offset"], p["offset_lag"]) for p in last["partitions"]] == [
+        ("t/0", 50, 49),
+        ("t/1", 25, 74),
+    ]
+
+
+def test_the_overview_room_hears_of_new_queries_and_failures(writer, browsers):
+    writer.batch(0)
+    browser = browsers()
+    assert browser.client.call("subscribe_overview", timeout=WAIT_S) == {"queries": 1}
+    [(_, first)] = browser.events("overview")
+    assert first["full"] and [q["id"] for q in first["queries"]] == ["q"]
+
+    writer.batch(0, query_id="other", name="other")
+    wait_until(
+        lambda: any(
+            q["id"] == "other" for _, o in browser.events("overview") for q in o["queries"]
+        ),
+        WAIT_S,
+        "the new query in the overview",
+    )
+    written = writer.write(
+        "terminated", query_id="q", run_id="run-1", timestamp_ms=T0 + 9, exception="boom"
+    )
+
+    def failed():
+        return next(
+            (
+                at
+                for at, o in browser.events("overview")
+                for q in o["queries"]
+                if q["status"] == "failed"
+            ),
+            None,
+        )
+
+    assert wait_until(failed, WAIT_S, "the failure in the overview") - written < LATENCY_S
+
+
+def test_timers_and_status_reach_the_query_room(writer, browsers):
+    writer.batch(0)
+    browser = browsers()
+    browser.subscribe("q")
+    writer.write(
+        "timers",
+        query_id="q",
+        run_id="run-1",
+        taken_at_ms=T0 + 5,
+        watermark_ms=None,
+        pending=12,
+        next_expiry_ms=T0 + 60_000,
+        due_within_ms=0,
+        due=0,
+    )
+    [(_, timers)] = wait_until(lambda: browser.events("timers"), WAIT_S, "the timer snapshot")
+    assert timers == {
+        "query": "q",
+        "snapshot": {
+            "taken_at_ms": T0 + 5,
+            "watermark_ms": None,
+            "pending": 12,
+            "next_expiry_ms": T0 + 60_000,
+            "due_within_ms": 0,
+            "due": 0,
+        },
+    }
+    wait_until(
+        lambda: any(s["pending_timers"] == 12 for _, s in browser.events("summary")),
+        WAIT_S,
+        "the query's summary with its pending timers",
+    )
+
+
+def test_a_replayed_batch_reaches_subscribers(writer, browsers):
+    writer.batch(0)
+    writer.batch(1, rows=10)
+    browser = browsers()
+    browser.subscribe("q")
+    # The query restarts from its checkpoint and runs batch 1 again.
+    written = writer.batch(1, run_id="run-2", at_ms=T0 + 30_000, rows=12)
+    assert browser.arrival(1, run_id="run-2") - written < LATENCY_S
+    [(_, replayed)] = browser.events("batch")
+    assert replayed["batch"]["num_input_rows"] == 12
+
+
+def test_a_reconnecting_client_gets_exactly_what_it_missed(writer, browsers):
+    for batch_id in range(2):
+        writer.batch(batch_id)
+    witness, first = browsers(), browsers()
+    witness.subscribe("q")
+    assert first.subscribe("q", after_batch=-1) == {"query": "q", "caught_up": 2, "complete": True}
+    assert first.batch_ids() == [0, 1]
+    first.close()
+
+    for batch_id in range(2, 5):
+        writer.batch(batch_id)
+    witness.arrival(4)  # the server has pushed what `first` missed
+    again = browsers()
+    assert again.subscribe("q", after_batch=1) == {"query": "q", "caught_up": 3, "complete": True}
+    written = again.batch_ids()
+    writer.batch(5)
+    again.arrival(5)
+    time.sleep(1.0)  # anything sent twice would have arrived by now
+    assert written == [2, 3, 4] and again.batch_ids() == [2, 3, 4, 5]
+
+
+def test_a_reconnect_right_after_writes_still_gets_each_batch_once(writer, browsers):
+    writer.batch(0)
+    browser = browsers()
+    browser.subscribe("q")
+    writer.batch(1)
+    # Subscribing as the watcher may or may not have seen batch 2: it arrives either in the
+    # catch-up or with the next look, never both.
+    writer.batch(2)
+    late = browsers()
+    late.subscribe("q", after_batch=0)
+    late.arrival(2)
+    time.sleep(1.0)
+    assert late.batch_ids() == [1, 2]
+
+
+def test_bad_subscriptions_are_refused_with_a_reason(writer, browsers):
+    writer.batch(0)
+    browser = browsers()
+    for payload, error in [
+        ({"query": "nosuchquery"}, "no query with id or name 'nosuchquery'"),
+        ({"query": "q", "after_batch": "3"}, "after_batch must be a batch id or null, not '3'"),
+        ({"query": "q", "after_batch": True}, "after_batch must be a batch id or null, not True"),
+        ({"after_batch": 3}, "subscribe needs"),
+        ("q", "subscribe needs"),
+    ]:
+        ack = browser.client.call("subscribe", payload, timeout=WAIT_S)
+        assert error in ack["error"], (payload, ack)
+    assert browser.subscribe("q") == {"query": "q", "caught_up": 0, "complete": True}
