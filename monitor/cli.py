@@ -156,6 +156,22 @@ def cmd_demo(args: argparse.Namespace) -> None:
     )
 
 
+def cmd_serve(args: argparse.Namespace) -> None:
+    """Serve the dashboard and its JSON API, pushing what the store receives to the browsers."""
+    from web import create_app, socketio
+
+    engine = _open_store(args.database_url)
+    url = engine.url.render_as_string(hide_password=False)
+    engine.dispose()
+    app = create_app({"DATABASE_URL": url})
+    print(f"wmon: dashboard on http://{args.host}:{args.port}/ (store {display_url(url)})")
+    print("wmon: JSON API at /api/queries; Ctrl-C stops the server", flush=True)
+    # Flask-SocketIO refuses Werkzeug's server when stdin is not a terminal (a service, a
+    # container). In threading mode it is the server, serving each connection and WebSocket on
+    # its own thread, which suits a monitor's few browsers; the default host keeps it local.
+    socketio.run(app, host=args.host, port=args.port, allow_unsafe_werkzeug=True)
+
+
 def cmd_bench(args: argparse.Namespace) -> None:
     """Measure the listener's time per event and the store's ingest rate."""
     from monitor.bench import run_bench
@@ -187,6 +203,30 @@ def positive_float(text: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be above 0, not {text}")
     return value
+
+
+def port_number(text: str) -> int:
+    """An argparse type: a TCP port, 1 to 65535."""
+    value = at_least(1)(text)
+    if value > 65_535:
+        raise argparse.ArgumentTypeError(f"must be at most 65535, not {value}")
+    return value
+
+
+def _add_serve(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
+    )
+    parser.add_argument(
+        "--port", type=port_number, default=5000, help="port to listen on (default 5000)"
+    )
+    parser.add_argument(
+        "--database-url",
+        "--database",
+        dest="database_url",
+        help="store URL (default: $WMON_DATABASE_URL or the embedded SQLite store)",
+    )
+    return parser
 
 
 def _add_generate(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -303,6 +343,9 @@ def build_parser() -> Parser:
             "demo", parents=[store], help="run the sample monitored streaming query"
         )
     ).set_defaults(func=cmd_demo)
+    _add_serve(
+        commands.add_parser("serve", help="serve the dashboard and its JSON API")
+    ).set_defaults(func=cmd_serve)
     add_bench_arguments(
         commands.add_parser("bench", help="benchmark the listener and the store")
     ).set_defaults(func=cmd_bench)

@@ -297,7 +297,8 @@ BAD_ARGUMENTS = [
     (
         ["watch"],
         "wmon: error: argument command: invalid choice: 'watch' (choose from 'db', 'queries',"
-        " 'batches', 'partitions', 'timers', 'generate', 'demo', 'bench') (see wmon --help)",
+        " 'batches', 'partitions', 'timers', 'generate', 'demo', 'serve', 'bench')"
+        " (see wmon --help)",
     ),
     ([], "wmon: error: the following arguments are required: command (see wmon --help)"),
     (
