@@ -124,22 +124,25 @@ def latest_timers(session: so.Session, query_id: str) -> TimerSnapshotRow | None
     ).first()
 
 
-def _first_batch_since(query_id: str, since_ms: int) -> sa.ScalarSelect[Any]:
-    return (
-        sa.select(sa.func.min(Batch.batch_id))
+def first_batch_since(session: so.Session, query_id: str, since_ms: int) -> int | None:
+    """The id of the query's first batch at or after `since_ms`, None when there is none."""
+    # Read on its own: as a literal, the batch id lets PostgreSQL plan an index range scan.
+    return session.scalar(
+        sa.select(Batch.batch_id)
         .where(Batch.query_id == query_id, Batch.batch_time_ms >= since_ms)
-        .scalar_subquery()
+        .order_by(Batch.batch_time_ms, Batch.batch_id)
+        .limit(1)
     )
 
 
 def late_by_partition(session: so.Session, query_id: str, since_ms: int) -> dict[str, int]:
     """Late records per partition in the batches stored from `since_ms` on."""
+    first = first_batch_since(session, query_id, since_ms)
+    if first is None:
+        return {}
     rows = session.execute(
         sa.select(PartitionEventTime.partition, sa.func.sum(PartitionEventTime.late_records))
-        .where(
-            PartitionEventTime.query_id == query_id,
-            PartitionEventTime.batch_id >= _first_batch_since(query_id, since_ms),
-        )
+        .where(PartitionEventTime.query_id == query_id, PartitionEventTime.batch_id >= first)
         .group_by(PartitionEventTime.partition)
     )
     return {partition: int(late or 0) for partition, late in rows}
@@ -147,6 +150,9 @@ def late_by_partition(session: so.Session, query_id: str, since_ms: int) -> dict
 
 def recent_late_samples(session: so.Session, query_id: str, since_ms: int) -> dict[str, list[Any]]:
     """Per partition, the samples of the newest batch since `since_ms` that dropped records."""
+    first = first_batch_since(session, query_id, since_ms)
+    if first is None:
+        return {}
     newest = (
         sa.func.row_number()
         .over(
@@ -158,7 +164,7 @@ def recent_late_samples(session: so.Session, query_id: str, since_ms: int) -> di
         sa.select(PartitionEventTime.partition, PartitionEventTime.late_samples, newest)
         .where(
             PartitionEventTime.query_id == query_id,
-            PartitionEventTime.batch_id >= _first_batch_since(query_id, since_ms),
+            PartitionEventTime.batch_id >= first,
             PartitionEventTime.late_records > 0,
         )
         .subquery()
