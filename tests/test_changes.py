@@ -14,7 +14,9 @@ T0 = 1_795_316_400_000
 
 def looked(engine, watch):
     with so.Session(engine) as session:
-        return watch.look(session)
+        changed = watch.look(session)
+    watch.accept()
+    return changed
 
 
 def test_the_first_look_takes_the_store_as_seen(engine):
@@ -58,6 +60,17 @@ def test_rows_older_than_the_newest_kept_ones_are_settled(engine):
     with so.Session(engine) as session:
         newest = session.get(Batch, ids[4])
         assert watch.seen(ids[4], watch.fingerprint(newest))
+
+
+def test_a_look_that_is_not_accepted_is_repeated(engine):
+    watch = batch_watch()
+    assert looked(engine, watch) == []
+    write_event(engine, batch_event("q", 0, T0))
+    with so.Session(engine) as session:
+        [new] = watch.look(session)  # say the push of it failed: no accept()
+        assert not watch.seen(new, watch.fingerprint(session.get(Batch, new)))
+    assert looked(engine, watch) == [new]
+    assert looked(engine, watch) == []
 
 
 def test_timer_snapshots_and_query_rows(engine):

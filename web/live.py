@@ -105,11 +105,16 @@ class Watcher:
 
     def look(self) -> None:
         """One look at the store: push new batches, timers and query changes to their rooms."""
+        watches = (self._queries, self._batches, self._timers)
         with self.lock, so.Session(db.engine(self.app)) as session:
-            changed = set(self._queries.look(session))
-            changed |= self._push_batches(session, self._batches.look(session))
-            changed |= self._push_timers(session, self._timers.look(session))
+            queries, batches, timers = (watch.look(session) for watch in watches)
+            changed = set(queries)
+            changed |= self._push_batches(session, batches)
+            changed |= self._push_timers(session, timers)
             self._push_summaries(session, changed)
+            # Only now: if a push failed, the next look finds the same rows again.
+            for watch in watches:
+                watch.accept()
 
     def _push_batches(self, session: so.Session, ids: Sequence[int]) -> set[str]:
         if not ids:

@@ -23,10 +23,12 @@ Fingerprint = tuple[Any, ...]
 
 
 class RowWatch:
-    """The rows of a table, by key: which appeared or changed since the last look.
+    """The rows of a table, by key: which appeared or changed since the last accepted look.
 
-    With `keep`, only the rows among the newest `keep` integer keys are looked at again,
-    which keeps each look small on history tables; without it the whole table is read.
+    A look counts once it is accepted, so that what a failed push did not send is reported
+    again by the next look. With `keep`, only the rows among the newest `keep` integer keys
+    are looked at again, which keeps each look small on history tables; without it the
+    whole table is read.
     """
 
     def __init__(self, key: Any, columns: Sequence[Any], keep: int | None = None) -> None:
@@ -34,6 +36,7 @@ class RowWatch:
         self._known: dict[Any, Fingerprint] = {}
         self._floor: int | None = None
         self._primed = False
+        self._looked: tuple[dict[Any, Fingerprint], int | None] | None = None
 
     @property
     def primed(self) -> bool:
@@ -49,20 +52,27 @@ class RowWatch:
         self._primed = True
 
     def look(self, session: so.Session) -> list[Any]:
-        """The keys of the rows that appeared or changed since the last look, oldest first."""
+        """The keys of the rows that appeared or changed since the last accepted look, oldest
+        first; the first look only primes the watch."""
         if not self._primed:
             self.prime(session)
             return []
         rows = self._read(session)
         changed = [key for key, content in rows if self._known.get(key) != content]
-        self._known = dict(rows)
+        floor = self._floor
         if self._keep is not None and rows:
-            self._floor = max(self._floor or 0, rows[-1][0] - self._keep)
-            self._known = {k: v for k, v in self._known.items() if k > self._floor}
+            floor = max(floor or 0, rows[-1][0] - self._keep)
+        self._looked = ({k: v for k, v in rows if floor is None or k > floor}, floor)
         return changed
 
+    def accept(self) -> None:
+        """Count the last look as handled: its rows are seen from now on."""
+        if self._looked is not None:
+            self._known, self._floor = self._looked
+            self._looked = None
+
     def seen(self, key: Any, fingerprint: Fingerprint) -> bool:
-        """Whether a row with this content was already there at the last look."""
+        """Whether a row with this content was already there at the last accepted look."""
         settled = self._floor is not None and key <= self._floor
         return settled or self._known.get(key) == fingerprint
 
