@@ -387,6 +387,14 @@ def test_partition_history_per_bucket(engine, client):
     assert t1["offset_lag"] == [0, 0, 0] and t1["stalled"] == [False] * 3
 
 
+def test_the_first_bucket_of_a_query_counts_late_records_from_zero(engine, client):
+    write_partition_history(engine)
+    url = f"/api/queries/ph/partitions/history?from={T0}&to={T0 + 2_000}&points=1"
+    t0 = ok(client.get(url))["partitions"]["t/0"]
+    assert t0["late_records"] == [1]  # batches 0 and 1
+    assert t0["records"] == [None]  # where batch 0 started reading is not known
+
+
 def test_partition_history_of_an_empty_range(engine, client):
     write_partition_history(engine)
     url = f"/api/queries/ph/partitions/history?from={T0 - 9_000}&to={T0 - 1_000}"

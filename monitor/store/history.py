@@ -152,9 +152,10 @@ SAMPLED_FIELDS = (
     "idle",
     "stalled",
 )
-# Running totals, served as their increase over the bucket.
-TOTALS = {"late_records": "late_records_total", "records": "end_offset"}
-PARTITION_FIELDS = (*SAMPLED_FIELDS, *TOTALS.values())
+# Running totals, served as their increase over the bucket: late records count from 0 at the
+# query's first batch; the offset it started from is not known.
+TOTALS = {"late_records": ("late_records_total", 0), "records": ("end_offset", None)}
+PARTITION_FIELDS = (*SAMPLED_FIELDS, *(total for total, _ in TOTALS.values()))
 
 
 def _partition_rows(
@@ -174,8 +175,8 @@ def _partition_rows(
     return found
 
 
-def _difference(now: Any, before: Any) -> int | None:
-    return None if now is None else now - (before or 0)
+def _increase(now: int | None, before: int | None) -> int | None:
+    return None if now is None or before is None else now - before
 
 
 def _partition_series(
@@ -194,8 +195,8 @@ def _partition_series(
         series["time_ms"].append(window.start_of(bucket))
         for field in SAMPLED_FIELDS:
             series[field].append(row.get(field))
-        for field, total in TOTALS.items():
-            series[field].append(_difference(row.get(total), last.get(total)))
+        for field, (total, start) in TOTALS.items():
+            series[field].append(_increase(row.get(total), last.get(total, start)))
         last = row
     return series
 
