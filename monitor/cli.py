@@ -140,20 +140,28 @@ def cmd_generate(args: argparse.Namespace) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> None:
-    """Run the sample streaming query over live generated data, attached to the monitor."""
-    from streaming.demo import DemoOptions, run_demo
+    """Play the scenarios into the monitored scooter pipeline and serve the dashboard."""
+    from streaming.demo import DemoError, DemoOptions, run_demo
 
-    run_demo(
-        DemoOptions(
-            workdir=args.workdir,
-            seconds=args.seconds,
-            partitions=args.partitions,
-            rate=args.rate,
-            backlog_seconds=args.backlog_seconds,
-            max_offsets_per_trigger=args.max_offsets_per_trigger,
-            database_url=args.database_url,
+    try:
+        run_demo(
+            DemoOptions(
+                workdir=args.workdir,
+                seconds=args.seconds,
+                scenarios=tuple(args.scenarios),
+                partitions=args.partitions,
+                rate=args.rate,
+                round_seconds=args.round_seconds,
+                trigger_seconds=args.trigger_seconds,
+                idle_timeout=args.idle_timeout,
+                stall_timeout=args.stall_timeout,
+                host=args.host,
+                port=args.port,
+                database_url=args.database_url,
+            )
         )
-    )
+    except DemoError as error:
+        raise CliError(str(error)) from error
 
 
 def cmd_serve(args: argparse.Namespace) -> None:
@@ -205,6 +213,18 @@ def positive_float(text: str) -> float:
     return value
 
 
+def scenario_list(text: str) -> list[str]:
+    """An argparse type: comma-separated scenario names, each known."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in SCENARIOS]
+    if unknown or not names:
+        known = ", ".join(sorted(SCENARIOS))
+        raise argparse.ArgumentTypeError(
+            f"unknown scenario {', '.join(unknown) or '(none)'}; known: {known}"
+        )
+    return names
+
+
 def port_number(text: str) -> int:
     """An argparse type: a TCP port, 1 to 65535."""
     value = at_least(1)(text)
@@ -213,13 +233,17 @@ def port_number(text: str) -> int:
     return value
 
 
+def _add_address(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="the dashboard's address (default 127.0.0.1)"
+    )
+    parser.add_argument(
+        "--port", type=port_number, default=5000, help="the dashboard's port (default 5000)"
+    )
+
+
 def _add_serve(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    parser.add_argument(
-        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
-    )
-    parser.add_argument(
-        "--port", type=port_number, default=5000, help="port to listen on (default 5000)"
-    )
+    _add_address(parser)
     parser.add_argument(
         "--database-url",
         "--database",
@@ -263,11 +287,13 @@ def _add_generate(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 
 def _add_demo(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    from streaming.demo import DEMO_SCENARIOS
+
     parser.add_argument(
         "--workdir",
         type=Path,
         default=Path("var/demo"),
-        help="where the log and checkpoint go (default var/demo)",
+        help="where the logs and checkpoints go (default var/demo)",
     )
     parser.add_argument(
         "--seconds",
@@ -275,22 +301,44 @@ def _add_demo(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         default=0,
         help="stop after this long (default 0: run until Ctrl-C)",
     )
-    parser.add_argument("--partitions", type=at_least(1), default=4, help="default 4")
     parser.add_argument(
-        "--rate", type=positive_float, default=200.0, help="records per second (default 200)"
+        "--scenarios",
+        type=scenario_list,
+        default=list(DEMO_SCENARIOS),
+        help=f"comma-separated, one query each (default {','.join(DEMO_SCENARIOS)})",
+    )
+    parser.add_argument("--partitions", type=at_least(2), default=4, help="default 4")
+    parser.add_argument(
+        "--rate",
+        type=positive_float,
+        default=20.0,
+        help="records per second of each scenario (default 20)",
     )
     parser.add_argument(
-        "--backlog-seconds",
-        type=at_least(0),
-        default=30,
-        help="seconds of telemetry waiting when the job starts (default 30)",
+        "--round-seconds",
+        type=positive_float,
+        default=60.0,
+        help="each scenario's telemetry is written in rounds this long (default 60)",
     )
     parser.add_argument(
-        "--max-offsets-per-trigger",
-        type=at_least(1),
-        default=500,
-        help="records per batch at most (default 500)",
+        "--trigger-seconds",
+        type=positive_float,
+        default=5.0,
+        help="the queries' trigger interval, and event time read per trigger (default 5)",
     )
+    parser.add_argument(
+        "--idle-timeout",
+        type=positive_float,
+        default=10.0,
+        help="seconds without new records before a partition is idle (default 10)",
+    )
+    parser.add_argument(
+        "--stall-timeout",
+        type=positive_float,
+        default=30.0,
+        help="seconds without progress before a watermark or partition is stalled (default 30)",
+    )
+    _add_address(parser)
     return parser
 
 
@@ -340,7 +388,9 @@ def build_parser() -> Parser:
     ).set_defaults(func=cmd_generate)
     _add_demo(
         commands.add_parser(
-            "demo", parents=[store], help="run the sample monitored streaming query"
+            "demo",
+            parents=[store],
+            help="play the scenarios into monitored streaming queries, with the dashboard",
         )
     ).set_defaults(func=cmd_demo)
     _add_serve(

@@ -1,39 +1,158 @@
-"""The demo job: live scooter telemetry, a watermarked windowed count, the monitor attached."""
+"""The demo: scenarios played live into the instrumented scooter pipeline, and the dashboard.
+
+One query per scenario (skewed backfill, idle partition, stalled partition, late burst), each
+reading its own topic that :func:`~streaming.player.play_in_rounds` writes round after round,
+each the offline-scooter pipeline of the Bird story with the monitor attached; the dashboard
+serves the store they write. Everything stops cleanly on Ctrl-C.
+"""
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import sqlalchemy as sa
-import sqlalchemy.orm as so
-
-from streaming.generator import follow
 from streaming.log import PartitionedLog
+from streaming.player import play_in_rounds
+from streaming.scenarios import SCENARIOS
 
-QUERY_NAME = "scooter_telemetry_windows"
+DEMO_SCENARIOS = ("skewed_backfill", "idle_partition", "stalled_partition", "late_burst")
+QUERY_PREFIX = "scooters_"
+# The scenarios are sized for a delay of about 10 s; a scooter silent for a minute is offline.
+DELAY = "10 seconds"
+OFFLINE_AFTER_MS = 60_000
+REPORT_EVERY_S = 10.0
+
+
+class DemoError(Exception):
+    """The demo cannot start; the message says why."""
 
 
 @dataclass(frozen=True)
 class DemoOptions:
-    """What `wmon demo` runs: where, for how long, and how much data."""
+    """What `wmon demo` runs: where, for how long, which scenarios, and the dashboard's address."""
 
     workdir: Path
     seconds: int = 0
+    scenarios: tuple[str, ...] = DEMO_SCENARIOS
     partitions: int = 4
-    rate: float = 200.0
-    backlog_seconds: int = 30
-    max_offsets_per_trigger: int = 500
+    rate: float = 20.0
+    round_seconds: float = 60.0
+    trigger_seconds: float = 5.0
+    idle_timeout: float = 10.0
+    stall_timeout: float = 30.0
+    host: str = "127.0.0.1"
+    port: int = 5000
     database_url: str | None = None
 
+    def __post_init__(self) -> None:
+        unknown = [name for name in self.scenarios if name not in SCENARIOS]
+        if unknown or not self.scenarios:
+            known = ", ".join(sorted(SCENARIOS))
+            raise ValueError(f"unknown scenario {', '.join(unknown) or '(none)'}; known: {known}")
 
-def spark_session(app_name: str = "wmon-demo") -> Any:
+
+def run_demo(options: DemoOptions) -> None:
+    """Run the demo until Ctrl-C (or options.seconds), printing each query's status."""
+    import monitor
+    from streaming.scooters import ROCKSDB_PROVIDER
+
+    workdir = options.workdir.resolve()
+    server = serve_dashboard(options)
+    log, stop = PartitionedLog(workdir / "log"), threading.Event()
+    print(f"demo: playing {', '.join(options.scenarios)} into {workdir / 'log'}", flush=True)
+    sources = {name: _start_player(log, name, stop, options) for name in options.scenarios}
+    print("demo: starting Spark...", flush=True)
+    # Two cores run four stateful queries: fewer state partitions, fewer tasks per batch.
+    spark = spark_session(shuffle_partitions=2)
+    spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
+    handle = monitor.attach(
+        spark,
+        options.database_url,
+        idle_timeout=options.idle_timeout,
+        stall_timeout=options.stall_timeout,
+    )
+    queries: list[Any] = []
+    try:
+        queries = [_start_query(spark, workdir, name, options, sources[name]) for name in sources]
+        print(f"demo: queries are monitored in {handle.database_url}")
+        print(f"demo: dashboard on http://{options.host}:{server.port}/", flush=True)
+        print(
+            f"demo: running for {options.seconds} s"
+            if options.seconds
+            else "demo: press Ctrl-C to stop",
+            flush=True,
+        )
+        _watch(queries, server.app, options.seconds)
+    finally:
+        stop.set()
+        for query in queries:
+            stop_between_batches(query)
+        detached = handle.detach()
+        server.shutdown()
+        spark.stop()
+        _print_summary(handle, detached)
+
+
+def _start_player(
+    log: PartitionedLog, name: str, stop: threading.Event, options: DemoOptions
+) -> dict[str, str]:
+    """Play one scenario in rounds on a background thread; its source options."""
+    rounds = play_in_rounds(
+        log,
+        name,
+        stop=stop,
+        topic=name,
+        round_seconds=options.round_seconds,
+        rate=options.rate,
+        partitions=options.partitions,
+        trigger_seconds=options.trigger_seconds,
+    )
+    # The first round is written here, so the query starts with a backlog and the read
+    # limits that give the scenario its shape (which partition is fast, which held back).
+    first = next(rounds)
+    threading.Thread(target=_drain, args=(rounds,), name=f"player-{name}", daemon=True).start()
+    return first.source_options(log.root) | {"subscribe": name}
+
+
+def _drain(rounds: Iterator[Any]) -> None:
+    for _ in rounds:
+        pass
+
+
+def _start_query(
+    spark: Any, workdir: Path, name: str, options: DemoOptions, source: dict[str, str]
+) -> Any:
+    """The instrumented scooter pipeline over one scenario's topic."""
+    from streaming.scooters import BufferedOfflineDetector, scooter_pipeline
+
+    checkpoint = str(workdir / "checkpoints" / name)
+    pipeline = scooter_pipeline(
+        spark,
+        source["path"],
+        checkpoint,
+        BufferedOfflineDetector(OFFLINE_AFTER_MS),
+        options=source,
+        delay=DELAY,
+    )
+    return (
+        pipeline.writeStream.queryName(QUERY_PREFIX + name)
+        .format("noop")
+        .outputMode("append")
+        .option("checkpointLocation", checkpoint)
+        .trigger(processingTime=f"{options.trigger_seconds:g} seconds")
+        .start()
+    )
+
+
+def spark_session(app_name: str = "wmon-demo", shuffle_partitions: int = 4) -> Any:
     """A local SparkSession whose Python workers use this interpreter."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -45,7 +164,7 @@ def spark_session(app_name: str = "wmon-demo") -> Any:
         SparkSession.builder.master("local[*]")
         .appName(app_name)
         .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
@@ -72,56 +191,32 @@ def windowed_counts(spark: Any, log_path: Path, max_offsets: int | None) -> Any:
     )
 
 
-def run_demo(options: DemoOptions) -> None:
-    """Run the demo until Ctrl-C (or options.seconds), printing what the monitor stores."""
-    import monitor
+def serve_dashboard(options: DemoOptions) -> Any:
+    """The dashboard over the demo's store, served from a background thread."""
+    from werkzeug.serving import make_server
 
-    workdir = options.workdir.resolve()
-    log_path, checkpoint = workdir / "log", workdir / "checkpoint"
-    stop = threading.Event()
-    threading.Thread(
-        target=follow,
-        name="telemetry",
-        daemon=True,
-        kwargs={
-            "log": PartitionedLog(log_path),
-            "stop": stop,
-            "partitions": options.partitions,
-            "rate": options.rate,
-            "start_ms": int((time.time() - options.backlog_seconds) * 1000),
-        },
-    ).start()
-    print(
-        f"demo: writing scooter telemetry to {log_path} ({options.partitions} partitions, "
-        f"{options.rate:g} records/s); starting Spark...",
-        flush=True,
-    )
-    spark = spark_session()
-    handle = monitor.attach(spark, options.database_url)
-    query = (
-        windowed_counts(spark, log_path, options.max_offsets_per_trigger)
-        .writeStream.queryName(QUERY_NAME)
-        .format("noop")
-        .outputMode("append")
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(processingTime="1 second")
-        .start()
-    )
-    print(f"demo: query {QUERY_NAME} ({query.id}) is monitored in {handle.database_url}")
-    print(
-        f"demo: running for {options.seconds} s"
-        if options.seconds
-        else "demo: press Ctrl-C to stop",
-        flush=True,
-    )
+    from web import create_app
+
+    config: dict[str, Any] = {"STALL_TIMEOUT_MS": int(options.stall_timeout * 1000)}
+    if options.database_url:
+        config["DATABASE_URL"] = options.database_url
+    # Bind here: Werkzeug exits the process when it cannot, rather than raising.
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        _watch(query, handle, options.seconds)
-    finally:
-        stop.set()
-        stop_between_batches(query)
-        detached = handle.detach()
-        spark.stop()
-        _print_summary(handle, detached)
+        listener.bind((options.host, options.port))
+    except OSError as error:
+        listener.close()
+        raise DemoError(
+            f"cannot serve the dashboard on {options.host}:{options.port}: {error.strerror} "
+            "(choose another with --port)"
+        ) from error
+    listener.listen(128)
+    server = make_server(
+        options.host, options.port, create_app(config), threaded=True, fd=listener.fileno()
+    )
+    threading.Thread(target=server.serve_forever, name="dashboard", daemon=True).start()
+    return server
 
 
 def stop_between_batches(query: Any, timeout: float = 15.0) -> None:
@@ -136,42 +231,42 @@ def _interrupt(_signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def _watch(query: Any, handle: Any, seconds: int) -> None:
-    """Print a line per batch, read back from the store, until stopped."""
+def _watch(queries: list[Any], app: Any, seconds: int) -> None:
+    """Print every query's status as the dashboard's overview has it, until stopped."""
     signal.signal(signal.SIGTERM, _interrupt)
     deadline = time.monotonic() + seconds if seconds else None
-    printed = -1
+    next_report = time.monotonic() + REPORT_EVERY_S
     try:
-        while query.isActive and (deadline is None or time.monotonic() < deadline):
-            progress = query.lastProgress
-            if progress and progress["batchId"] != printed:
-                printed = progress["batchId"]
-                handle.flush(5)
-                print(batch_line(handle.engine, str(query.id), printed), flush=True)
-            time.sleep(0.5)
+        while all(q.isActive for q in queries) and (
+            deadline is None or time.monotonic() < deadline
+        ):
+            if time.monotonic() >= next_report:
+                next_report += REPORT_EVERY_S
+                for line in status_lines(app):
+                    print(line, flush=True)
+            time.sleep(0.2)
     except KeyboardInterrupt:
         print("\ndemo: stopping", flush=True)
+    for query in queries:
+        if not query.isActive and query.exception() is not None:
+            print(f"demo: {query.name} failed: {query.exception()}", file=sys.stderr)
 
 
-def batch_line(engine: sa.Engine, query_id: str, batch_id: int) -> str:
-    """One line about a stored batch: its watermark, rows and each partition's offset lag."""
-    from monitor.store.models import Batch
-    from monitor.store.reads import batch_partitions
-    from monitor.tables import iso_time
+def status_lines(app: Any) -> list[str]:
+    """One line per query of the dashboard's overview: status, batch, skew, late records."""
+    response = app.test_client().get("/api/queries")
+    if response.status_code != 200:
+        return [f"demo: the dashboard cannot read the store: {response.get_json()['error']}"]
+    return [_status_line(entry) for entry in response.get_json()["queries"]]
 
-    with so.Session(engine) as session:
-        batch = session.scalars(
-            sa.select(Batch).where(Batch.query_id == query_id, Batch.batch_id == batch_id)
-        ).first()
-        if batch is None:
-            return f"batch {batch_id}: not stored yet"
-        lags = ", ".join(
-            f"{p.partition}={p.offset_lag}" for p in batch_partitions(session, query_id, batch_id)
-        )
-        return (
-            f"batch {batch_id}: watermark {iso_time(batch.watermark_ms)}, "
-            f"{batch.num_input_rows} rows, offset lag {lags or '-'}"
-        )
+
+def _status_line(entry: dict[str, Any]) -> str:
+    skew = entry["skew_ms"]
+    return (
+        f"{entry['name']}: {entry['status']}, batch {entry['last_batch_id']}, "
+        f"skew {'-' if skew is None else f'{skew / 1000:.1f} s'}, "
+        f"late records {entry['late_records']}, offset lag {entry['offset_lag']}"
+    )
 
 
 def _print_summary(handle: Any, detached: bool) -> None:
@@ -179,6 +274,6 @@ def _print_summary(handle: Any, detached: bool) -> None:
     unwritten = "" if detached else f" ({stats.pending} could not be written)"
     print(f"demo: stored {stats.written} events in {handle.database_url}{unwritten}")
     print(
-        f"demo: inspect them with: wmon queries | wmon batches {QUERY_NAME} | "
-        f"wmon partitions {QUERY_NAME}"
+        "demo: inspect them with: wmon serve | wmon queries | "
+        f"wmon partitions {QUERY_PREFIX}{DEMO_SCENARIOS[0]}"
     )

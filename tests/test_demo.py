@@ -1,8 +1,13 @@
-"""`wmon demo` end to end, as `make demo` runs it: a real job in its own process."""
+"""`wmon demo` end to end, as `make demo` runs it: a real job in its own process, Ctrl-C."""
 
+import json
 import os
+import re
+import signal
 import subprocess
 import sys
+import threading
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -10,37 +15,83 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.store.engine import create_engine
-from monitor.store.models import Batch, Partition, Query
+from monitor.store.models import Batch, Partition, PartitionEventTime, Query
+from tests.helpers import closed_port, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
+SCENARIOS = ("skewed_backfill", "stalled_partition")
 
 
-def test_the_demo_runs_a_monitored_query_and_says_where_its_data_is(tmp_path: Path):
+def overview(url):
+    with urllib.request.urlopen(f"{url}api/queries", timeout=5) as response:
+        return {entry["name"]: entry for entry in json.load(response)["queries"]}
+
+
+def test_the_demo_plays_scenarios_into_monitored_queries_with_the_dashboard(tmp_path: Path):
     wmon = Path(sys.executable).with_name("wmon")
     environ = {**os.environ, "WMON_HOME": str(tmp_path / "home")}
     environ.pop("WMON_DATABASE_URL", None)
-    done = subprocess.run(
-        [str(wmon), "demo", "--seconds", "20", "--workdir", str(tmp_path / "demo")],
+    arguments = ["--workdir", str(tmp_path / "demo"), "--port", str(closed_port())]
+    arguments += ["--scenarios", ",".join(SCENARIOS), "--round-seconds", "20"]
+    arguments += ["--stall-timeout", "10"]
+    demo = subprocess.Popen(
+        [str(wmon), "demo", *arguments],
         env=environ,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=300,
-        check=False,
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    store = tmp_path / "home" / "wmon.db"
-    lines = done.stdout.splitlines()
-    assert any(f"is monitored in sqlite:///{store}" in line for line in lines), done.stdout
-    batch_lines = [line for line in lines if line.startswith("batch ")]
-    assert len(batch_lines) >= 3, done.stdout
-    assert all("offset lag telemetry/0=" in line for line in batch_lines), done.stdout
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(demo.stdout), daemon=True).start()
+    try:
+        dashboard = wait_until(
+            lambda: next(
+                (m for line in lines if (m := re.search(r"on (http://\S+/)", line))), None
+            ),
+            120,
+            "the dashboard's address",
+        ).group(1)
 
-    engine = create_engine(f"sqlite:///{store}")
+        def batches_shown():
+            shown = overview(dashboard)
+            names = {f"scooters_{name}" for name in SCENARIOS}
+            ready = set(shown) == names and all(
+                (shown[name]["last_batch_id"] or 0) >= 3 for name in names
+            )
+            return shown if ready else None
+
+        shown = wait_until(batches_shown, 240, "both queries on the dashboard, 3 batches each")
+        assert shown["scooters_stalled_partition"]["status"] == "stalled"
+        demo.send_signal(signal.SIGINT)
+        assert demo.wait(90) == 0, demo.stderr.read()[-3_000:]
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+    assert any(line.startswith("demo: stopping") for line in lines), lines
+
+    engine = create_engine(f"sqlite:///{tmp_path / 'home' / 'wmon.db'}")
     with so.Session(engine) as session:
-        [query] = session.scalars(sa.select(Query)).all()
-        assert (query.name, query.status) == ("scooter_telemetry_windows", "terminated")
-        batch_ids = session.scalars(sa.select(Batch.batch_id).order_by(Batch.batch_id)).all()
-        assert batch_ids == list(range(len(batch_ids))) and len(batch_ids) >= 3
-        lags = session.scalars(sa.select(Partition.offset_lag).where(Partition.batch_id == 0))
-        assert sum(lags) > 0, "the demo's backlog should show as offset lag"
+        queries = session.scalars(sa.select(Query)).all()
+        assert {(q.name, q.status) for q in queries} == {
+            (f"scooters_{name}", "terminated") for name in SCENARIOS
+        }
+        ids = {q.name: q.id for q in queries}
+        for query_id in ids.values():
+            batch_ids = session.scalars(
+                sa.select(Batch.batch_id).where(Batch.query_id == query_id).order_by(Batch.batch_id)
+            ).all()
+            assert batch_ids == list(range(len(batch_ids)))
+        late = session.execute(
+            sa.select(PartitionEventTime.partition, sa.func.sum(PartitionEventTime.late_records))
+            .where(PartitionEventTime.query_id == ids["scooters_skewed_backfill"])
+            .group_by(PartitionEventTime.partition)
+        ).all()
+        lost = {partition for partition, count in late if count}
+        assert lost and "skewed_backfill/0" not in lost, "the fast partition loses nothing"
+        stalled = session.scalars(
+            sa.select(Partition.partition).where(
+                Partition.query_id == ids["scooters_stalled_partition"], Partition.stalled
+            )
+        ).all()
+        assert set(stalled) == {"stalled_partition/1"}
     engine.dispose()
