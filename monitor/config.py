@@ -10,6 +10,7 @@ from pathlib import Path
 DEFAULT_BUFFER_SIZE = 10_000
 DEFAULT_IDLE_TIMEOUT_S = 60
 DEFAULT_STALL_TIMEOUT_S = 120
+DEFAULT_RETENTION_DAYS = 30
 
 
 def default_database_path(environ: Mapping[str, str] = os.environ) -> Path:
@@ -29,6 +30,7 @@ class Settings:
     buffer_size: int = DEFAULT_BUFFER_SIZE
     idle_timeout_s: int = DEFAULT_IDLE_TIMEOUT_S
     stall_timeout_s: int = DEFAULT_STALL_TIMEOUT_S
+    retention_days: int = DEFAULT_RETENTION_DAYS
 
 
 def _whole_number(environ: Mapping[str, str], name: str, default: int, minimum: int) -> int:
@@ -50,4 +52,5 @@ def load_settings(environ: Mapping[str, str] = os.environ) -> Settings:
         buffer_size=_whole_number(environ, "WMON_BUFFER_SIZE", DEFAULT_BUFFER_SIZE, 1),
         idle_timeout_s=_whole_number(environ, "WMON_IDLE_TIMEOUT", DEFAULT_IDLE_TIMEOUT_S, 0),
         stall_timeout_s=_whole_number(environ, "WMON_STALL_TIMEOUT", DEFAULT_STALL_TIMEOUT_S, 0),
+        retention_days=_whole_number(environ, "WMON_RETENTION_DAYS", DEFAULT_RETENTION_DAYS, 1),
     )

@@ -99,3 +99,28 @@ def test_buffer_size(raw: str | None, size: int) -> None:
 def test_a_bad_buffer_size_is_a_clear_error(raw: str, message: str) -> None:
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         load_settings({"WMON_BUFFER_SIZE": raw, "WMON_HOME": "/srv/wmon"})
+
+
+@pytest.mark.parametrize(
+    ("raw", "days"),
+    [(None, 30), ("7", 7), ("1", 1), (" 90 ", 90), ("", 30)],
+    ids=["unset is the default", "a number", "the minimum", "surrounding spaces", "empty is unset"],
+)
+def test_retention_days(raw: str | None, days: int) -> None:
+    environ = {} if raw is None else {"WMON_RETENTION_DAYS": raw}
+    assert load_settings(environ).retention_days == days
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ("a month", "WMON_RETENTION_DAYS must be a whole number, not 'a month'"),
+        ("0.5", "WMON_RETENTION_DAYS must be a whole number, not '0.5'"),
+        ("0", "WMON_RETENTION_DAYS must be at least 1, not 0"),
+        ("-30", "WMON_RETENTION_DAYS must be at least 1, not -30"),
+    ],
+    ids=["words", "fraction", "zero", "negative"],
+)
+def test_a_bad_retention_is_a_clear_error(raw: str, message: str) -> None:
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        load_settings({"WMON_RETENTION_DAYS": raw, "WMON_HOME": "/srv/wmon"})
