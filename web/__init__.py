@@ -27,7 +27,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     """The app: DATABASE_URL (default: WMON_DATABASE_URL or the embedded store),
     POLL_INTERVAL_S, OVERVIEW_REFRESH_S, LATE_WINDOW_MS, STALL_TIMEOUT_MS and CLOCK (a function
     returning epoch milliseconds) may be set in `config`."""
-    from web import api, db, live, pages
+    from web import api, db, live, pages, vendor
 
     app = Flask(__name__)
     settings = load_settings()
@@ -44,5 +44,6 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     live.init_app(app)
     app.register_blueprint(api.bp)
     app.register_blueprint(pages.bp)
+    app.register_blueprint(vendor.bp)
     socketio.init_app(app, async_mode="threading")
     return app
