@@ -480,9 +480,3 @@ def test_the_app_connects_on_the_first_request_not_before():
     response = app.test_client().get("/api/queries")
     assert response.status_code == 503 and "cannot use the store" in response.get_json()["error"]
     db.dispose(app)
-
-
-def test_the_index_says_the_dashboard_is_coming(tmp_path):
-    app = create_app({"DATABASE_URL": f"sqlite:///{tmp_path / 'none.db'}"})
-    response = app.test_client().get("/")
-    assert response.status_code == 200 and "/api/queries" in response.get_data(as_text=True)
