@@ -1,0 +1,53 @@
+// Building and updating the page. Every value, names from jobs included, goes in as text.
+
+export const STATUSES = ["failed", "stalled", "lagging", "idle", "healthy", "terminated"];
+
+export function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = text;
+  return node;
+}
+
+export function setText(node, text) {
+  const value = text === undefined || text === null ? "" : String(text);
+  if (node.textContent !== value) node.textContent = value;
+}
+
+export function badge(status) {
+  return el("span", `badge badge-${status}`, status);
+}
+
+export function setBadge(node, status) {
+  node.className = `badge badge-${status}`;
+  setText(node, status);
+}
+
+export async function getJson(url) {
+  const response = await fetch(url, { headers: { Accept: "application/json" } });
+  const body = await response.json();
+  if (!response.ok) throw new Error(body.error || `${url}: HTTP ${response.status}`);
+  return body;
+}
+
+export function queryUrl(id, ...parts) {
+  return ["/api/queries", encodeURIComponent(id), ...parts].join("/");
+}
+
+export function showError(message) {
+  let box = document.getElementById("page-error");
+  if (!box) {
+    box = el("p", "notice");
+    box.id = "page-error";
+    document.querySelector("main").prepend(box);
+  }
+  setText(box, message);
+}
+
+// The live connection's state, shown in the header.
+export function showConnection(state) {
+  const node = document.getElementById("connection");
+  node.hidden = false;
+  node.className = `connection connection-${state}`;
+  setText(node, state === "live" ? "live" : "reconnecting…");
+}

@@ -1,0 +1,85 @@
+// How times, durations and counts read on the pages.
+
+const DASH = "—";
+
+export function count(value) {
+  return value === null || value === undefined ? DASH : Math.round(value).toLocaleString("en");
+}
+
+export function rate(value) {
+  if (value === null || value === undefined) return DASH;
+  return value >= 100 ? count(value) : value.toFixed(1);
+}
+
+function compound(sign, big, bigUnit, small, smallUnit) {
+  return small ? `${sign}${big} ${bigUnit} ${small} ${smallUnit}` : `${sign}${big} ${bigUnit}`;
+}
+
+export function duration(ms) {
+  if (ms === null || ms === undefined) return DASH;
+  const sign = ms < 0 ? "−" : "";
+  const abs = Math.abs(ms);
+  if (abs < 1_000) return `${sign}${Math.round(abs)} ms`;
+  if (abs < 60_000) return `${sign}${(abs / 1_000).toFixed(abs < 10_000 ? 1 : 0)} s`;
+  if (abs < 3_600_000) {
+    return compound(sign, Math.floor(abs / 60_000), "min", Math.floor((abs % 60_000) / 1_000), "s");
+  }
+  if (abs < 86_400_000) {
+    return compound(sign, Math.floor(abs / 3_600_000), "h", Math.floor((abs % 3_600_000) / 60_000), "min");
+  }
+  return compound(sign, Math.floor(abs / 86_400_000), "d", Math.floor((abs % 86_400_000) / 3_600_000), "h");
+}
+
+function rounded(value) {
+  return Number.isInteger(value) ? String(value) : value.toFixed(1);
+}
+
+const UNITS = [
+  [172_800_000, 86_400_000, "d"],
+  [7_200_000, 3_600_000, "h"],
+  [120_000, 60_000, "min"],
+  [1_000, 1_000, "s"],
+  [0, 1, "ms"],
+];
+
+// Durations in one unit, the one that suits the largest, for the ticks of a chart's axis.
+export function durationTicks(values) {
+  const largest = Math.max(...values.map(Math.abs));
+  const [, size, unit] = UNITS.find(([from]) => largest >= from) || UNITS[UNITS.length - 1];
+  return values.map((ms) => `${rounded(ms / size)} ${unit}`);
+}
+
+// Spark reports a watermark of 0 (1970) until the first one is set: no watermark yet.
+export function watermark(ms) {
+  return ms === null || ms === undefined || ms <= 0 ? null : ms;
+}
+
+function pad(number) {
+  return String(number).padStart(2, "0");
+}
+
+function date(moment) {
+  return `${moment.getFullYear()}-${pad(moment.getMonth() + 1)}-${pad(moment.getDate())}`;
+}
+
+export function clock(ms) {
+  if (ms === null || ms === undefined) return DASH;
+  const moment = new Date(ms);
+  const time = `${pad(moment.getHours())}:${pad(moment.getMinutes())}:${pad(moment.getSeconds())}`;
+  if (moment.toDateString() === new Date().toDateString()) return time;
+  return `${date(moment)} ${time}`;
+}
+
+// An axis tick: the date for steps of a day or more, else the time to the minute or second.
+export function tick(ms, stepMs) {
+  const m = new Date(ms);
+  if (stepMs >= 86_400_000) return date(m);
+  const minutes = `${pad(m.getHours())}:${pad(m.getMinutes())}`;
+  return stepMs >= 60_000 ? minutes : `${minutes}:${pad(m.getSeconds())}`;
+}
+
+// A value for <input type="datetime-local">, in local time.
+export function localInput(ms) {
+  const m = new Date(ms);
+  return `${date(m)}T${pad(m.getHours())}:${pad(m.getMinutes())}:${pad(m.getSeconds())}`;
+}

@@ -1,0 +1,99 @@
+// The query page's partition table: one row per source partition, updated cell by cell.
+import { byName } from "./charts.js";
+import { el, setText } from "./dom.js";
+import { clock, count, duration, rate } from "./format.js";
+
+const SAMPLES_SHOWN = 2;
+const FLAGS = ["stalled", "rewound", "idle"];
+
+function sampleText([key, eventMs, offset]) {
+  const at = offset === null || offset === undefined ? "" : ` #${offset}`;
+  return `${key === null || key === undefined ? "—" : key} @ ${clock(eventMs)}${at}`;
+}
+
+export class PartitionTable {
+  constructor(tbody, palette) {
+    this.tbody = tbody;
+    this.palette = palette;
+    this.rows = new Map();
+  }
+
+  row(name) {
+    if (this.rows.has(name)) return this.rows.get(name);
+    const tr = el("tr");
+    const cells = {};
+    const nameCell = el("td", "partition");
+    const swatch = el("span", "swatch");
+    swatch.style.background = this.palette.colour(name);
+    nameCell.append(swatch, el("span", null, name));
+    tr.append(nameCell);
+    for (const field of ["state", "end", "latest", "lag", "rate", "max", "wp", "timeLag"]) {
+      cells[field] = tr.appendChild(el("td", field === "state" ? "flags" : "num"));
+    }
+    cells.lateWindow = tr.appendChild(el("td", "num"));
+    cells.lateTotal = tr.appendChild(el("td", "num"));
+    cells.samples = tr.appendChild(el("td", "samples"));
+    const row = { tr, cells, lateWindow: 0, samples: [], flags: "" };
+    this.rows.set(name, row);
+    const names = [...this.rows.keys()].sort(byName);
+    const next = this.rows.get(names[names.indexOf(name) + 1]);
+    this.tbody.insertBefore(tr, next ? next.tr : null);
+    return row;
+  }
+
+  // Partitions of the API's query page: they carry the late window's figures.
+  load(partitions) {
+    for (const p of partitions) {
+      const row = this.row(p.partition);
+      row.lateWindow = p.late_records_window;
+      row.samples = p.recent_late_samples;
+      this.update(row, p);
+    }
+  }
+
+  // Partitions of a live batch: the window's count grows by the batch's late records, and the
+  // samples shown are those of the newest batch that dropped some, as the API has them.
+  apply(partitions) {
+    for (const p of partitions) {
+      const row = this.row(p.partition);
+      if (p.late_records) {
+        row.lateWindow += p.late_records;
+        row.samples = p.late_samples;
+      }
+      this.update(row, p);
+    }
+  }
+
+  update(row, p) {
+    const { cells } = row;
+    this.flags(row, p);
+    setText(cells.end, count(p.end_offset));
+    setText(cells.latest, count(p.latest_offset));
+    setText(cells.lag, count(p.offset_lag));
+    setText(cells.rate, rate(p.rows_per_second));
+    setText(cells.max, clock(p.max_event_time_ms));
+    setText(cells.wp, clock(p.partition_watermark_ms));
+    setText(cells.timeLag, duration(p.time_lag_ms));
+    setText(cells.lateWindow, count(row.lateWindow));
+    cells.lateWindow.classList.toggle("bad", row.lateWindow > 0);
+    setText(cells.lateTotal, count(p.late_records_total));
+    this.samples(row);
+  }
+
+  flags(row, p) {
+    const raised = FLAGS.filter((flag) => p[flag]);
+    const key = raised.join(" ");
+    if (key === row.flags && row.cells.state.childElementCount) return;
+    row.flags = key;
+    const badges = raised.length
+      ? raised.map((flag) => el("span", `badge badge-${flag}`, flag))
+      : [el("span", "badge badge-ok", "ok")];
+    row.cells.state.replaceChildren(...badges);
+    row.tr.classList.toggle("problem", p.stalled || p.rewound);
+  }
+
+  samples(row) {
+    const shown = row.samples.slice(0, SAMPLES_SHOWN).map((s) => el("span", "sample", sampleText(s)));
+    row.cells.samples.replaceChildren(...shown);
+  }
+}

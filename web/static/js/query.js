@@ -1,0 +1,198 @@
+// The query page: loads the last minutes from the API, then appends each live batch.
+import {
+  Chart,
+  Palette,
+  align,
+  eventTimeChart,
+  lateTotals,
+  partitionSources,
+  pointsFor,
+} from "./charts.js";
+import { getJson, queryUrl, setBadge, setText, showError } from "./dom.js";
+import { clock, count, duration, rate, watermark } from "./format.js";
+import { connect, heardServerTime, serverNow } from "./live.js";
+import { PartitionTable } from "./partitions.js";
+
+const RANGE_MS = 15 * 60_000;
+const WINDOW_REFRESH_MS = 5_000;
+const queryId = document.querySelector("main").dataset.query;
+const $ = (id) => document.getElementById(id);
+
+const palette = new Palette();
+const figures = { eventTime: $("event-time-chart"), skew: $("skew-chart"), batches: $("batches-chart") };
+const charts = {
+  eventTime: eventTimeChart(figures.eventTime, palette),
+  skew: new Chart(figures.skew, {
+    lines: [
+      { key: "skew", label: "skew", stroke: "#f5a524", format: "duration" },
+      { key: "flink", label: "W − Flink's W", stroke: "#7aa2ff", format: "duration", dash: [6, 4] },
+    ],
+    axes: [{ format: "duration" }],
+  }),
+  batches: new Chart(figures.batches, {
+    lines: [
+      { key: "duration", label: "duration", stroke: "#7aa2ff", format: "duration", scale: "ms" },
+      { key: "rows", label: "input rows", stroke: "#3ddc97", scale: "rows" },
+      { key: "late", label: "late records (exact)", stroke: "#ff6b6b", scale: "rows" },
+      { key: "dropped", label: "Spark: dropped by W", stroke: "#f5a524", scale: "rows", dash: [6, 4] },
+    ],
+    axes: [
+      { format: "duration", scale: "ms" },
+      { format: "count", scale: "rows", side: "right" },
+    ],
+  }),
+};
+const table = new PartitionTable(document.querySelector("#partitions tbody"), palette);
+
+const page = { lastBatch: null, watermarkMs: null, windowAt: 0 };
+
+function sum(values) {
+  const known = values.filter((v) => v !== null && v !== undefined);
+  return known.length ? known.reduce((a, b) => a + b, 0) : null;
+}
+
+// How far Spark's watermark is ahead of the one Flink would have had (min of the non-idle W_p).
+function aheadOfFlink(watermarkMs, flinkMs) {
+  const known = watermark(watermarkMs);
+  return known === null || flinkMs === null ? null : known - flinkMs;
+}
+
+function perBatch(values, batches) {
+  return values.map((v, i) => (v === null || !batches[i] ? null : v / batches[i]));
+}
+
+function showStatus(query) {
+  setBadge($("status"), query.status);
+  const failed = Boolean(query.exception);
+  $("failure").hidden = !failed;
+  setText($("exception"), query.exception);
+  setText($("error-class"), query.error_class ? `(${query.error_class})` : "");
+}
+
+function showBatch(batch, partitions) {
+  page.lastBatch = Math.max(page.lastBatch ?? -1, batch.batch_id);
+  page.watermarkMs = watermark(batch.watermark_ms);
+  setText($("batch-id"), batch.batch_id);
+  setText($("batch-time"), `at ${clock(batch.batch_time_ms)}`);
+  setText($("watermark"), `W ${clock(page.watermarkMs)}`);
+  setText($("skew"), duration(batch.watermark_skew_ms));
+  const behind = aheadOfFlink(batch.watermark_ms, batch.flink_watermark_ms);
+  setText($("flink-behind"), behind === null ? "" : `Flink's W ${duration(behind)} behind`);
+  setText($("dropped"), `Spark: ${count(batch.rows_dropped_by_watermark)} dropped by W in the last batch`);
+  setText($("offset-lag"), count(sum(partitions.map((p) => p.offset_lag))));
+  setText($("input-rate"), `${rate(batch.input_rows_per_second)} rows/s in`);
+  setText($("partitions-batch"), `batch ${batch.batch_id}`);
+  $("no-partitions").hidden = partitions.length > 0;
+  tick();
+}
+
+function showTimers(timers) {
+  if (!timers) return;
+  setText($("timers"), count(timers.pending));
+  const due = timers.due_within_ms ? `, ${count(timers.due)} within ${duration(timers.due_within_ms)} of W` : "";
+  setText($("next-timer"), timers.next_expiry_ms === null ? "none pending" : `next ${clock(timers.next_expiry_ms)}${due}`);
+}
+
+function showLate(lateRecords, windowMs) {
+  setText($("late-label"), `Late records, last ${duration(windowMs)}`);
+  setText($("late-window-heading"), `Late, last ${duration(windowMs)}`);
+  setText($("late"), count(lateRecords));
+  $("late").classList.toggle("bad", lateRecords > 0);
+}
+
+function tick() {
+  if (page.watermarkMs !== null) setText($("watermark-age"), duration(serverNow() - page.watermarkMs));
+}
+
+function loadCharts(series, partitions) {
+  const batches = series.batches;
+  const totals = lateTotals(partitions);
+  const late = series.time_ms.map((t) => (totals.has(t) ? totals.get(t) : null));
+  const flink = series.watermark_ms.map((w, i) => aheadOfFlink(w, series.flink_watermark_ms[i]));
+  charts.skew.load(series.time_ms, { skew: series.skew_max_ms, flink });
+  charts.batches.load(series.time_ms, {
+    duration: series.duration_avg_ms,
+    rows: perBatch(series.input_rows, batches),
+    late: perBatch(late, batches),
+    dropped: perBatch(series.rows_dropped_by_watermark, batches),
+  });
+  const watermarks = align([
+    { key: "watermark", times: series.time_ms, values: series.watermark_ms.map(watermark) },
+    ...partitionSources(partitions, "partition_watermark_ms"),
+  ]);
+  charts.eventTime.load(watermarks.xs, watermarks.columns);
+}
+
+async function load() {
+  const detail = await getJson(queryUrl(queryId));
+  heardServerTime(detail.now_ms);
+  showStatus(detail.query);
+  showLate(detail.late_records, detail.late_window_ms);
+  showTimers(detail.timers);
+  table.load(detail.partitions);
+  page.windowAt = Date.now();
+  const latest = detail.latest_batch;
+  if (!latest) {
+    page.lastBatch = -1;
+    $("no-partitions").hidden = false;
+    return;
+  }
+  showBatch(latest, detail.partitions);
+  const to = latest.batch_time_ms + 1;
+  const range = `from=${to - RANGE_MS}&to=${to}&points=${pointsFor(figures.eventTime)}`;
+  const [batches, partitions] = await Promise.all([
+    getJson(`${queryUrl(queryId, "batches")}?${range}`),
+    getJson(`${queryUrl(queryId, "partitions", "history")}?${range}`),
+  ]);
+  loadCharts(batches.series, partitions.partitions);
+}
+
+function applyBatch({ batch, partitions }) {
+  const id = batch.batch_id;
+  const x = batch.batch_time_ms;
+  const watermarks = { watermark: watermark(batch.watermark_ms) };
+  for (const p of partitions) watermarks[p.partition] = p.partition_watermark_ms;
+  charts.eventTime.push(x, watermarks, id);
+  const flink = aheadOfFlink(batch.watermark_ms, batch.flink_watermark_ms);
+  charts.skew.push(x, { skew: batch.watermark_skew_ms, flink }, id);
+  charts.batches.push(x, {
+    duration: batch.trigger_duration_ms,
+    rows: batch.num_input_rows,
+    late: sum(partitions.map((p) => p.late_records)),
+    dropped: batch.rows_dropped_by_watermark,
+  }, id);
+  table.apply(partitions);
+  showBatch(batch, partitions);
+}
+
+// The late window moves with time: now and then take the table's window figures afresh.
+async function refreshWindow() {
+  if (Date.now() - page.windowAt < WINDOW_REFRESH_MS) return;
+  page.windowAt = Date.now();
+  const detail = await getJson(queryUrl(queryId));
+  if (detail.latest_batch && detail.latest_batch.batch_id === page.lastBatch) table.load(detail.partitions);
+}
+
+function applySummary(summary) {
+  heardServerTime(summary.now_ms);
+  showStatus(summary);
+  showLate(summary.late_records, summary.late_window_ms);
+  refreshWindow().catch((error) => showError(error.message));
+}
+
+function subscribe(socket) {
+  socket.emit("subscribe", { query: queryId, after_batch: page.lastBatch }, (ack) => {
+    if (ack.error) showError(ack.error);
+    else if (!ack.complete) load().catch((error) => showError(error.message));
+  });
+}
+
+function listen() {
+  const socket = connect(subscribe);
+  socket.on("batch", (payload) => payload.query === queryId && applyBatch(payload));
+  socket.on("summary", (summary) => summary.id === queryId && applySummary(summary));
+  socket.on("timers", (payload) => payload.query === queryId && showTimers(payload.snapshot));
+  setInterval(tick, 1_000);
+}
+
+load().then(listen, (error) => showError(error.message));
