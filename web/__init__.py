@@ -16,6 +16,7 @@ socketio = SocketIO()
 POLL_INTERVAL_S = 0.25
 OVERVIEW_REFRESH_S = 5.0
 LATE_WINDOW_MS = 5 * 60_000
+PRUNE_INTERVAL_S = 3600.0
 
 
 def now_ms() -> int:
@@ -25,9 +26,10 @@ def now_ms() -> int:
 
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     """The app: DATABASE_URL (default: WMON_DATABASE_URL or the embedded store),
-    POLL_INTERVAL_S, OVERVIEW_REFRESH_S, LATE_WINDOW_MS, STALL_TIMEOUT_MS and CLOCK (a function
-    returning epoch milliseconds) may be set in `config`."""
-    from web import api, db, live, pages, vendor
+    POLL_INTERVAL_S, OVERVIEW_REFRESH_S, LATE_WINDOW_MS, STALL_TIMEOUT_MS, RETENTION_DAYS
+    (default: WMON_RETENTION_DAYS), PRUNE_INTERVAL_S and CLOCK (a function returning epoch
+    milliseconds) may be set in `config`."""
+    from web import api, db, live, pages, retention, vendor
 
     app = Flask(__name__)
     settings = load_settings()
@@ -37,11 +39,14 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         OVERVIEW_REFRESH_S=OVERVIEW_REFRESH_S,
         LATE_WINDOW_MS=LATE_WINDOW_MS,
         STALL_TIMEOUT_MS=settings.stall_timeout_s * 1000,
+        RETENTION_DAYS=settings.retention_days,
+        PRUNE_INTERVAL_S=PRUNE_INTERVAL_S,
         CLOCK=now_ms,
     )
     app.config.update(config or {})
     db.init_app(app)
     live.init_app(app)
+    retention.init_app(app)
     app.register_blueprint(api.bp)
     app.register_blueprint(pages.bp)
     app.register_blueprint(vendor.bp)

@@ -1,0 +1,59 @@
+"""The dashboard server prunes history on a schedule, from its first request on."""
+
+import logging
+
+import pytest
+import sqlalchemy as sa
+
+from monitor.store.models import Batch, TimerSnapshotRow
+from tests.helpers import wait_until
+from tests.test_prune import CUTOFF, NEW, NOW, OLD, write_batch, write_snapshot
+from web import create_app, db, retention
+
+
+@pytest.fixture
+def app(database_url):
+    config = {"CLOCK": lambda: NOW, "RETENTION_DAYS": 30, "PRUNE_INTERVAL_S": 0.05}
+    app = create_app({"DATABASE_URL": database_url} | config)
+    yield app
+    retention.pruner(app).stop()
+    db.dispose(app)
+
+
+def rows(engine, column):
+    with engine.connect() as connection:
+        return sorted(connection.scalars(sa.select(column)))
+
+
+def test_pruning_starts_with_the_first_request_and_repeats(app, engine):
+    write_batch(engine, "q", 0, OLD)
+    write_batch(engine, "q", 1, CUTOFF - 1)
+    write_batch(engine, "q", 2, NEW)
+    write_snapshot(engine, "q", NEW)
+    assert rows(engine, Batch.batch_id) == [0, 1, 2]  # nothing runs before a request
+
+    assert app.test_client().get("/api/queries").status_code == 200
+    wait_until(lambda: rows(engine, Batch.batch_id) == [2], 10, "the old batches to go")
+    write_snapshot(engine, "q", OLD)
+    wait_until(lambda: rows(engine, TimerSnapshotRow.taken_at_ms) == [NEW], 10, "the next prune")
+
+
+def test_a_failed_prune_is_logged_and_the_next_one_still_runs(tmp_path, caplog):
+    app = create_app(
+        {"DATABASE_URL": f"sqlite:///{tmp_path / 'empty.db'}", "PRUNE_INTERVAL_S": 0.05}
+    )
+    with caplog.at_level(logging.WARNING, logger="web.retention"):
+        app.test_client().get("/api/queries")
+        wait_until(
+            lambda: len([r for r in caplog.records if "cannot prune" in r.message]) >= 2,
+            10,
+            "two failed prunes",
+        )
+    retention.pruner(app).stop()
+    db.dispose(app)
+
+
+def test_the_retention_period_comes_from_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("WMON_RETENTION_DAYS", "7")
+    app = create_app({"DATABASE_URL": f"sqlite:///{tmp_path / 'wmon.db'}"})
+    assert (app.config["RETENTION_DAYS"], app.config["PRUNE_INTERVAL_S"]) == (7, 3600)

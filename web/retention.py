@@ -1,0 +1,74 @@
+"""History retention in the dashboard server: every PRUNE_INTERVAL_S (an hour by default) a
+background task, started with the first request, prunes what is older than RETENTION_DAYS
+(monitor/store/prune.py: short transactions, so the listeners' writes are not held up)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+import sqlalchemy.exc as sa_exc
+from flask import Flask
+
+from monitor.store.engine import error_reason
+from monitor.store.prune import Pruned, cutoff_ms, prune
+from web import db, socketio
+
+log = logging.getLogger(__name__)
+
+
+class Pruner:
+    """The background task that prunes the app's store on a schedule."""
+
+    def __init__(self, app: Flask) -> None:
+        self.app = app
+        self.lock = threading.Lock()
+        self._task: Any = None
+        self._running = False
+
+    def start(self) -> None:
+        """Start the background task, once however many requests ask."""
+        with self.lock:
+            if self._task is None:
+                self._running = True
+                self._task = socketio.start_background_task(self._run)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the background task and wait for it to end."""
+        self._running = False
+        if self._task is not None:
+            self._task.join(timeout)
+
+    def prune(self) -> Pruned:
+        """Delete what is older than the retention period now."""
+        config = self.app.config
+        before_ms = cutoff_ms(config["RETENTION_DAYS"], config["CLOCK"]())
+        pruned = prune(db.engine(self.app), before_ms, sleep=socketio.sleep)
+        if pruned.total:
+            log.info("wmon retention: pruned %s", pruned.deleted)
+        return pruned
+
+    def _run(self) -> None:
+        while self._running:
+            try:
+                self.prune()
+            except sa_exc.DBAPIError as error:
+                log.warning("wmon retention: cannot prune the store: %s", error_reason(error))
+            except Exception:
+                # One failed prune must not end pruning for the life of the server.
+                log.exception("wmon retention: a prune failed")
+            socketio.sleep(self.app.config["PRUNE_INTERVAL_S"])
+
+
+def init_app(app: Flask) -> None:
+    """Give the app its pruner; it starts with the first request."""
+    pruner = Pruner(app)
+    app.extensions["wmon.retention"] = pruner
+    app.before_request(pruner.start)
+
+
+def pruner(app: Flask) -> Pruner:
+    """The app's pruner."""
+    found: Pruner = app.extensions["wmon.retention"]
+    return found
