@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -178,6 +180,23 @@ def cmd_serve(args: argparse.Namespace) -> None:
     # container). In threading mode it is the server, serving each connection and WebSocket on
     # its own thread, which suits a monitor's few browsers; the default host keeps it local.
     socketio.run(app, host=args.host, port=args.port, allow_unsafe_werkzeug=True)
+
+
+def cmd_prune(args: argparse.Namespace) -> None:
+    """Delete history older than the retention period, in short transactions."""
+    from monitor.store.prune import cutoff_ms, prune
+
+    engine = _open_store(args.database_url)
+    days = args.days or load_settings().retention_days
+    before_ms = cutoff_ms(days, time.time_ns() // 1_000_000)
+    pruned = prune(engine, before_ms)
+    before = datetime.fromtimestamp(before_ms / 1000, tz=timezone.utc)
+    print(
+        f"store {display_url(engine)}: pruned history before {before:%Y-%m-%d %H:%M:%S} UTC "
+        f"({days} days kept) in {pruned.transactions} transactions"
+    )
+    for table, count in pruned.deleted.items():
+        print(f"  {table:<22} {count:>12,} rows deleted")
 
 
 def cmd_bench(args: argparse.Namespace) -> None:
@@ -396,6 +415,15 @@ def build_parser() -> Parser:
     _add_serve(
         commands.add_parser("serve", help="serve the dashboard and its JSON API")
     ).set_defaults(func=cmd_serve)
+    prune = commands.add_parser(
+        "prune", parents=[store], help="delete history older than the retention period"
+    )
+    prune.add_argument(
+        "--days",
+        type=at_least(1),
+        help="keep this many days (default: $WMON_RETENTION_DAYS or 30)",
+    )
+    prune.set_defaults(func=cmd_prune)
     add_bench_arguments(
         commands.add_parser("bench", help="benchmark the listener and the store")
     ).set_defaults(func=cmd_bench)

@@ -1,10 +1,13 @@
 """History retention on SQLite and PostgreSQL: what goes, what stays, in short transactions."""
 
+import re
 import threading
 import time
 
+import pytest
 import sqlalchemy as sa
 
+from monitor.cli import main
 from monitor.events import TimerSnapshot
 from monitor.store.engine import create_engine
 from monitor.store.models import (
@@ -182,3 +185,31 @@ def test_writers_are_not_held_up_by_a_long_prune(engine, database_url):
     assert len(during) >= 5
     assert slowest < min(1.0, (prune_ended - prune_started) / 4), (slowest, len(during))
     assert batch_ids(engine, "live")["batches"] == list(range(len(writes)))
+
+
+def test_wmon_prune_prints_what_it_deleted(database_url, engine, capsys, monkeypatch):
+    monkeypatch.delenv("WMON_RETENTION_DAYS", raising=False)
+    now = time.time_ns() // 1_000_000
+    for batch_id, days_ago in enumerate([40, 20, 0]):
+        write_batch(engine, "q", batch_id, now - days_ago * DAY)
+
+    assert main(["prune", "--database-url", database_url]) == 0
+    header, *lines = capsys.readouterr().out.splitlines()
+    assert re.fullmatch(
+        r"store \S+: pruned history before \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC "
+        r"\(30 days kept\) in 2 transactions",
+        header,
+    )
+    deleted = {line.split()[0]: int(line.split()[1]) for line in lines}
+    assert deleted == dict(zip(TABLES, [1, 1, 1, 2, 2, 0], strict=True))
+
+    assert main(["prune", "--days", "10", "--database-url", database_url]) == 0
+    assert "(10 days kept)" in capsys.readouterr().out
+    assert batch_ids(engine, "q")["batches"] == [2]
+
+
+def test_wmon_prune_wants_at_least_a_day(database_url, capsys):
+    with pytest.raises(SystemExit) as exit_status:
+        main(["prune", "--days", "0", "--database-url", database_url])
+    assert exit_status.value.code == 2
+    assert "--days: must be at least 1, not 0" in capsys.readouterr().err
