@@ -1,0 +1,1 @@
+"""Alerting: rules over the stored state, an alert lifecycle, notifications."""

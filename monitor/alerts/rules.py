@@ -1,0 +1,244 @@
+"""Alert rules: small pure predicates over what the store says about one query, now.
+
+A rule looks at :class:`QueryFacts` and its parameters and returns a :class:`Finding` for each
+subject it finds wrong: the query itself (``partition`` None) or one of its partitions. Rules
+register themselves in :data:`RULES` with their default parameters and ``for`` duration; a
+rules file overrides them per query (:mod:`monitor.alerts.rulefile`). Durations are in ms.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+
+class Severity(enum.Enum):
+    """How urgent an alert of a rule is."""
+
+    WARNING = "warning"
+    CRITICAL = "critical"
+
+
+class Kind(enum.Enum):
+    """What a rule parameter is: a duration (ms, written '5m' in a rules file) or a count."""
+
+    DURATION = "duration"
+    COUNT = "count"
+
+
+@dataclass(frozen=True)
+class PartitionFacts:
+    """One source partition in the query's latest batch, and its late records in the window."""
+
+    name: str
+    idle: bool = False
+    stalled: bool = False
+    rewound: bool = False
+    offset_lag: int | None = None
+    late_records: int = 0
+
+
+@dataclass(frozen=True)
+class QueryFacts:
+    """What the rules know of one query: its stored state and its latest batch."""
+
+    query_id: str
+    name: str | None
+    status: str
+    last_progress_ms: int
+    exception: str | None = None
+    watermark_ms: int | None = None
+    watermark_stalled: bool = False
+    watermark_rewound: bool = False
+    skew_ms: int | None = None
+    late_window_ms: int = 300_000
+    partitions: tuple[PartitionFacts, ...] = ()
+
+    @property
+    def active(self) -> bool:
+        """Whether the query is running (Spark may have called it idle)."""
+        return self.status in ("active", "idle")
+
+    @property
+    def offset_lag(self) -> int | None:
+        """The total offset lag of the latest batch, None when no partition knows it."""
+        known = [p.offset_lag for p in self.partitions if p.offset_lag is not None]
+        return sum(known) if known else None
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A condition a rule found: on the query (partition None) or one partition."""
+
+    partition: str | None
+    value: float | None
+    message: str
+
+
+Params = Mapping[str, int]
+Check = Callable[[QueryFacts, int, Params], list[Finding]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A registered rule: its check, default parameters and how long a finding must hold."""
+
+    name: str
+    description: str
+    severity: Severity
+    for_ms: int
+    check: Check
+    params: dict[str, tuple[Kind, int]] = field(default_factory=dict)
+
+    def defaults(self) -> dict[str, int]:
+        """The parameters' default values."""
+        return {name: default for name, (_, default) in self.params.items()}
+
+
+RULES: dict[str, Rule] = {}
+
+
+def rule(
+    description: str,
+    severity: Severity,
+    for_ms: int = 0,
+    **params: tuple[Kind, int],
+) -> Callable[[Check], Check]:
+    """Register the decorated check as a rule named after it; names are unique."""
+
+    def register(check: Check) -> Check:
+        name = check.__name__
+        if name in RULES:
+            raise ValueError(f"a rule named {name!r} is already registered")
+        RULES[name] = Rule(name, description, severity, for_ms, check, dict(params))
+        return check
+
+    return register
+
+
+def _seconds(ms: float) -> str:
+    return f"{ms / 1000:,.0f} s"
+
+
+@rule("the query's watermark has not advanced for the stall timeout", Severity.CRITICAL)
+def watermark_stalled(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
+    """The latest batch's watermark is marked stalled."""
+    if not (facts.active and facts.watermark_stalled):
+        return []
+    return [Finding(None, facts.watermark_ms, "the watermark is stalled")]
+
+
+@rule("a partition with work waiting does not advance", Severity.CRITICAL)
+def partition_stalled(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
+    """Every partition of the latest batch marked stalled."""
+    if not facts.active:
+        return []
+    return [Finding(p.name, None, f"{p.name} is stalled") for p in facts.partitions if p.stalled]
+
+
+@rule("a partition has had no new records for the idle timeout", Severity.WARNING)
+def partition_idle(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
+    """Every partition of the latest batch marked idle."""
+    if not facts.active:
+        return []
+    return [Finding(p.name, None, f"{p.name} is idle") for p in facts.partitions if p.idle]
+
+
+@rule("the watermark or a partition's offset went backwards", Severity.CRITICAL)
+def rewound(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
+    """The query's watermark, and every partition, marked rewound in the latest batch."""
+    found = [Finding(None, facts.watermark_ms, "the watermark went back")]
+    found = found if facts.watermark_rewound else []
+    return found + [
+        Finding(p.name, None, f"{p.name} went back") for p in facts.partitions if p.rewound
+    ]
+
+
+@rule(
+    "partition watermarks are further apart than the threshold",
+    Severity.WARNING,
+    for_ms=60_000,
+    threshold=(Kind.DURATION, 300_000),
+)
+def watermark_skew(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
+    """The latest batch's skew (max W_p - min W_p, idle partitions left out) is too high."""
+    skew = facts.skew_ms
+    if not facts.active or skew is None or skew <= params["threshold"]:
+        return []
+    return [Finding(None, skew, f"watermark skew is {_seconds(skew)}")]
+
+
+@rule(
+    "records are dropped as late: more than `count` in the late window",
+    Severity.CRITICAL,
+    count=(Kind.COUNT, 0),
+)
+def late_records(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
+    """Every partition that lost more than `count` records in the late window."""
+    window = _seconds(facts.late_window_ms)
+    return [
+        Finding(
+            p.name, p.late_records, f"{p.name} dropped {p.late_records:,} late records in {window}"
+        )
+        for p in facts.partitions
+        if p.late_records > params["count"]
+    ]
+
+
+@rule(
+    "the query's watermark is older than the threshold",
+    Severity.WARNING,
+    for_ms=60_000,
+    threshold=(Kind.DURATION, 600_000),
+)
+def watermark_age(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
+    """now - W is above the threshold while the query runs."""
+    if not facts.active or facts.watermark_ms is None:
+        return []
+    age = now_ms - facts.watermark_ms
+    if age <= params["threshold"]:
+        return []
+    return [Finding(None, age, f"the watermark is {_seconds(age)} old")]
+
+
+@rule(
+    "more records wait to be read than the threshold",
+    Severity.WARNING,
+    for_ms=60_000,
+    threshold=(Kind.COUNT, 100_000),
+)
+def offset_lag(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
+    """The latest batch's total offset lag is above the threshold."""
+    lag = facts.offset_lag
+    if not facts.active or lag is None or lag <= params["threshold"]:
+        return []
+    return [Finding(None, lag, f"{lag:,} records wait to be read")]
+
+
+@rule("the query ended with an exception", Severity.CRITICAL)
+def query_failed(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
+    """The query's last run failed."""
+    if facts.status != "failed":
+        return []
+    first_line = (facts.exception or "no exception text").strip().splitlines()[0]
+    return [Finding(None, None, f"the query failed: {first_line[:200]}")]
+
+
+@rule("the query stopped", Severity.WARNING)
+def query_terminated(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
+    """The query's last run ended without an exception."""
+    return [Finding(None, None, "the query stopped")] if facts.status == "terminated" else []
+
+
+@rule(
+    "a running query has reported nothing for longer than the threshold",
+    Severity.CRITICAL,
+    threshold=(Kind.DURATION, 300_000),
+)
+def no_progress(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
+    """No progress, idle or termination event for `threshold` from a query that runs."""
+    silent = now_ms - facts.last_progress_ms
+    if facts.status != "active" or silent <= params["threshold"]:
+        return []
+    return [Finding(None, silent, f"no progress for {_seconds(silent)}")]

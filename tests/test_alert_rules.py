@@ -1,0 +1,110 @@
+"""Alert rules as pure predicates: each rule on the facts that should and should not fire it."""
+
+import pytest
+
+from monitor.alerts.rules import RULES, PartitionFacts, QueryFacts, Severity, rule
+
+NOW = 1_800_000_000_000
+MINUTE = 60_000
+
+
+def facts(**changes):
+    base = dict(query_id="q", name="orders", status="active", last_progress_ms=NOW - 1_000)
+    base.update(watermark_ms=NOW - MINUTE)
+    return QueryFacts(**(base | changes))
+
+
+PARTS = (
+    PartitionFacts("t/0", offset_lag=10),
+    PartitionFacts("t/1", idle=True, offset_lag=0),
+    PartitionFacts("t/2", stalled=True, rewound=True, offset_lag=500, late_records=7),
+)
+
+
+def found(name, query_facts, **params):
+    rule_ = RULES[name]
+    found = rule_.check(query_facts, NOW, rule_.defaults() | params)
+    return [(f.partition, f.value) for f in found]
+
+
+@pytest.mark.parametrize(
+    "name, query_facts, params, expected",
+    [
+        ("watermark_stalled", facts(watermark_stalled=True), {}, [(None, NOW - MINUTE)]),
+        ("watermark_stalled", facts(), {}, []),
+        ("watermark_stalled", facts(watermark_stalled=True, status="terminated"), {}, []),
+        ("partition_stalled", facts(partitions=PARTS), {}, [("t/2", None)]),
+        ("partition_idle", facts(partitions=PARTS), {}, [("t/1", None)]),
+        ("partition_idle", facts(partitions=PARTS, status="failed"), {}, []),
+        ("rewound", facts(partitions=PARTS), {}, [("t/2", None)]),
+        (
+            "rewound",
+            facts(watermark_rewound=True),
+            {},
+            [(None, NOW - MINUTE)],
+        ),
+        ("watermark_skew", facts(skew_ms=5 * MINUTE + 1), {}, [(None, 5 * MINUTE + 1)]),
+        ("watermark_skew", facts(skew_ms=5 * MINUTE), {}, []),
+        ("watermark_skew", facts(skew_ms=90_000), {"threshold": MINUTE}, [(None, 90_000)]),
+        ("watermark_skew", facts(), {}, []),
+        ("late_records", facts(partitions=PARTS), {}, [("t/2", 7)]),
+        ("late_records", facts(partitions=PARTS), {"count": 7}, []),
+        ("watermark_age", facts(watermark_ms=NOW - 11 * MINUTE), {}, [(None, 11 * MINUTE)]),
+        ("watermark_age", facts(), {}, []),
+        ("watermark_age", facts(watermark_ms=None), {}, []),
+        ("offset_lag", facts(partitions=PARTS), {"threshold": 509}, [(None, 510)]),
+        ("offset_lag", facts(partitions=PARTS), {}, []),
+        ("query_failed", facts(status="failed", exception="boom\nat x"), {}, [(None, None)]),
+        ("query_failed", facts(status="terminated"), {}, []),
+        ("query_terminated", facts(status="terminated"), {}, [(None, None)]),
+        ("query_terminated", facts(status="active"), {}, []),
+        ("no_progress", facts(last_progress_ms=NOW - 6 * MINUTE), {}, [(None, 6 * MINUTE)]),
+        ("no_progress", facts(last_progress_ms=NOW - 6 * MINUTE, status="terminated"), {}, []),
+        ("no_progress", facts(), {}, []),
+    ],
+    ids=[
+        "stalled-watermark",
+        "moving-watermark",
+        "stalled-but-stopped",
+        "stalled-partition",
+        "idle-partition",
+        "idle-but-failed",
+        "rewound-partition",
+        "rewound-watermark",
+        "skew-above",
+        "skew-at-threshold",
+        "skew-own-threshold",
+        "skew-unknown",
+        "late-above-zero",
+        "late-at-count",
+        "old-watermark",
+        "fresh-watermark",
+        "no-watermark",
+        "lag-above",
+        "lag-below-default",
+        "failed",
+        "terminated-is-not-failed",
+        "terminated",
+        "running-is-not-terminated",
+        "silent",
+        "silent-but-stopped",
+        "reporting",
+    ],
+)
+def test_rule(name, query_facts, params, expected):
+    assert found(name, query_facts, **params) == expected
+
+
+def test_failure_message_is_the_first_line_of_the_exception():
+    [finding] = RULES["query_failed"].check(
+        facts(status="failed", exception="boom\n at x"), NOW, {}
+    )
+    assert finding.message == "the query failed: boom"
+
+
+def test_rule_names_are_unique():
+    with pytest.raises(ValueError, match="already registered"):
+
+        @rule("again", Severity.WARNING)
+        def watermark_stalled(facts, now_ms, params):
+            return []
