@@ -33,11 +33,11 @@ def test_settings_for_every_query_then_per_name_in_order():
     assert orders["watermark_skew"].params == {"threshold": 120_000}
     assert orders["watermark_skew"].for_ms == 30_000
     assert not orders["partition_idle"].enabled
-    assert orders["late_records"].params == {"count": 0}
+    assert orders["late_records"].params == {"count": 0, "window": 300_000}
     backfill = rules.for_query("scooters_skewed_backfill")
     assert backfill["partition_idle"].enabled and backfill["partition_idle"].for_ms == 500
-    assert backfill["late_records"].params == {"count": 100}
-    assert rules.for_query("scooters_stalled_partition")["late_records"].params == {"count": 5}
+    assert backfill["late_records"].params["count"] == 100
+    assert rules.for_query("scooters_stalled_partition")["late_records"].params["count"] == 5
     assert not rules.for_query(None)["partition_idle"].enabled
 
 

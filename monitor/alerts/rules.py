@@ -170,12 +170,14 @@ def watermark_skew(facts: QueryFacts, now_ms: int, params: Params) -> list[Findi
 
 
 @rule(
-    "records are dropped as late: more than `count` in the late window",
+    "records are dropped as late: more than `count` within `window`",
     Severity.CRITICAL,
     count=(Kind.COUNT, 0),
+    window=(Kind.DURATION, 300_000),
 )
 def late_records(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
-    """Every partition that lost more than `count` records in the late window."""
+    """Every partition that lost more than `count` records in the late window (the facts'
+    late counts are taken over this rule's `window`)."""
     window = _seconds(facts.late_window_ms)
     return [
         Finding(

@@ -211,3 +211,81 @@ class TimerSnapshotRow(Base):
     next_expiry_ms: so.Mapped[int | None] = so.mapped_column(Millis)
     due_within_ms: so.Mapped[int] = so.mapped_column(sa.BigInteger)
     due: so.Mapped[int] = so.mapped_column(sa.BigInteger)
+
+
+class AlertRow(Base):
+    """One alert: a rule's condition on one subject, from pending to resolved.
+
+    At most one alert per rule and subject is live (pending or firing); resolved and
+    cancelled ones stay as history, and the next time the condition holds a new alert starts.
+    """
+
+    __tablename__ = "alerts"
+    __table_args__ = (
+        sa.Index(
+            "uq_alerts_live_subject",
+            "rule",
+            "query_id",
+            "partition",
+            unique=True,
+            sqlite_where=sa.text("state IN ('pending', 'firing')"),
+            postgresql_where=sa.text("state IN ('pending', 'firing')"),
+        ),
+        sa.Index(None, "query_id", "active_since_ms"),
+        sa.Index(None, "state"),
+    )
+
+    id: so.Mapped[int] = so.mapped_column(RowId, primary_key=True)
+    rule: so.Mapped[str] = so.mapped_column(sa.String(64))
+    query_id: so.Mapped[str] = so.mapped_column(sa.ForeignKey("queries.id"))
+    # The partition the alert is about, '' when it is about the query itself.
+    partition: so.Mapped[str] = so.mapped_column(sa.String(255))
+    severity: so.Mapped[str] = so.mapped_column(sa.String(16))
+    state: so.Mapped[str] = so.mapped_column(sa.String(16))
+    active_since_ms: so.Mapped[int] = so.mapped_column(Millis)
+    fired_at_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    resolved_at_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    value: so.Mapped[float | None] = so.mapped_column(sa.Float)
+    message: so.Mapped[str] = so.mapped_column(sa.Text)
+    acknowledged_at_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    acknowledged_by: so.Mapped[str | None] = so.mapped_column(sa.String(255))
+
+
+class AlertEvent(Base):
+    """One transition of an alert (pending, firing, resolved, cancelled, acknowledged)."""
+
+    __tablename__ = "alert_events"
+    __table_args__ = (sa.Index(None, "alert_id", "at_ms"), sa.Index(None, "at_ms"))
+
+    id: so.Mapped[int] = so.mapped_column(RowId, primary_key=True)
+    alert_id: so.Mapped[int] = so.mapped_column(sa.ForeignKey("alerts.id"))
+    transition: so.Mapped[str] = so.mapped_column(sa.String(16))
+    at_ms: so.Mapped[int] = so.mapped_column(Millis)
+    value: so.Mapped[float | None] = so.mapped_column(sa.Float)
+    message: so.Mapped[str] = so.mapped_column(sa.Text)
+
+
+class Silence(Base):
+    """Alerts matching a rule, query and partition (None: any) are not notified until `until`."""
+
+    __tablename__ = "silences"
+    __table_args__ = (sa.Index(None, "until_ms"),)
+
+    id: so.Mapped[int] = so.mapped_column(RowId, primary_key=True)
+    rule: so.Mapped[str | None] = so.mapped_column(sa.String(64))
+    query_id: so.Mapped[str | None] = so.mapped_column(sa.String(36))
+    partition: so.Mapped[str | None] = so.mapped_column(sa.String(255))
+    created_at_ms: so.Mapped[int] = so.mapped_column(Millis)
+    until_ms: so.Mapped[int] = so.mapped_column(Millis)
+    created_by: so.Mapped[str | None] = so.mapped_column(sa.String(255))
+    comment: so.Mapped[str | None] = so.mapped_column(sa.Text)
+
+
+class Lease(Base):
+    """Who does a job that exactly one process may do (alert evaluation), until when."""
+
+    __tablename__ = "leases"
+
+    name: so.Mapped[str] = so.mapped_column(sa.String(64), primary_key=True)
+    holder: so.Mapped[str] = so.mapped_column(sa.String(255))
+    expires_at_ms: so.Mapped[int] = so.mapped_column(Millis)

@@ -1,0 +1,167 @@
+"""One evaluation: every rule over every stored query, alerts moved along their lifecycle.
+
+Facts come from the store as the listener left it (the latest batch's health flags, late
+records per partition in the late window), so the evaluator can run in any process. Each
+transition is stored as an :class:`~monitor.store.models.AlertEvent`, in the same transaction
+as the alerts it changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+import sqlalchemy.orm as so
+
+from monitor.alerts.lifecycle import Alert, State, Transition, step
+from monitor.alerts.rulefile import RuleConfig, RuleSet
+from monitor.alerts.rules import RULES, Finding, PartitionFacts, QueryFacts
+from monitor.store.models import AlertEvent, AlertRow, Partition, Query
+from monitor.store.reads import list_queries
+from monitor.store.summary import late_by_partition, latest_batch
+
+LIVE = (State.PENDING.value, State.FIRING.value)
+
+
+def query_facts(session: so.Session, query: Query, now_ms: int, late_window_ms: int) -> QueryFacts:
+    """What the rules know of `query` at `now_ms`, late records counted over the window."""
+    batch = latest_batch(session, query.id)
+    late = late_by_partition(session, query.id, now_ms - late_window_ms)
+    partitions: Sequence[Partition] = []
+    if batch is not None:
+        partitions = session.scalars(
+            sa.select(Partition).where(
+                Partition.query_id == query.id, Partition.batch_id == batch.batch_id
+            )
+        ).all()
+    names = {p.partition for p in partitions} | set(late)
+    by_name = {p.partition: p for p in partitions}
+    return QueryFacts(
+        query_id=query.id,
+        name=query.name,
+        status=query.status,
+        last_progress_ms=query.updated_at_ms,
+        exception=query.exception,
+        watermark_ms=batch.watermark_ms if batch else None,
+        watermark_stalled=bool(batch and batch.watermark_stalled),
+        watermark_rewound=bool(batch and batch.watermark_rewound),
+        skew_ms=batch.watermark_skew_ms if batch else None,
+        late_window_ms=late_window_ms,
+        partitions=tuple(
+            _partition(name, by_name.get(name), late.get(name, 0)) for name in sorted(names)
+        ),
+    )
+
+
+def _partition(name: str, row: Partition | None, late: int) -> PartitionFacts:
+    if row is None:
+        return PartitionFacts(name, late_records=late)
+    return PartitionFacts(name, row.idle, row.stalled, row.rewound, row.offset_lag, late)
+
+
+def evaluate(session: so.Session, rules: RuleSet, now_ms: int) -> list[AlertEvent]:
+    """Evaluate every rule on every query at `now_ms`; the transitions, stored and committed."""
+    live = {
+        (row.rule, row.query_id, row.partition): row
+        for row in session.scalars(sa.select(AlertRow).where(AlertRow.state.in_(LIVE)))
+    }
+    events: list[AlertEvent] = []
+    for query in list_queries(session):
+        configs = rules.for_query(query.name)
+        window = configs["late_records"].params["window"]
+        facts = query_facts(session, query, now_ms, window)
+        for name, config in configs.items():
+            events += _apply(
+                session,
+                live,
+                query.id,
+                name,
+                _findings(name, config, facts, now_ms),
+                config,
+                now_ms,
+            )
+    session.commit()
+    return events
+
+
+def _findings(name: str, config: RuleConfig, facts: QueryFacts, now_ms: int) -> dict[str, Finding]:
+    if not config.enabled:
+        return {}
+    found = RULES[name].check(facts, now_ms, config.params)
+    return {finding.partition or "": finding for finding in found}
+
+
+def _apply(
+    session: so.Session,
+    live: dict[tuple[str, str, str], AlertRow],
+    query_id: str,
+    rule: str,
+    findings: dict[str, Finding],
+    config: RuleConfig,
+    now_ms: int,
+) -> list[AlertEvent]:
+    """Step every alert of one rule on one query; store what changed."""
+    subjects = set(findings) | {p for (r, q, p) in live if r == rule and q == query_id}
+    events = []
+    for partition in sorted(subjects):
+        key = (rule, query_id, partition)
+        row = live.get(key)
+        alert, transition = step(_alert(row), findings.get(partition), now_ms, config.for_ms, key)
+        row = _store(session, row, alert, transition, rule, now_ms)
+        if transition is not None and row is not None:
+            event = AlertEvent(
+                alert_id=row.id,
+                transition=transition.value,
+                at_ms=now_ms,
+                value=row.value,
+                message=row.message,
+            )
+            session.add(event)
+            events.append(event)
+    session.flush()
+    return events
+
+
+def _alert(row: AlertRow | None) -> Alert | None:
+    if row is None:
+        return None
+    return Alert(
+        row.rule,
+        row.query_id,
+        row.partition,
+        State(row.state),
+        row.active_since_ms,
+        row.value,
+        row.message,
+        row.fired_at_ms,
+        row.resolved_at_ms,
+    )
+
+
+def _store(
+    session: so.Session,
+    row: AlertRow | None,
+    alert: Alert | None,
+    transition: Transition | None,
+    rule: str,
+    now_ms: int,
+) -> AlertRow | None:
+    """The alert's row, created or brought up to date; None when nothing was ever stored."""
+    if transition is Transition.CANCELLED and row is not None:
+        row.state, row.resolved_at_ms = Transition.CANCELLED.value, now_ms
+        return row
+    if alert is None:
+        return row
+    if row is None:
+        row = AlertRow(
+            rule=rule,
+            query_id=alert.query_id,
+            partition=alert.partition,
+            severity=RULES[rule].severity.value,
+            active_since_ms=alert.active_since_ms,
+        )
+        session.add(row)
+    row.state, row.value, row.message = alert.state.value, alert.value, alert.message
+    row.fired_at_ms, row.resolved_at_ms = alert.fired_at_ms, alert.resolved_at_ms
+    session.flush()
+    return row

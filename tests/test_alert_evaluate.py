@@ -1,0 +1,95 @@
+"""Evaluation over the store: alerts fire once, wait for `for`, resolve, obey the rules file."""
+
+import sqlalchemy as sa
+import sqlalchemy.orm as so
+
+from monitor.alerts.evaluate import evaluate
+from monitor.alerts.rulefile import load_rules
+from monitor.store.models import AlertEvent, AlertRow
+from tests.test_health_store import EPOCH, write
+
+DEFAULTS = load_rules("")
+
+
+def healthy(engine):
+    """Two partitions moving along, watermark advancing: nothing to say."""
+    for batch_id in range(3):
+        ends = [10 * (batch_id + 1)] * 2
+        write(engine, batch_id, 5 * batch_id, ends=ends, latests=ends, watermark_s=5 * batch_id)
+
+
+def stalled(engine):
+    """t/1 has a backlog and stays at offset 10 from 0 s to 25 s: stalled in batch 2."""
+    write(engine, 0, 0, ends=[10, 10], latests=[10, 50], watermark_s=0)
+    write(engine, 1, 10, ends=[20, 10], latests=[20, 50], watermark_s=10)
+    write(engine, 2, 25, ends=[30, 10], latests=[30, 50], watermark_s=25)
+
+
+def moves_again(engine):
+    write(engine, 3, 30, ends=[40, 20], latests=[40, 50], watermark_s=30)
+
+
+def at(seconds):
+    return EPOCH + seconds * 1000
+
+
+def run(engine, seconds, rules=DEFAULTS):
+    with so.Session(engine, expire_on_commit=False) as session:
+        events = evaluate(session, rules, at(seconds))
+        return [(e.transition, e.message) for e in events]
+
+
+def alerts(engine):
+    with so.Session(engine) as session:
+        rows = session.scalars(sa.select(AlertRow).order_by(AlertRow.id))
+        return [(r.rule, r.partition, r.state) for r in rows]
+
+
+def test_a_healthy_query_raises_nothing(engine):
+    healthy(engine)
+    assert run(engine, 11) == [] and alerts(engine) == []
+
+
+def test_a_stalled_partition_fires_once_and_resolves_when_it_moves(engine):
+    stalled(engine)
+    assert run(engine, 26) == [("firing", "t/1 is stalled")]
+    assert run(engine, 27) == [], "one alert per rule and subject, not one per evaluation"
+    moves_again(engine)
+    assert run(engine, 31) == [("resolved", "t/1 is stalled")]
+    assert alerts(engine) == [("partition_stalled", "t/1", "resolved")]
+    with so.Session(engine) as session:
+        stored = session.scalars(sa.select(AlertEvent).order_by(AlertEvent.id)).all()
+        assert [(e.transition, e.at_ms) for e in stored] == [
+            ("firing", at(26)),
+            ("resolved", at(31)),
+        ]
+
+
+def test_an_alert_waits_for_its_for_duration(engine):
+    rules = load_rules("rules:\n  partition_stalled: {for: 10s}\n")
+    stalled(engine)
+    assert run(engine, 26, rules) == [("pending", "t/1 is stalled")]
+    assert run(engine, 30, rules) == []
+    assert run(engine, 36, rules) == [("firing", "t/1 is stalled")]
+    with so.Session(engine) as session:
+        row = session.scalars(sa.select(AlertRow)).one()
+        assert (row.active_since_ms, row.fired_at_ms, row.severity) == (at(26), at(36), "critical")
+
+
+def test_a_condition_that_clears_before_its_for_is_cancelled(engine):
+    rules = load_rules("rules:\n  partition_stalled: {for: 1m}\n")
+    stalled(engine)
+    assert run(engine, 26, rules) == [("pending", "t/1 is stalled")]
+    moves_again(engine)
+    assert run(engine, 31, rules) == [("cancelled", "t/1 is stalled")]
+    assert alerts(engine) == [("partition_stalled", "t/1", "cancelled")]
+
+
+def test_a_disabled_rule_raises_nothing_and_resolves_what_it_raised(engine):
+    stalled(engine)
+    assert run(engine, 26) == [("firing", "t/1 is stalled")]
+    quiet = load_rules(
+        'queries:\n  - match: "*"\n    rules:\n      partition_stalled: {enabled: false}\n'
+    )
+    assert run(engine, 27, quiet) == [("resolved", "t/1 is stalled")]
+    assert run(engine, 28, quiet) == []
