@@ -4,10 +4,13 @@ import uPlot from "/vendor/uPlot.esm.js";
 
 import { clock, count, duration, durationTicks, tick } from "./format.js";
 
-export const LIVE_CAP = 3_000;
+export const LIVE_CAP = 1_500;
 const HEIGHT = 260;
 const GRID = { stroke: "#263041", width: 1 };
 const AXIS = { stroke: "#b8c2d0", grid: GRID, ticks: GRID, font: "14px system-ui, sans-serif" };
+
+// Steps of whole numbers only, for axes that count things.
+const WHOLE_STEPS = Array.from({ length: 13 }, (_, power) => [1, 2, 5].map((m) => m * 10 ** power)).flat();
 
 export const FORMATS = {
   time: {
@@ -16,7 +19,12 @@ export const FORMATS = {
     size: 80,
   },
   duration: { axis: (u, splits) => durationTicks(splits), value: (u, v) => duration(v), size: 80 },
-  count: { axis: (u, splits) => splits.map(count), value: (u, v) => count(v), size: 70 },
+  count: {
+    axis: (u, splits) => splits.map(count),
+    value: (u, v) => count(v),
+    size: 70,
+    steps: WHOLE_STEPS,
+  },
 };
 
 // A colour per partition, in the order partitions are first seen, the same on table and chart.
@@ -38,9 +46,10 @@ export function byName(a, b) {
   return a.localeCompare(b, "en", { numeric: true });
 }
 
-// How many points to ask the API for: about one per pixel of the chart's width.
+// How many points to ask the API for: one per two pixels of the chart's width. The lines look
+// the same as with one per pixel, and a day of 64 partitions comes in half the time.
 export function pointsFor(figure) {
-  return Math.max(50, Math.min(5_000, Math.round(figure.clientWidth)));
+  return Math.max(50, Math.min(5_000, Math.round(figure.clientWidth / 2)));
 }
 
 function widthOf(figure) {
@@ -56,7 +65,6 @@ function seriesOf(line) {
     dash: line.dash,
     scale: line.scale || "y",
     spanGaps: line.spanGaps !== false,
-    points: { show: false },
     value: format.value,
   };
 }
@@ -70,8 +78,7 @@ function axisOf(axis) {
     grid: axis.side === "right" ? { show: false } : GRID,
     size: format.size,
     values: format.axis,
-    label: axis.label,
-    labelFont: AXIS.font,
+    incrs: format.steps,
   };
 }
 

@@ -30,10 +30,6 @@ export function duration(ms) {
   return compound(sign, Math.floor(abs / 86_400_000), "d", Math.floor((abs % 86_400_000) / 3_600_000), "h");
 }
 
-function rounded(value) {
-  return Number.isInteger(value) ? String(value) : value.toFixed(1);
-}
-
 const UNITS = [
   [172_800_000, 86_400_000, "d"],
   [7_200_000, 3_600_000, "h"],
@@ -42,11 +38,14 @@ const UNITS = [
   [0, 1, "ms"],
 ];
 
-// Durations in one unit, the one that suits the largest, for the ticks of a chart's axis.
+// Durations in one unit, the one that suits the largest, with as many decimals as the step
+// between ticks needs, for the ticks of a chart's axis.
 export function durationTicks(values) {
   const largest = Math.max(...values.map(Math.abs));
   const [, size, unit] = UNITS.find(([from]) => largest >= from) || UNITS[UNITS.length - 1];
-  return values.map((ms) => `${rounded(ms / size)} ${unit}`);
+  const step = values.length > 1 ? Math.abs(values[1] - values[0]) / size : 1;
+  const decimals = step >= 1 || step === 0 ? 0 : Math.min(3, Math.ceil(-Math.log10(step)));
+  return values.map((ms) => `${(ms / size).toFixed(decimals)} ${unit}`);
 }
 
 // Spark reports a watermark of 0 (1970) until the first one is set: no watermark yet.

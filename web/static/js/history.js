@@ -101,8 +101,14 @@ function loadCharts(series, partitions) {
   });
 }
 
+// Each range asked for gets a number: answers to an earlier one that arrive late are dropped.
+let asked = 0;
+
 async function show(wanted) {
+  asked += 1;
+  const mine = asked;
   const range = await resolve(wanted);
+  if (mine !== asked) return;
   remember(range);
   setText($("range-note"), "Loading…");
   const query = `from=${range.from}&to=${range.to}&points=${pointsFor(figure)}`;
@@ -110,6 +116,7 @@ async function show(wanted) {
     getJson(`${queryUrl(queryId, "batches")}?${query}`),
     getJson(`${queryUrl(queryId, "partitions", "history")}?${query}`),
   ]);
+  if (mine !== asked) return;
   loadCharts(batches.series, partitions.partitions);
   const total = batches.series.batches.reduce((a, b) => a + b, 0);
   setText(
