@@ -1,0 +1,312 @@
+"""The dashboard in a real headless Chromium (Debian's), driven by Playwright, against a real
+server on a free port. Each test leaves a screenshot in build/artifacts/."""
+
+import csv
+import io
+import re
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from werkzeug.serving import make_server
+
+import monitor
+from monitor.events import QueryIdle, QueryStarted, QueryTerminated
+from monitor.instrument import instrument
+from monitor.store.writes import write_event, write_events
+from streaming.log import LogRecord, PartitionedLog
+from tests.helpers import unique_name, wait_until
+from tests.web_events import batch_event
+from web import create_app, db, live
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.parametrize("database_url", ["sqlite"], indirect=True),
+]
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "build" / "artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+WAIT_MS = 20_000
+NOW = (time.time_ns() // 1_000_000) // 1_000 * 1_000
+HOSTILE = "<img src=x onerror=alert(1)>"
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def serve(database_url):
+    """Serve the store on a free port, as `wmon serve` does, in a thread; the URL."""
+    running = []
+
+    def start(**config):
+        app = create_app({"DATABASE_URL": database_url, "POLL_INTERVAL_S": 0.2} | config)
+        http = make_server("127.0.0.1", 0, app, threaded=True)
+        thread = threading.Thread(target=http.serve_forever, daemon=True)
+        thread.start()
+        running.append((app, http, thread))
+        return f"http://127.0.0.1:{http.server_port}"
+
+    yield start
+    for app, http, thread in running:
+        live.watcher(app).stop()
+        http.shutdown()
+        thread.join(timeout=10)
+        db.dispose(app)
+
+
+@pytest.fixture
+def page(chromium, request):
+    """A fresh page; script errors and dialogs are recorded, and a screenshot is saved."""
+    context = chromium.new_context(viewport={"width": 1600, "height": 1000})
+    tab = context.new_page()
+    tab.script_errors, tab.dialogs = [], []
+    tab.on("pageerror", lambda error: tab.script_errors.append(error))
+    tab.on("dialog", lambda dialog: (tab.dialogs.append(dialog.message), dialog.dismiss()))
+    yield tab
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    name = re.sub(r"[^\w.-]+", "_", request.node.name)
+    tab.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+    context.close()
+    assert not tab.script_errors, f"script errors on the page: {tab.script_errors}"
+
+
+def mark_page(tab):
+    """A mark that a reload would wipe out."""
+    tab.evaluate("window.wmonTestMark = 'not reloaded'")
+
+
+def assert_not_reloaded(tab):
+    assert tab.evaluate("window.wmonTestMark") == "not reloaded"
+
+
+def rows_text(tab):
+    return tab.locator("#queries tbody tr td.name a").all_text_contents()
+
+
+def write_overview(engine):
+    """Three queries through the real write path: healthy (named to sort first by name),
+    idle, and one whose partition t/1 has a backlog and has not advanced for 5 minutes."""
+    healthy = [
+        batch_event("healthy", i, NOW - 30_000 + i * 10_000, name="a_healthy", ends=(i, i))
+        for i in range(3)
+    ]
+    stalled = [
+        batch_event("stalled", i, at, name="stalled", ends=(10 * (i + 1), 10), latests=(99, 50))
+        for i, at in enumerate((NOW - 300_000, NOW - 150_000, NOW - 10_000))
+    ]
+    idle = [
+        QueryStarted("idle", "run-1", "b_idle", NOW - 200_000),
+        batch_event("idle", 0, NOW - 100_000, name="b_idle"),
+        QueryIdle("idle", "run-1", NOW - 50_000),
+    ]
+    write_events(engine, healthy + stalled + idle)
+
+
+def test_the_overview_lists_a_stalled_query_first_and_updates_live(engine, serve, page):
+    write_overview(engine)
+    page.goto(serve(CLOCK=lambda: NOW))
+    page.wait_for_selector("#queries tbody tr", timeout=WAIT_MS)
+    assert rows_text(page) == ["stalled", "b_idle", "a_healthy"]
+    first = page.locator("#queries tbody tr").first
+    assert first.locator(".badge").text_content() == "stalled"
+    assert page.locator("#counts").text_content() == "3 queries: 1 stalled · 1 idle · 1 healthy"
+    colours = page.eval_on_selector_all(
+        "#queries .badge", "badges => badges.map(b => getComputedStyle(b).backgroundColor)"
+    )
+    assert len(set(colours)) == 3, f"each status has its own colour: {colours}"
+    page.wait_for_selector("#connection.connection-live", timeout=WAIT_MS)
+
+    mark_page(page)
+    write_event(engine, QueryTerminated("healthy", "run-1", NOW - 1_000, "boom", "X_ERROR"))
+    page.wait_for_function(
+        "() => document.querySelector('#queries tbody tr .badge').textContent === 'failed'",
+        timeout=WAIT_MS,
+    )
+    assert rows_text(page) == ["a_healthy", "stalled", "b_idle"]
+    assert_not_reloaded(page)
+
+
+def text_of(tab, selector):
+    return tab.locator(selector).text_content()
+
+
+def chart_points(tab, figure):
+    return int(tab.get_attribute(f"#{figure}", "data-points") or 0)
+
+
+@pytest.mark.spark
+def test_the_query_page_updates_live_while_a_query_runs(
+    spark, database_url, serve, page, log_dir, checkpoint
+):
+    log = PartitionedLog(log_dir)
+    for partition in range(3):
+        records = [
+            LogRecord(f"scooter-{i}", "{}", NOW - 600_000 + i * 1_000 * (partition + 1))
+            for i in range(400)
+        ]
+        log.append("telemetry", partition, records)
+    url = serve()
+    handle = monitor.attach(spark, database_url)
+    source = (
+        spark.readStream.format("partitioned_log")
+        .option("path", str(log_dir))
+        .option("subscribe", "telemetry")
+        .option("maxOffsetsPerTrigger", 30)
+        .load()
+    )
+    measured = instrument(source, checkpoint=checkpoint, delay="10 seconds")
+    name = unique_name("live")
+    query = (
+        measured.withWatermark("timestamp", "10 seconds")
+        .dropDuplicates(["key", "timestamp"])
+        .writeStream.queryName(name)
+        .format("noop")
+        .option("checkpointLocation", checkpoint)
+        .trigger(processingTime="1 second")
+        .start()
+    )
+    try:
+        wait_until(lambda: len(query.recentProgress) >= 2, 120, "the query's first batches")
+        handle.flush(30)
+        page.goto(f"{url}/queries/{name}")
+        page.wait_for_function(
+            "() => /^\\d+$/.test(document.getElementById('batch-id').textContent)",
+            timeout=WAIT_MS,
+        )
+        page.wait_for_selector("#connection.connection-live", timeout=WAIT_MS)
+        first_batch = int(text_of(page, "#batch-id"))
+        points = {f: chart_points(page, f) for f in ("event-time-chart", "batches-chart")}
+        mark_page(page)
+
+        page.wait_for_function(
+            "(batch) => Number(document.getElementById('batch-id').textContent) >= batch",
+            arg=first_batch + 3,
+            timeout=90_000,
+        )
+        assert_not_reloaded(page)
+        for figure, before in points.items():
+            assert chart_points(page, figure) > before, f"{figure} got no new points"
+        assert text_of(page, "#partitions-batch") == f"batch {text_of(page, '#batch-id')}"
+        partitions = page.locator("#partitions tbody td.partition").all_text_contents()
+        assert partitions == ["telemetry/0", "telemetry/1", "telemetry/2"]
+        assert text_of(page, "#status") in ("healthy", "lagging")
+    finally:
+        query.stop()
+        handle.detach()
+
+
+def write_hostile(engine):
+    sample = ("<script>alert(2)</script>", NOW - 90_000, 7)
+    write_events(
+        engine,
+        [
+            QueryStarted("hostile-id", "run-1", HOSTILE, NOW - 100_000),
+            batch_event(
+                "hostile-id",
+                0,
+                NOW - 60_000,
+                name=HOSTILE,
+                event_times={0: (10, NOW - 99_000, NOW - 70_000, 1, [sample])},
+            ),
+            QueryTerminated("hostile-id", "run-1", NOW - 30_000, "<b>boom</b> in <i>x</i>", "X"),
+        ],
+    )
+
+
+def test_a_hostile_query_name_shows_as_text(engine, serve, page):
+    write_hostile(engine)
+    url = serve(CLOCK=lambda: NOW)
+    page.goto(url)
+    link = page.get_by_role("link", name=HOSTILE)
+    link.wait_for(timeout=WAIT_MS)
+    assert link.text_content() == HOSTILE
+
+    link.click()
+    page.wait_for_selector("#partitions .sample", timeout=WAIT_MS)
+    assert text_of(page, "#query-name") == HOSTILE
+    assert page.title() == f"{HOSTILE} · wmon"
+    assert text_of(page, "#exception") == "<b>boom</b> in <i>x</i>"
+    assert "<script>alert(2)</script> @ " in text_of(page, "#partitions .sample")
+    for tag in ("img", "b", "i", "main script"):
+        assert page.locator(tag).count() == 0, f"a <{tag}> element was made from data"
+    assert page.dialogs == []
+
+
+def write_history(engine, query_id="hist", batches=120):
+    """A batch every 30 s over the last hour, three partitions; one late record in each."""
+    write_events(
+        engine,
+        [
+            batch_event(
+                query_id,
+                i,
+                NOW - 3_600_000 + i * 30_000,
+                name="history",
+                watermark_ms=NOW - 3_610_000 + i * 30_000,
+                ends=(i + 1, 2 * (i + 1), 3 * (i + 1)),
+                rows=6,
+                event_times={
+                    p: (p + 1, NOW - 3_700_000, NOW - 3_600_000 + i * 30_000 - p * 5_000, 1)
+                    for p in range(3)
+                },
+            )
+            for i in range(batches)
+        ],
+    )
+
+
+def test_the_history_page_loads_a_range_and_exports_csv(engine, serve, page, tmp_path):
+    write_history(engine)
+    page.goto(f"{serve()}/queries/history/history")
+    note = page.locator("#range-note")
+    page.wait_for_function(
+        "() => document.getElementById('range-note').textContent.includes('120 batches')",
+        timeout=WAIT_MS,
+    )
+    assert "3 partitions" in note.text_content()
+    assert chart_points(page, "event-time-chart") > 0 and chart_points(page, "late-chart") > 0
+
+    page.click("button[data-range='day']")
+    page.wait_for_url(re.compile(r"\?range=day$"), timeout=WAIT_MS)
+    assert page.get_attribute("button[data-range='day']", "aria-pressed") == "true"
+
+    # The last 10 minutes, chosen with the date inputs: batches 100 to 119.
+    page.fill("input[name=from]", local_input(page, NOW - 600_000 - 1_000))
+    page.fill("input[name=to]", local_input(page, NOW))
+    page.click("#range button[type=submit]")
+    page.wait_for_function(
+        "() => document.getElementById('range-note').textContent.includes(' 20 batches')",
+        timeout=WAIT_MS,
+    )
+
+    with page.expect_download(timeout=WAIT_MS) as download:
+        page.click("#csv")
+    saved = tmp_path / "history.csv"
+    download.value.save_as(saved)
+    lines = list(csv.DictReader(io.StringIO(saved.read_text())))
+    assert len(lines) == 20 * 3
+    assert {line["batch_id"] for line in lines} == {str(i) for i in range(100, 120)}
+    assert {line["partition"] for line in lines} == {"t/0", "t/1", "t/2"}
+    assert all(line["late_records"] == "1" for line in lines)
+
+
+def local_input(tab, ms):
+    """A datetime-local value in the browser's own time zone."""
+    return tab.evaluate(
+        """(ms) => {
+            const d = new Date(ms - new Date(ms).getTimezoneOffset() * 60000);
+            return d.toISOString().slice(0, 19);
+        }""",
+        ms,
+    )
