@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
@@ -29,10 +30,12 @@ from monitor.store.reads import (
     find_query,
     list_queries,
     partition_views,
+    recent_alerts,
     recent_batches,
     recent_timer_snapshots,
 )
 from monitor.tables import (
+    ALERT_COLUMNS,
     BATCH_COLUMNS,
     PARTITION_COLUMNS,
     QUERY_COLUMNS,
@@ -107,6 +110,44 @@ def cmd_timers(args: argparse.Namespace) -> None:
 
 def _print(args: argparse.Namespace, columns: Any, rows: Sequence[Any]) -> None:
     print(render_json(columns, rows) if args.json else render_table(columns, rows))
+
+
+def cmd_alerts(args: argparse.Namespace) -> None:
+    """List alerts: the pending and firing ones, or with --all every one, newest first."""
+    with so.Session(_open_store(args.database_url)) as session:
+        _print(args, ALERT_COLUMNS, recent_alerts(session, not args.all, args.limit))
+
+
+def cmd_alerts_run(args: argparse.Namespace) -> None:
+    """Evaluate the alert rules on a schedule until Ctrl-C (or once, with --once)."""
+    from monitor.alerts.rulefile import RulesFileError
+    from monitor.alerts.runner import AlertRunner
+
+    settings = load_settings()
+    rules = args.rules or settings.alert_rules
+    engine = _open_store(args.database_url)
+    try:
+        runner = AlertRunner(engine, rules, args.interval or settings.alert_interval_s)
+    except RulesFileError as error:
+        raise CliError(str(error)) from error
+    if args.once:
+        try:
+            events = runner.run_once()
+        finally:
+            runner.close()
+        print(
+            "another process holds the evaluation lease"
+            if events is None
+            else f"{len(events)} transitions"
+        )
+        return
+    print(f"wmon: evaluating alert rules every {runner.interval_s:g} s in {display_url(engine)}")
+    print(f"wmon: rules from {rules or 'the built-in defaults'}; Ctrl-C stops", flush=True)
+    stop = threading.Event()
+    try:
+        runner.run(stop)
+    except KeyboardInterrupt:
+        stop.set()
 
 
 def cmd_generate(args: argparse.Namespace) -> None:
@@ -401,6 +442,21 @@ def build_parser() -> Parser:
     timers.add_argument("query", help="query id or name")
     timers.add_argument("--limit", type=at_least(1), default=20, help="how many (default 20)")
     timers.set_defaults(func=cmd_timers)
+
+    alerts = commands.add_parser(
+        "alerts", parents=[store, output], help="list alerts, or evaluate the rules (alerts run)"
+    )
+    alerts.add_argument("--all", action="store_true", help="resolved ones too, newest first")
+    alerts.add_argument("--limit", type=at_least(1), default=50, help="how many (default 50)")
+    alerts.set_defaults(func=cmd_alerts)
+    alert_commands = alerts.add_subparsers(dest="alerts_command", parser_class=Parser)
+    run = alert_commands.add_parser(
+        "run", parents=[store], help="evaluate the alert rules on a schedule"
+    )
+    run.add_argument("--rules", type=Path, help="rules file (default: $WMON_ALERT_RULES)")
+    run.add_argument("--interval", type=positive_float, help="seconds between passes (default 10)")
+    run.add_argument("--once", action="store_true", help="one pass, then exit")
+    run.set_defaults(func=cmd_alerts_run)
 
     _add_generate(
         commands.add_parser("generate", help="write scooter telemetry into a partitioned log")

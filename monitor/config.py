@@ -11,6 +11,7 @@ DEFAULT_BUFFER_SIZE = 10_000
 DEFAULT_IDLE_TIMEOUT_S = 60
 DEFAULT_STALL_TIMEOUT_S = 120
 DEFAULT_RETENTION_DAYS = 30
+DEFAULT_ALERT_INTERVAL_S = 10
 
 
 def default_database_path(environ: Mapping[str, str] = os.environ) -> Path:
@@ -31,6 +32,8 @@ class Settings:
     idle_timeout_s: int = DEFAULT_IDLE_TIMEOUT_S
     stall_timeout_s: int = DEFAULT_STALL_TIMEOUT_S
     retention_days: int = DEFAULT_RETENTION_DAYS
+    alert_rules: Path | None = None
+    alert_interval_s: int = DEFAULT_ALERT_INTERVAL_S
 
 
 def _whole_number(environ: Mapping[str, str], name: str, default: int, minimum: int) -> int:
@@ -53,4 +56,6 @@ def load_settings(environ: Mapping[str, str] = os.environ) -> Settings:
         idle_timeout_s=_whole_number(environ, "WMON_IDLE_TIMEOUT", DEFAULT_IDLE_TIMEOUT_S, 0),
         stall_timeout_s=_whole_number(environ, "WMON_STALL_TIMEOUT", DEFAULT_STALL_TIMEOUT_S, 0),
         retention_days=_whole_number(environ, "WMON_RETENTION_DAYS", DEFAULT_RETENTION_DAYS, 1),
+        alert_rules=Path(environ["WMON_ALERT_RULES"]) if environ.get("WMON_ALERT_RULES") else None,
+        alert_interval_s=_whole_number(environ, "WMON_ALERT_INTERVAL", DEFAULT_ALERT_INTERVAL_S, 1),
     )

@@ -86,6 +86,19 @@ TIMER_COLUMNS = (
     Column("due", "due"),
 )
 
+ALERT_COLUMNS = (
+    Column("id", "id"),
+    Column("state", "state"),
+    Column("severity", "severity"),
+    Column("rule", "rule"),
+    Column("query", "query"),
+    Column("partition", "partition"),
+    Column("since", "active_since_ms", iso_time),
+    Column("fired", "fired_at_ms", iso_time),
+    Column("resolved", "resolved_at_ms", iso_time),
+    Column("message", "message"),
+)
+
 
 def render_table(columns: Sequence[Column], rows: Sequence[Any]) -> str:
     """Rows as an aligned text table under a header line."""

@@ -297,7 +297,8 @@ BAD_ARGUMENTS = [
     (
         ["watch"],
         "wmon: error: argument command: invalid choice: 'watch' (choose from 'db', 'queries',"
-        " 'batches', 'partitions', 'timers', 'generate', 'demo', 'serve', 'bench')"
+        " 'batches', 'partitions', 'timers', 'alerts', 'generate', 'demo', 'serve', 'prune',"
+        " 'bench')"
         " (see wmon --help)",
     ),
     ([], "wmon: error: the following arguments are required: command (see wmon --help)"),

@@ -124,3 +124,13 @@ def test_retention_days(raw: str | None, days: int) -> None:
 def test_a_bad_retention_is_a_clear_error(raw: str, message: str) -> None:
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         load_settings({"WMON_RETENTION_DAYS": raw, "WMON_HOME": "/srv/wmon"})
+
+
+def test_alert_settings() -> None:
+    assert (load_settings({}).alert_rules, load_settings({}).alert_interval_s) == (None, 10)
+    settings = load_settings(
+        {"WMON_ALERT_RULES": "/etc/wmon/rules.yml", "WMON_ALERT_INTERVAL": "3"}
+    )
+    assert (settings.alert_rules, settings.alert_interval_s) == (Path("/etc/wmon/rules.yml"), 3)
+    with pytest.raises(ValueError, match="^WMON_ALERT_INTERVAL must be at least 1, not 0$"):
+        load_settings({"WMON_ALERT_INTERVAL": "0"})

@@ -9,7 +9,14 @@ from typing import Any
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.store.models import Batch, Partition, PartitionEventTime, Query, TimerSnapshotRow
+from monitor.store.models import (
+    AlertRow,
+    Batch,
+    Partition,
+    PartitionEventTime,
+    Query,
+    TimerSnapshotRow,
+)
 
 
 class QueryNotFound(LookupError):
@@ -133,3 +140,46 @@ def recent_timer_snapshots(
         .limit(limit)
     ).all()
     return newest[::-1]
+
+
+@dataclass(frozen=True)
+class AlertView:
+    """An alert as `wmon alerts` lists it, with its query's name."""
+
+    id: int
+    rule: str
+    query: str
+    partition: str | None
+    severity: str
+    state: str
+    active_since_ms: int
+    fired_at_ms: int | None
+    resolved_at_ms: int | None
+    message: str
+
+
+def recent_alerts(session: so.Session, live_only: bool, limit: int) -> list[AlertView]:
+    """The newest alerts first: only pending and firing ones, or every one."""
+    select = (
+        sa.select(AlertRow, Query.name)
+        .join(Query, Query.id == AlertRow.query_id)
+        .order_by(AlertRow.active_since_ms.desc(), AlertRow.id.desc())
+        .limit(limit)
+    )
+    if live_only:
+        select = select.where(AlertRow.state.in_(("pending", "firing")))
+    return [
+        AlertView(
+            row.id,
+            row.rule,
+            name or row.query_id,
+            row.partition or None,
+            row.severity,
+            row.state,
+            row.active_since_ms,
+            row.fired_at_ms,
+            row.resolved_at_ms,
+            row.message,
+        )
+        for row, name in session.execute(select)
+    ]

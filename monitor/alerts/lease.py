@@ -1,0 +1,41 @@
+"""A lease in the store, so that of several processes exactly one evaluates the alert rules.
+
+The holder renews it on every pass; another process takes it over only once it has expired
+(a holder that died). Each step is one short transaction, the same on SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+import sqlalchemy.exc as sa_exc
+
+from monitor.store.models import Lease
+
+
+def acquire(engine: sa.Engine, name: str, holder: str, now_ms: int, ttl_ms: int) -> bool:
+    """Take or renew the lease `name` for `holder` until now + ttl; False if another holds it."""
+    with engine.begin() as connection:
+        renewed = connection.execute(
+            sa.update(Lease)
+            .where(
+                Lease.name == name,
+                sa.or_(Lease.holder == holder, Lease.expires_at_ms <= now_ms),
+            )
+            .values(holder=holder, expires_at_ms=now_ms + ttl_ms)
+        )
+        if renewed.rowcount:
+            return True
+    try:
+        with engine.begin() as connection:
+            connection.execute(
+                sa.insert(Lease).values(name=name, holder=holder, expires_at_ms=now_ms + ttl_ms)
+            )
+    except sa_exc.IntegrityError:
+        return False  # it exists and someone else holds it, or took it first just now
+    return True
+
+
+def release(engine: sa.Engine, name: str, holder: str) -> None:
+    """Give the lease up, if `holder` has it, so that another process may take it at once."""
+    with engine.begin() as connection:
+        connection.execute(sa.delete(Lease).where(Lease.name == name, Lease.holder == holder))

@@ -1,0 +1,111 @@
+"""The alert evaluator on a schedule: `wmon alerts run`, or a task in the dashboard server.
+
+Each pass takes (or renews) the evaluation lease first, so that among several servers and
+runners exactly one evaluates at a time. The rules file is read again when it changes; a bad
+one is logged and the rules in force stay, as Prometheus does with a bad reload.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import sqlalchemy as sa
+import sqlalchemy.exc as sa_exc
+import sqlalchemy.orm as so
+
+from monitor.alerts.evaluate import evaluate
+from monitor.alerts.lease import acquire, release
+from monitor.alerts.rulefile import RuleSet, RulesFileError, load_rules_file
+from monitor.store.engine import error_reason
+from monitor.store.models import AlertEvent
+
+LEASE = "alert-evaluation"
+log = logging.getLogger(__name__)
+
+
+def now_ms() -> int:
+    """The wall clock in epoch milliseconds."""
+    return time.time_ns() // 1_000_000
+
+
+class AlertRunner:
+    """Evaluates the rules every `interval_s` while it holds the evaluation lease."""
+
+    def __init__(
+        self,
+        engine: sa.Engine,
+        rules_path: Path | None = None,
+        interval_s: float = 10.0,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
+        self.engine = engine
+        self.rules_path = rules_path
+        self.interval_s = interval_s
+        self.clock = clock
+        self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.rules = RuleSet() if rules_path is None else load_rules_file(rules_path)
+        self.rules_error: str | None = None
+        self._rules_mtime = self._mtime()
+
+    def _mtime(self) -> float | None:
+        try:
+            return self.rules_path.stat().st_mtime if self.rules_path else None
+        except OSError:
+            return None
+
+    def reload_rules(self) -> None:
+        """Read the rules file again if it changed; keep the rules in force if it is bad."""
+        mtime = self._mtime()
+        if self.rules_path is None or mtime == self._rules_mtime:
+            return
+        self._rules_mtime = mtime
+        try:
+            self.rules, self.rules_error = load_rules_file(self.rules_path), None
+            log.info("wmon alerts: rules reloaded from %s", self.rules_path)
+        except RulesFileError as error:
+            self.rules_error = str(error)
+            log.error("wmon alerts: %s; the previous rules stay in force", error)
+
+    def run_once(self) -> list[AlertEvent] | None:
+        """One pass: the transitions it stored, or None when another process evaluates."""
+        self.reload_rules()
+        now = self.clock()
+        ttl_ms = int(3 * self.interval_s * 1000)
+        if not acquire(self.engine, LEASE, self.holder, now, ttl_ms):
+            return None
+        with so.Session(self.engine, expire_on_commit=False) as session:
+            return evaluate(session, self.rules, now)
+
+    def run(self, stop: threading.Event, sleep: Callable[[float], object] | None = None) -> None:
+        """Evaluate until `stop` is set, then hand the lease on."""
+        wait = sleep or stop.wait
+        try:
+            while not stop.is_set():
+                self._pass()
+                wait(self.interval_s)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Give the evaluation lease up, so that another process may evaluate at once."""
+        try:
+            release(self.engine, LEASE, self.holder)
+        except sa_exc.DBAPIError:
+            pass  # the lease expires by itself
+
+    def _pass(self) -> None:
+        try:
+            events = self.run_once() or []
+        except sa_exc.DBAPIError as error:
+            # The store may be back by the next pass; the evaluator must outlive an outage.
+            log.warning("wmon alerts: cannot use the store: %s", error_reason(error))
+            return
+        for event in events:
+            log.info("wmon alerts: %s: %s", event.transition, event.message)

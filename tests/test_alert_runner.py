@@ -1,0 +1,93 @@
+"""The evaluator on a schedule: exactly one of several evaluates; rules files reloaded safely."""
+
+import os
+import threading
+
+import pytest
+
+from monitor.alerts.lease import acquire, release
+from monitor.alerts.runner import LEASE, AlertRunner
+from monitor.store.engine import create_engine
+from tests.test_alert_evaluate import at, stalled
+
+
+def test_a_lease_has_one_holder_until_it_expires(engine):
+    assert acquire(engine, "job", "a", 1_000, 500)
+    assert not acquire(engine, "job", "b", 1_200, 500), "a holds it"
+    assert acquire(engine, "job", "a", 1_400, 500), "a renews it"
+    assert not acquire(engine, "job", "b", 1_899, 500)
+    assert acquire(engine, "job", "b", 1_900, 500), "a's lease ran out: b takes over"
+    assert not acquire(engine, "job", "a", 2_000, 500)
+    release(engine, "job", "b")
+    assert acquire(engine, "job", "a", 2_000, 500), "b gave it up"
+
+
+def test_of_many_processes_asking_at_once_exactly_one_gets_the_lease(database_url):
+    engines = [create_engine(database_url) for _ in range(8)]
+    start, won = threading.Barrier(len(engines)), []
+
+    def ask(index, engine):
+        start.wait()
+        if acquire(engine, LEASE, f"worker-{index}", 5_000, 30_000):
+            won.append(index)
+
+    threads = [threading.Thread(target=ask, args=pair) for pair in enumerate(engines)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    for engine in engines:
+        engine.dispose()
+    assert len(won) == 1
+
+
+def test_of_two_runners_only_the_lease_holder_evaluates(engine):
+    stalled(engine)
+    first, second = (AlertRunner(engine, clock=lambda: at(26)) for _ in range(2))
+    events = first.run_once()
+    assert [e.transition for e in events] == ["firing"]
+    assert second.run_once() is None
+    assert first.run_once() == [], "the holder goes on, and the alert does not fire twice"
+
+
+def test_a_runner_hands_the_lease_on_when_stopped(engine):
+    first, second = AlertRunner(engine, interval_s=0.01), AlertRunner(engine, interval_s=0.01)
+    stop = threading.Event()
+    thread = threading.Thread(target=first.run, args=(stop,))
+    thread.start()
+    threading.Timer(0.2, stop.set).start()
+    thread.join(10)
+    assert not thread.is_alive()
+    assert second.run_once() == []
+
+
+RULES = "rules:\n  partition_stalled: {for: 1h}\n"
+
+
+def rewrite(path, text, seconds_later):
+    """Write the file and move its time on, as a later edit would."""
+    before = path.stat().st_mtime
+    path.write_text(text)
+    os.utime(path, (before + seconds_later, before + seconds_later))
+
+
+def test_a_changed_rules_file_is_used_and_a_bad_one_is_not(engine, tmp_path):
+    path = tmp_path / "rules.yml"
+    path.write_text(RULES)
+    runner = AlertRunner(engine, path)
+    assert runner.rules.for_query("q")["partition_stalled"].for_ms == 3_600_000
+    rewrite(path, "rules:\n  partition_stalled: {for: soon}\n", 1)
+    runner.reload_rules()
+    assert "line 2: for must be a duration" in runner.rules_error
+    assert runner.rules.for_query("q")["partition_stalled"].for_ms == 3_600_000, "kept"
+    rewrite(path, "rules:\n  partition_stalled: {for: 5s}\n", 2)
+    runner.reload_rules()
+    assert runner.rules_error is None
+    assert runner.rules.for_query("q")["partition_stalled"].for_ms == 5_000
+
+
+def test_a_bad_rules_file_at_start_is_an_error(engine, tmp_path):
+    path = tmp_path / "rules.yml"
+    path.write_text("rules:\n  no_such_rule: {}\n")
+    with pytest.raises(ValueError, match="line 2: no rule named 'no_such_rule'"):
+        AlertRunner(engine, path)
