@@ -126,12 +126,13 @@ export class Chart {
     return index + 1;
   }
 
-  // Replace everything: `xs` and, per key, values aligned with them.
+  // Replace everything: `xs` and, per key, values aligned with them. The chart keeps copies:
+  // live points are spliced into its arrays, which other charts may have been given too.
   load(xs, columns) {
     for (const key of Object.keys(columns).sort(byName)) this.column(key);
-    this.data[0] = xs;
+    this.data[0] = [...xs];
     this.keys.forEach((key, i) => {
-      this.data[i + 1] = columns[key] || new Array(xs.length).fill(null);
+      this.data[i + 1] = columns[key] ? [...columns[key]] : new Array(xs.length).fill(null);
     });
     this.ids = new Array(xs.length).fill(null);
     this.draw();
