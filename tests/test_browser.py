@@ -206,6 +206,33 @@ def test_the_query_page_updates_live_while_a_query_runs(
         handle.detach()
 
 
+def test_the_query_page_catches_up_on_what_it_missed_while_offline(engine, serve, page):
+    def write_batch(batch_id):
+        at = NOW - 60_000 + batch_id * 1_000
+        write_event(engine, batch_event("q", batch_id, at, name="orders", ends=(batch_id, 0)))
+
+    for batch_id in range(3):
+        write_batch(batch_id)
+    page.goto(f"{serve()}/queries/orders")
+    page.wait_for_selector("#connection.connection-live", timeout=WAIT_MS)
+    assert text_of(page, "#batch-id") == "2"
+    points = chart_points(page, "batches-chart")
+    mark_page(page)
+
+    page.context.set_offline(True)
+    page.wait_for_selector("#connection.connection-reconnecting", timeout=WAIT_MS)
+    for batch_id in range(3, 6):
+        write_batch(batch_id)
+    page.context.set_offline(False)
+    page.wait_for_function(
+        "() => document.getElementById('batch-id').textContent === '5'", timeout=WAIT_MS
+    )
+    page.wait_for_selector("#connection.connection-live", timeout=WAIT_MS)
+    assert chart_points(page, "batches-chart") == points + 3
+    assert page.locator("#partitions tbody td.num").first.text_content() == "5"  # t/0's end
+    assert_not_reloaded(page)
+
+
 def write_hostile(engine):
     sample = ("<script>alert(2)</script>", NOW - 90_000, 7)
     write_events(
