@@ -92,3 +92,39 @@ def test_a_file_is_read_from_disk(tmp_path):
     path = tmp_path / "rules.yml"
     path.write_text(GOOD)
     assert not load_rules_file(path).for_query("orders")["partition_idle"].enabled
+
+
+def test_receivers():
+    rules = load_rules(
+        "receivers:\n"
+        "  - {name: ops, kind: webhook, url: 'https://ops.example.com/hook'}\n"
+        "  - {name: chat, kind: slack, url: 'http://127.0.0.1:9000/slack'}\n"
+    )
+    assert [(r.name, r.kind, r.url) for r in rules.receivers] == [
+        ("ops", "webhook", "https://ops.example.com/hook"),
+        ("chat", "slack", "http://127.0.0.1:9000/slack"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "entry, message",
+    [
+        ("{name: a, kind: email, url: 'http://x'}", "line 2: kind must be one of webhook, slack"),
+        ("{name: a, kind: slack, url: 'ftp://x'}", "line 2: url must be http:// or https://"),
+        ("{name: a, kind: slack}", "line 2: a receiver needs name, kind and url"),
+    ],
+    ids=["unknown-kind", "not-http", "no-url"],
+)
+def test_a_bad_receiver_names_the_line(entry, message):
+    with pytest.raises(RulesFileError, match=f"^rules.yml: {message}"):
+        load_rules(f"receivers:\n  - {entry}\n", "rules.yml")
+
+
+def test_two_receivers_with_one_name():
+    text = (
+        "receivers:\n"
+        "  - {name: a, kind: slack, url: 'http://x'}\n"
+        "  - {name: a, kind: webhook, url: 'http://y'}\n"
+    )
+    with pytest.raises(RulesFileError, match="line 3: two receivers are called 'a'"):
+        load_rules(text, "rules.yml")

@@ -14,6 +14,7 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.alerts.lifecycle import Alert, State, Transition, step
+from monitor.alerts.notify import enqueue
 from monitor.alerts.rulefile import RuleConfig, RuleSet
 from monitor.alerts.rules import RULES, Finding, PartitionFacts, QueryFacts
 from monitor.store.models import AlertEvent, AlertRow, Partition, Query
@@ -60,7 +61,8 @@ def _partition(name: str, row: Partition | None, late: int) -> PartitionFacts:
 
 
 def evaluate(session: so.Session, rules: RuleSet, now_ms: int) -> list[AlertEvent]:
-    """Evaluate every rule on every query at `now_ms`; the transitions, stored and committed."""
+    """Evaluate every rule on every query at `now_ms`; the transitions, stored and committed
+    with the notifications they call for."""
     live = {
         (row.rule, row.query_id, row.partition): row
         for row in session.scalars(sa.select(AlertRow).where(AlertRow.state.in_(LIVE)))
@@ -80,6 +82,7 @@ def evaluate(session: so.Session, rules: RuleSet, now_ms: int) -> list[AlertEven
                 config,
                 now_ms,
             )
+    enqueue(session, events, rules.receivers, now_ms)
     session.commit()
     return events
 

@@ -7,6 +7,9 @@
       - match: "scooters_*"
         rules:
           late_records: {count: 100}
+    receivers:                   # who is told of firing and resolved alerts
+      - {name: ops, kind: webhook, url: "https://ops.example.com/wmon"}
+      - {name: chat, kind: slack, url: "https://hooks.slack.com/services/..."}
 
 Durations take a unit (500ms, 30s, 5m, 2h, 1d), counts are whole numbers >= 0. Anything else
 is an error naming the line and the problem; nothing of a bad file is used.
@@ -62,11 +65,24 @@ Patches = dict[str, Patch]
 
 
 @dataclass(frozen=True)
+class Receiver:
+    """Where notifications go: a name, a message kind (webhook, slack) and a URL."""
+
+    name: str
+    kind: str
+    url: str
+
+
+RECEIVER_KINDS = ("webhook", "slack")
+
+
+@dataclass(frozen=True)
 class RuleSet:
-    """The settings of every rule, for all queries and per query-name pattern."""
+    """The settings of every rule, for all queries and per query-name pattern; receivers."""
 
     everywhere: Patches = field(default_factory=dict)
     per_query: tuple[tuple[str, Patches], ...] = ()
+    receivers: tuple[Receiver, ...] = ()
 
     def for_query(self, name: str | None) -> dict[str, RuleConfig]:
         """Each rule's settings for the query called `name`."""
@@ -135,7 +151,7 @@ def _mapping(node: yaml.Node, what: str, keys: set[str] | None = None) -> dict[s
 
 
 def _rule_set(root: yaml.Node) -> RuleSet:
-    top = _mapping(root, "the file", {"rules", "queries"})
+    top = _mapping(root, "the file", {"rules", "queries", "receivers"})
     everywhere = _patches(top["rules"]) if "rules" in top else {}
     per_query: list[tuple[str, Patches]] = []
     queries = top.get("queries")
@@ -147,7 +163,27 @@ def _rule_set(root: yaml.Node) -> RuleSet:
             if "match" not in fields or "rules" not in fields:
                 raise _Problem(entry, "a queries entry needs both match and rules")
             per_query.append((_text(fields["match"], "match"), _patches(fields["rules"])))
-    return RuleSet(everywhere, tuple(per_query))
+    receivers = _receivers(top["receivers"]) if "receivers" in top else ()
+    return RuleSet(everywhere, tuple(per_query), receivers)
+
+
+def _receivers(node: yaml.Node) -> tuple[Receiver, ...]:
+    if not isinstance(node, yaml.SequenceNode):
+        raise _Problem(node, "receivers must be a list of {name, kind, url}")
+    receivers: list[Receiver] = []
+    for entry in node.value:
+        fields = _mapping(entry, "a receiver", {"name", "kind", "url"})
+        if set(fields) != {"name", "kind", "url"}:
+            raise _Problem(entry, "a receiver needs name, kind and url")
+        receiver = Receiver(*(_text(fields[key], key) for key in ("name", "kind", "url")))
+        if receiver.kind not in RECEIVER_KINDS:
+            raise _Problem(fields["kind"], f"kind must be one of {', '.join(RECEIVER_KINDS)}")
+        if not receiver.url.startswith(("http://", "https://")):
+            raise _Problem(fields["url"], f"url must be http:// or https://, not {receiver.url!r}")
+        if any(r.name == receiver.name for r in receivers):
+            raise _Problem(fields["name"], f"two receivers are called {receiver.name!r}")
+        receivers.append(receiver)
+    return tuple(receivers)
 
 
 def _patches(node: yaml.Node) -> Patches:

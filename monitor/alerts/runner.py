@@ -13,7 +13,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -22,11 +22,13 @@ import sqlalchemy.orm as so
 
 from monitor.alerts.evaluate import evaluate
 from monitor.alerts.lease import acquire, release
+from monitor.alerts.notify import Post, deliver_due, http_post
 from monitor.alerts.rulefile import RuleSet, RulesFileError, load_rules_file
 from monitor.store.engine import error_reason
-from monitor.store.models import AlertEvent
+from monitor.store.models import AlertEvent, DeliveryAttempt
 
 LEASE = "alert-evaluation"
+DELIVERY_INTERVAL_S = 1.0
 log = logging.getLogger(__name__)
 
 
@@ -44,11 +46,14 @@ class AlertRunner:
         rules_path: Path | None = None,
         interval_s: float = 10.0,
         clock: Callable[[], int] = now_ms,
+        post: Post = http_post,
     ) -> None:
         self.engine = engine
         self.rules_path = rules_path
         self.interval_s = interval_s
         self.clock = clock
+        self.post = post
+        self.holding = False
         self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.rules = RuleSet() if rules_path is None else load_rules_file(rules_path)
         self.rules_error: str | None = None
@@ -78,20 +83,37 @@ class AlertRunner:
         self.reload_rules()
         now = self.clock()
         ttl_ms = int(3 * self.interval_s * 1000)
-        if not acquire(self.engine, LEASE, self.holder, now, ttl_ms):
+        self.holding = acquire(self.engine, LEASE, self.holder, now, ttl_ms)
+        if not self.holding:
             return None
         with so.Session(self.engine, expire_on_commit=False) as session:
             return evaluate(session, self.rules, now)
 
+    def deliver_once(self) -> list[DeliveryAttempt]:
+        """Send the notifications that are due, if this runner is the one evaluating."""
+        if not self.holding:
+            return []
+        return deliver_due(self.engine, self.rules.receivers, self.clock(), self.post)
+
     def run(self, stop: threading.Event, sleep: Callable[[float], object] | None = None) -> None:
-        """Evaluate until `stop` is set, then hand the lease on."""
+        """Evaluate until `stop` is set, then hand the lease on. Notifications go out from
+        their own thread, so that a slow receiver never holds evaluation up."""
         wait = sleep or stop.wait
+        sender = threading.Thread(target=self._deliver, args=(stop, wait), name="wmon-notify")
+        sender.start()
         try:
             while not stop.is_set():
-                self._pass()
+                self._pass(self.run_once)
                 wait(self.interval_s)
         finally:
+            stop.set()
+            sender.join()
             self.close()
+
+    def _deliver(self, stop: threading.Event, wait: Callable[[float], object]) -> None:
+        while not stop.is_set():
+            self._pass(self.deliver_once)
+            wait(DELIVERY_INTERVAL_S)
 
     def close(self) -> None:
         """Give the evaluation lease up, so that another process may evaluate at once."""
@@ -100,12 +122,15 @@ class AlertRunner:
         except sa_exc.DBAPIError:
             pass  # the lease expires by itself
 
-    def _pass(self) -> None:
+    def _pass(self, work: Callable[[], Sequence[AlertEvent | DeliveryAttempt] | None]) -> None:
         try:
-            events = self.run_once() or []
+            done = work() or []
         except sa_exc.DBAPIError as error:
             # The store may be back by the next pass; the evaluator must outlive an outage.
             log.warning("wmon alerts: cannot use the store: %s", error_reason(error))
             return
-        for event in events:
-            log.info("wmon alerts: %s: %s", event.transition, event.message)
+        for item in done:
+            if isinstance(item, AlertEvent):
+                log.info("wmon alerts: %s: %s", item.transition, item.message)
+            elif not item.ok:
+                log.warning("wmon alerts: delivery %s failed: %s", item.delivery_id, item.error)

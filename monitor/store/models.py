@@ -289,3 +289,42 @@ class Lease(Base):
     name: so.Mapped[str] = so.mapped_column(sa.String(64), primary_key=True)
     holder: so.Mapped[str] = so.mapped_column(sa.String(255))
     expires_at_ms: so.Mapped[int] = so.mapped_column(Millis)
+
+
+class Delivery(Base):
+    """One notification of one alert transition to one receiver, until it is delivered.
+
+    Written with the transition, in the same transaction: a notification is never lost, and
+    the notifier retries it with backoff until the receiver takes it.
+    """
+
+    __tablename__ = "deliveries"
+    __table_args__ = (
+        sa.UniqueConstraint("alert_event_id", "receiver"),
+        sa.Index(None, "receiver", "delivered_at_ms"),
+    )
+
+    id: so.Mapped[int] = so.mapped_column(RowId, primary_key=True)
+    alert_event_id: so.Mapped[int] = so.mapped_column(sa.ForeignKey("alert_events.id"))
+    receiver: so.Mapped[str] = so.mapped_column(sa.String(64))
+    created_at_ms: so.Mapped[int] = so.mapped_column(Millis)
+    attempts: so.Mapped[int] = so.mapped_column(sa.Integer, server_default=sa.text("0"))
+    next_attempt_at_ms: so.Mapped[int] = so.mapped_column(Millis)
+    delivered_at_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    # Set when the notifier gave up (too many attempts); the attempts say why.
+    abandoned_at_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+
+
+class DeliveryAttempt(Base):
+    """One try at a delivery: when, how long, and what the receiver answered."""
+
+    __tablename__ = "delivery_attempts"
+    __table_args__ = (sa.Index(None, "delivery_id", "at_ms"),)
+
+    id: so.Mapped[int] = so.mapped_column(RowId, primary_key=True)
+    delivery_id: so.Mapped[int] = so.mapped_column(sa.ForeignKey("deliveries.id"))
+    at_ms: so.Mapped[int] = so.mapped_column(Millis)
+    duration_ms: so.Mapped[int] = so.mapped_column(sa.Integer)
+    ok: so.Mapped[bool] = so.mapped_column(sa.Boolean)
+    status_code: so.Mapped[int | None] = so.mapped_column(sa.Integer)
+    error: so.Mapped[str | None] = so.mapped_column(sa.Text)

@@ -1,0 +1,175 @@
+"""Notifications to a real local HTTP receiver: delivered once each, in order, after outages."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+import sqlalchemy as sa
+import sqlalchemy.orm as so
+
+from monitor.alerts.evaluate import evaluate
+from monitor.alerts.notify import GIVE_UP_AFTER_MS, Sent, deliver_due
+from monitor.alerts.rulefile import Receiver, RuleSet, load_rules
+from monitor.alerts.runner import AlertRunner
+from monitor.store.models import AlertEvent, Delivery, DeliveryAttempt
+from tests.helpers import closed_port, wait_until
+from tests.test_alert_evaluate import at, moves_again, stalled
+
+ONLY_STALLED = load_rules("""\
+queries:
+  - match: "*"
+    rules:
+      no_progress: {enabled: false}
+      watermark_age: {enabled: false}
+""")
+
+
+class LocalReceiver:
+    """A local HTTP server that records what it is sent; it can answer 503 for a while."""
+
+    def __init__(self):
+        self.received, self.failures_left = [], 0
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if outer.failures_left > 0:
+                    outer.failures_left -= 1
+                    self.send_response(503)
+                else:
+                    outer.received.append((self.path, body))
+                    self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def receiver():
+    server = LocalReceiver()
+    yield server
+    server.close()
+
+
+def rules_with(*receivers):
+    return RuleSet(ONLY_STALLED.everywhere, ONLY_STALLED.per_query, tuple(receivers))
+
+
+def evaluate_at(engine, rules, seconds):
+    with so.Session(engine, expire_on_commit=False) as session:
+        return evaluate(session, rules, at(seconds))
+
+
+def test_firing_and_resolved_reach_a_webhook_and_a_slack_receiver(engine, receiver):
+    rules = rules_with(
+        Receiver("ops", "webhook", f"{receiver.url}/hook"),
+        Receiver("chat", "slack", f"{receiver.url}/slack"),
+    )
+    stalled(engine)
+    evaluate_at(engine, rules, 26)
+    assert [a.ok for a in deliver_due(engine, rules.receivers, at(26))] == [True, True]
+    moves_again(engine)
+    evaluate_at(engine, rules, 31)
+    deliver_due(engine, rules.receivers, at(31))
+
+    hooks = [body for path, body in receiver.received if path == "/hook"]
+    assert [(h["status"], h["alert"]["rule"], h["alert"]["partition"]) for h in hooks] == [
+        ("firing", "partition_stalled", "t/1"),
+        ("resolved", "partition_stalled", "t/1"),
+    ]
+    assert hooks[0]["alert"]["message"] == "t/1 is stalled" and hooks[1]["alert"]["resolved_at"]
+    texts = [body["text"] for path, body in receiver.received if path == "/slack"]
+    assert texts[0].startswith(":rotating_light: [FIRING] ") and "t/1 is stalled" in texts[0]
+    assert texts[1].startswith(":white_check_mark: [RESOLVED] ")
+    assert deliver_due(engine, rules.receivers, at(60)) == [], "each delivered once"
+
+
+def test_a_failing_receiver_gets_everything_once_in_order_after_it_recovers(engine, receiver):
+    rules = rules_with(Receiver("ops", "webhook", receiver.url))
+    stalled(engine)
+    evaluate_at(engine, rules, 26)
+    moves_again(engine)
+    evaluate_at(engine, rules, 31)
+    receiver.failures_left = 3
+    now = at(31)
+    tried = []
+    for step_ms in [0, 500, 500, 1_000, 2_000, 4_000]:
+        now += step_ms
+        tried.append([(a.ok, a.status_code) for a in deliver_due(engine, rules.receivers, now)])
+    # Backoff 1 s, 2 s, 4 s; a failing receiver's later deliveries wait behind the first.
+    assert tried == [
+        [(False, 503)],
+        [],
+        [(False, 503)],
+        [],
+        [(False, 503)],
+        [(True, 204), (True, 204)],
+    ]
+    statuses = [body["status"] for _, body in receiver.received]
+    ids = [body["delivery_id"] for _, body in receiver.received]
+    assert statuses == ["firing", "resolved"] and len(set(ids)) == 2
+    with so.Session(engine) as session:
+        attempts = session.scalars(sa.select(DeliveryAttempt).order_by(DeliveryAttempt.id)).all()
+        assert [(a.ok, a.status_code) for a in attempts] == [(False, 503)] * 3 + [(True, 204)] * 2
+
+
+def test_an_unreachable_receiver_is_retried_then_given_up_after_a_day(engine):
+    rules = rules_with(Receiver("ops", "webhook", f"http://127.0.0.1:{closed_port()}/"))
+    stalled(engine)
+    evaluate_at(engine, rules, 26)
+    [attempt] = deliver_due(engine, rules.receivers, at(26))
+    assert attempt.status_code is None and attempt.error
+    deliver_due(engine, rules.receivers, at(26) + GIVE_UP_AFTER_MS)
+    with so.Session(engine) as session:
+        delivery = session.scalars(sa.select(Delivery)).one()
+        assert delivery.attempts == 2 and delivery.abandoned_at_ms == at(26) + GIVE_UP_AFTER_MS
+    assert deliver_due(engine, rules.receivers, at(26) + 2 * GIVE_UP_AFTER_MS) == []
+
+
+def test_a_slow_receiver_does_not_hold_evaluation_up(engine, tmp_path):
+    rules = tmp_path / "rules.yml"
+    rules.write_text(
+        'queries:\n  - match: "*"\n    rules:\n      no_progress: {enabled: false}\n'
+        "      watermark_age: {enabled: false}\n"
+        "receivers:\n  - {name: ops, kind: webhook, url: 'http://127.0.0.1:9/'}\n"
+    )
+    release, posted = threading.Event(), threading.Event()
+
+    def stuck_post(url, message):
+        posted.set()
+        release.wait(30)
+        return Sent(204)
+
+    clock = [at(26)]
+    runner = AlertRunner(engine, rules, interval_s=0.05, clock=lambda: clock[0], post=stuck_post)
+    stalled(engine)
+    stop = threading.Event()
+    thread = threading.Thread(target=runner.run, args=(stop,))
+    thread.start()
+    try:
+        wait_until(posted.is_set, 10, "the first notification to be sent")
+        moves_again(engine)
+        clock[0] = at(31)
+
+        def resolved():
+            with so.Session(engine) as session:
+                return session.scalar(
+                    sa.select(AlertEvent).where(AlertEvent.transition == "resolved")
+                )
+
+        wait_until(resolved, 10, "the alert to resolve while the receiver hangs")
+    finally:
+        release.set()
+        stop.set()
+        thread.join(10)
