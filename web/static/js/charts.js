@@ -4,19 +4,34 @@ import uPlot from "/vendor/uPlot.esm.js";
 
 import { clock, count, duration, durationTicks, tick } from "./format.js";
 
-export const LIVE_CAP = 1_500;
+const LIVE_CAP = 1_500;
 const HEIGHT = 260;
 const GRID = { stroke: "#263041", width: 1 };
 const AXIS = { stroke: "#b8c2d0", grid: GRID, ticks: GRID, font: "14px system-ui, sans-serif" };
 
 // Steps of whole numbers only, for axes that count things.
-const WHOLE_STEPS = Array.from({ length: 13 }, (_, power) => [1, 2, 5].map((m) => m * 10 ** power)).flat();
+const WHOLE_STEPS = Array.from({ length: 13 }, (_, power) =>
+  [1, 2, 5].map((m) => m * 10 ** power),
+).flat();
 
-export const FORMATS = {
+// Steps of whole seconds and up for time axes: ticks read to the second at most.
+const SECOND = 1_000;
+const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+const TIME_STEPS = [
+  ...[1, 2, 5, 10, 15, 30].map((n) => n * SECOND),
+  ...[1, 2, 5, 10, 15, 30].map((n) => n * MINUTE),
+  ...[1, 2, 3, 4, 6, 8, 12].map((n) => n * HOUR),
+  ...[1, 2, 3, 7, 14, 28, 56, 112, 364].map((n) => n * DAY),
+];
+
+const FORMATS = {
   time: {
     axis: (u, splits, axis, space, step) => splits.map((v) => tick(v, step)),
     value: (u, v) => clock(v),
     size: 80,
+    steps: TIME_STEPS,
   },
   duration: { axis: (u, splits) => durationTicks(splits), value: (u, v) => duration(v), size: 80 },
   count: {
@@ -98,7 +113,10 @@ export class Chart {
         height: HEIGHT,
         ms: 1,
         scales: { x: { time: true }, ...scales },
-        axes: [{ ...AXIS, size: 40, space: 90, values: FORMATS.time.axis }, ...axes.map(axisOf)],
+        axes: [
+          { ...AXIS, size: 40, space: 90, values: FORMATS.time.axis, incrs: TIME_STEPS },
+          ...axes.map(axisOf),
+        ],
         series: [{ value: (u, v) => clock(v) }, ...lines.map(seriesOf)],
         cursor: { focus: { prox: 20 } },
         focus: { alpha: 0.4 },
@@ -209,11 +227,11 @@ export function lateTotals(partitions) {
   return totals;
 }
 
-export function partitionLine(palette) {
+function partitionLine(palette) {
   return (key) => ({ key, label: key, stroke: palette.colour(key), width: 1.25 });
 }
 
-export const WATERMARK_LINE = {
+const WATERMARK_LINE = {
   key: "watermark",
   label: "W (query)",
   stroke: "#ffffff",

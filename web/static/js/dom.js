@@ -14,10 +14,6 @@ export function setText(node, text) {
   if (node.textContent !== value) node.textContent = value;
 }
 
-export function badge(status) {
-  return el("span", `badge badge-${status}`, status);
-}
-
 export function setBadge(node, status) {
   node.className = `badge badge-${status}`;
   setText(node, status);

@@ -25,9 +25,21 @@ export function duration(ms) {
     return compound(sign, Math.floor(abs / 60_000), "min", Math.floor((abs % 60_000) / 1_000), "s");
   }
   if (abs < 86_400_000) {
-    return compound(sign, Math.floor(abs / 3_600_000), "h", Math.floor((abs % 3_600_000) / 60_000), "min");
+    return compound(
+      sign,
+      Math.floor(abs / 3_600_000),
+      "h",
+      Math.floor((abs % 3_600_000) / 60_000),
+      "min",
+    );
   }
-  return compound(sign, Math.floor(abs / 86_400_000), "d", Math.floor((abs % 86_400_000) / 3_600_000), "h");
+  return compound(
+    sign,
+    Math.floor(abs / 86_400_000),
+    "d",
+    Math.floor((abs % 86_400_000) / 3_600_000),
+    "h",
+  );
 }
 
 const UNITS = [

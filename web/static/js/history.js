@@ -32,7 +32,13 @@ const charts = {
   late: new Chart($("late-chart"), {
     lines: [
       { key: "late", label: "late records (exact)", stroke: "#ff6b6b", spanGaps: false },
-      { key: "dropped", label: "Spark: dropped by W", stroke: "#f5a524", dash: [6, 4], spanGaps: false },
+      {
+        key: "dropped",
+        label: "Spark: dropped by W",
+        stroke: "#f5a524",
+        dash: [6, 4],
+        spanGaps: false,
+      },
     ],
     axes: [{ format: "count" }],
   }),

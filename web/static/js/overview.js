@@ -41,9 +41,14 @@ function makeRow(entry) {
 // time itself is measured from Spark's "no watermark yet" (0, 1970).
 function trendOf(entry) {
   const times = entry.trend.batch_time_ms;
-  const ages = entry.trend.watermark_age_ms.map((age, i) => (age !== null && age < times[i] ? age : null));
+  const ages = entry.trend.watermark_age_ms.map((age, i) =>
+    age !== null && age < times[i] ? age : null,
+  );
   const hasAges = ages.some((v) => v !== null);
-  return { values: hasAges ? ages : entry.trend.offset_lag, what: hasAges ? "watermark age" : "offset lag" };
+  return {
+    values: hasAges ? ages : entry.trend.offset_lag,
+    what: hasAges ? "watermark age" : "offset lag",
+  };
 }
 
 function fill(row) {
@@ -57,8 +62,14 @@ function fill(row) {
   setText(cells.late, count(entry.late_records));
   cells.late.classList.toggle("bad", entry.late_records > 0);
   const known = watermark(entry.watermark_ms);
-  const next = entry.next_timer_ms === null || known === null ? "" : `, next at W + ${duration(entry.next_timer_ms - known)}`;
-  setText(cells.timers, entry.pending_timers === null ? "—" : `${count(entry.pending_timers)}${next}`);
+  const next =
+    entry.next_timer_ms === null || known === null
+      ? ""
+      : `, next at W + ${duration(entry.next_timer_ms - known)}`;
+  setText(
+    cells.timers,
+    entry.pending_timers === null ? "—" : `${count(entry.pending_timers)}${next}`,
+  );
   setText(cells.lag, count(entry.offset_lag));
   const { values, what } = trendOf(entry);
   row.trend.title = `${what}, last ${entry.trend.batch_id.length} batches`;
@@ -76,7 +87,8 @@ function tickRow({ cells, entry }) {
 
 function showCounts() {
   const counts = new Map();
-  for (const { entry } of rows.values()) counts.set(entry.status, (counts.get(entry.status) || 0) + 1);
+  for (const { entry } of rows.values())
+    counts.set(entry.status, (counts.get(entry.status) || 0) + 1);
   const parts = STATUSES.filter((s) => counts.has(s)).map((s) => `${counts.get(s)} ${s}`);
   setText(document.getElementById("counts"), `${rows.size} queries: ${parts.join(" · ")}`);
   document.getElementById("empty").hidden = rows.size > 0;
@@ -105,7 +117,8 @@ function render(entries, full) {
     if (tbody.children[i] !== row.tr) tbody.insertBefore(row.tr, tbody.children[i] || null);
   });
   const windowMs = entries.length ? entries[0].late_window_ms : null;
-  if (windowMs) setText(document.getElementById("late-heading"), `Late records, last ${duration(windowMs)}`);
+  if (windowMs)
+    setText(document.getElementById("late-heading"), `Late records, last ${duration(windowMs)}`);
   showCounts();
 }
 

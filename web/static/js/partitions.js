@@ -93,7 +93,9 @@ export class PartitionTable {
   }
 
   samples(row) {
-    const shown = row.samples.slice(0, SAMPLES_SHOWN).map((s) => el("span", "sample", sampleText(s)));
+    const shown = row.samples
+      .slice(0, SAMPLES_SHOWN)
+      .map((s) => el("span", "sample", sampleText(s)));
     row.cells.samples.replaceChildren(...shown);
   }
 }

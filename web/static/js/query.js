@@ -19,7 +19,11 @@ const queryId = document.querySelector("main").dataset.query;
 const $ = (id) => document.getElementById(id);
 
 const palette = new Palette();
-const figures = { eventTime: $("event-time-chart"), skew: $("skew-chart"), batches: $("batches-chart") };
+const figures = {
+  eventTime: $("event-time-chart"),
+  skew: $("skew-chart"),
+  batches: $("batches-chart"),
+};
 const charts = {
   eventTime: eventTimeChart(figures.eventTime, palette),
   skew: new Chart(figures.skew, {
@@ -34,7 +38,13 @@ const charts = {
       { key: "duration", label: "duration", stroke: "#7aa2ff", format: "duration", scale: "ms" },
       { key: "rows", label: "input rows", stroke: "#3ddc97", scale: "rows" },
       { key: "late", label: "late records (exact)", stroke: "#ff6b6b", scale: "rows" },
-      { key: "dropped", label: "Spark: dropped by W", stroke: "#f5a524", scale: "rows", dash: [6, 4] },
+      {
+        key: "dropped",
+        label: "Spark: dropped by W",
+        stroke: "#f5a524",
+        scale: "rows",
+        dash: [6, 4],
+      },
     ],
     axes: [
       { format: "duration", scale: "ms" },
@@ -78,7 +88,10 @@ function showBatch(batch, partitions) {
   setText($("skew"), duration(batch.watermark_skew_ms));
   const behind = aheadOfFlink(batch.watermark_ms, batch.flink_watermark_ms);
   setText($("flink-behind"), behind === null ? "" : `Flink's W ${duration(behind)} behind`);
-  setText($("dropped"), `Spark: ${count(batch.rows_dropped_by_watermark)} dropped by W in the last batch`);
+  setText(
+    $("dropped"),
+    `Spark: ${count(batch.rows_dropped_by_watermark)} dropped by W in the last batch`,
+  );
   setText($("offset-lag"), count(sum(partitions.map((p) => p.offset_lag))));
   setText($("input-rate"), `${rate(batch.input_rows_per_second)} rows/s in`);
   setText($("partitions-batch"), `batch ${batch.batch_id}`);
@@ -89,8 +102,13 @@ function showBatch(batch, partitions) {
 function showTimers(timers) {
   if (!timers) return;
   setText($("timers"), count(timers.pending));
-  const due = timers.due_within_ms ? `, ${count(timers.due)} within ${duration(timers.due_within_ms)} of W` : "";
-  setText($("next-timer"), timers.next_expiry_ms === null ? "none pending" : `next ${clock(timers.next_expiry_ms)}${due}`);
+  const due = timers.due_within_ms
+    ? `, ${count(timers.due)} within ${duration(timers.due_within_ms)} of W`
+    : "";
+  setText(
+    $("next-timer"),
+    timers.next_expiry_ms === null ? "none pending" : `next ${clock(timers.next_expiry_ms)}${due}`,
+  );
 }
 
 function showLate(lateRecords, windowMs) {
@@ -101,7 +119,8 @@ function showLate(lateRecords, windowMs) {
 }
 
 function tick() {
-  if (page.watermarkMs !== null) setText($("watermark-age"), duration(serverNow() - page.watermarkMs));
+  if (page.watermarkMs !== null)
+    setText($("watermark-age"), duration(serverNow() - page.watermarkMs));
 }
 
 function loadCharts(series, partitions) {
@@ -155,12 +174,16 @@ function applyBatch({ batch, partitions }) {
   charts.eventTime.push(x, watermarks, id);
   const flink = aheadOfFlink(batch.watermark_ms, batch.flink_watermark_ms);
   charts.skew.push(x, { skew: batch.watermark_skew_ms, flink }, id);
-  charts.batches.push(x, {
-    duration: batch.trigger_duration_ms,
-    rows: batch.num_input_rows,
-    late: sum(partitions.map((p) => p.late_records)),
-    dropped: batch.rows_dropped_by_watermark,
-  }, id);
+  charts.batches.push(
+    x,
+    {
+      duration: batch.trigger_duration_ms,
+      rows: batch.num_input_rows,
+      late: sum(partitions.map((p) => p.late_records)),
+      dropped: batch.rows_dropped_by_watermark,
+    },
+    id,
+  );
   table.apply(partitions);
   showBatch(batch, partitions);
 }
@@ -170,7 +193,8 @@ async function refreshWindow() {
   if (Date.now() - page.windowAt < WINDOW_REFRESH_MS) return;
   page.windowAt = Date.now();
   const detail = await getJson(queryUrl(queryId));
-  if (detail.latest_batch && detail.latest_batch.batch_id === page.lastBatch) table.load(detail.partitions);
+  if (detail.latest_batch && detail.latest_batch.batch_id === page.lastBatch)
+    table.load(detail.partitions);
 }
 
 function applySummary(summary) {
