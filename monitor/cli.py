@@ -209,7 +209,7 @@ def cmd_demo(args: argparse.Namespace) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> None:
     """Serve the dashboard and its JSON API, pushing what the store receives to the browsers."""
-    from web import create_app, socketio
+    from web import alerting, create_app, socketio
 
     engine = _open_store(args.database_url)
     url = engine.url.render_as_string(hide_password=False)
@@ -217,10 +217,16 @@ def cmd_serve(args: argparse.Namespace) -> None:
     app = create_app({"DATABASE_URL": url})
     print(f"wmon: dashboard on http://{args.host}:{args.port}/ (store {display_url(url)})")
     print("wmon: JSON API at /api/queries; Ctrl-C stops the server", flush=True)
-    # Flask-SocketIO refuses Werkzeug's server when stdin is not a terminal (a service, a
-    # container). In threading mode it is the server, serving each connection and WebSocket on
-    # its own thread, which suits a monitor's few browsers; the default host keeps it local.
-    socketio.run(app, host=args.host, port=args.port, allow_unsafe_werkzeug=True)
+    evaluator = alerting.evaluator(app)
+    evaluator.start()
+    try:
+        # Flask-SocketIO refuses Werkzeug's server when stdin is not a terminal (a service, a
+        # container). In threading mode it is the server, serving each connection and WebSocket
+        # on its own thread, which suits a monitor's few browsers; the default host keeps it
+        # local.
+        socketio.run(app, host=args.host, port=args.port, allow_unsafe_werkzeug=True)
+    finally:
+        evaluator.stop()
 
 
 def cmd_prune(args: argparse.Namespace) -> None:

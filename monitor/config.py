@@ -34,6 +34,7 @@ class Settings:
     retention_days: int = DEFAULT_RETENTION_DAYS
     alert_rules: Path | None = None
     alert_interval_s: int = DEFAULT_ALERT_INTERVAL_S
+    api_token: str | None = None
 
 
 def _whole_number(environ: Mapping[str, str], name: str, default: int, minimum: int) -> int:
@@ -58,4 +59,5 @@ def load_settings(environ: Mapping[str, str] = os.environ) -> Settings:
         retention_days=_whole_number(environ, "WMON_RETENTION_DAYS", DEFAULT_RETENTION_DAYS, 1),
         alert_rules=Path(environ["WMON_ALERT_RULES"]) if environ.get("WMON_ALERT_RULES") else None,
         alert_interval_s=_whole_number(environ, "WMON_ALERT_INTERVAL", DEFAULT_ALERT_INTERVAL_S, 1),
+        api_token=environ.get("WMON_API_TOKEN") or None,
     )

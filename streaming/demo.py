@@ -63,6 +63,7 @@ def run_demo(options: DemoOptions) -> None:
     """Run the demo until Ctrl-C (or options.seconds), printing each query's status."""
     import monitor
     from streaming.scooters import ROCKSDB_PROVIDER
+    from web import alerting
 
     workdir = options.workdir.resolve()
     server = serve_dashboard(options)
@@ -96,6 +97,7 @@ def run_demo(options: DemoOptions) -> None:
         for query in queries:
             stop_between_batches(query)
         detached = handle.detach()
+        alerting.evaluator(server.app).stop()
         server.shutdown()
         spark.stop()
         _print_summary(handle, detached)
@@ -195,7 +197,7 @@ def serve_dashboard(options: DemoOptions) -> Any:
     """The dashboard over the demo's store, served from a background thread."""
     from werkzeug.serving import make_server
 
-    from web import create_app
+    from web import alerting, create_app
 
     config: dict[str, Any] = {"STALL_TIMEOUT_MS": int(options.stall_timeout * 1000)}
     if options.database_url:
@@ -212,9 +214,9 @@ def serve_dashboard(options: DemoOptions) -> Any:
             "(choose another with --port)"
         ) from error
     listener.listen(128)
-    server = make_server(
-        options.host, options.port, create_app(config), threaded=True, fd=listener.fileno()
-    )
+    app = create_app(config)
+    alerting.evaluator(app).start()
+    server = make_server(options.host, options.port, app, threaded=True, fd=listener.fileno())
     threading.Thread(target=server.serve_forever, name="dashboard", daemon=True).start()
     return server
 

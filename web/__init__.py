@@ -27,9 +27,11 @@ def now_ms() -> int:
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     """The app: DATABASE_URL (default: WMON_DATABASE_URL or the embedded store),
     POLL_INTERVAL_S, OVERVIEW_REFRESH_S, LATE_WINDOW_MS, STALL_TIMEOUT_MS, RETENTION_DAYS
-    (default: WMON_RETENTION_DAYS), PRUNE_INTERVAL_S and CLOCK (a function returning epoch
+    (default: WMON_RETENTION_DAYS), PRUNE_INTERVAL_S, ALERT_RULES, ALERT_INTERVAL_S (defaults:
+    WMON_ALERT_RULES, WMON_ALERT_INTERVAL), API_TOKEN (default: WMON_API_TOKEN;
+    without one, actions on alerts are refused) and CLOCK (a function returning epoch
     milliseconds) may be set in `config`."""
-    from web import api, db, live, pages, retention, vendor
+    from web import alerting, alerts, api, db, live, pages, retention, vendor
 
     app = Flask(__name__)
     settings = load_settings()
@@ -41,13 +43,18 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         STALL_TIMEOUT_MS=settings.stall_timeout_s * 1000,
         RETENTION_DAYS=settings.retention_days,
         PRUNE_INTERVAL_S=PRUNE_INTERVAL_S,
+        ALERT_RULES=settings.alert_rules,
+        ALERT_INTERVAL_S=settings.alert_interval_s,
+        API_TOKEN=settings.api_token,
         CLOCK=now_ms,
     )
     app.config.update(config or {})
     db.init_app(app)
     live.init_app(app)
     retention.init_app(app)
+    alerting.init_app(app)
     app.register_blueprint(api.bp)
+    app.register_blueprint(alerts.bp)
     app.register_blueprint(pages.bp)
     app.register_blueprint(vendor.bp)
     socketio.init_app(app, async_mode="threading")

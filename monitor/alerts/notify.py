@@ -22,7 +22,7 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.alerts.rulefile import Receiver
-from monitor.store.models import AlertEvent, AlertRow, Delivery, DeliveryAttempt, Query
+from monitor.store.models import AlertEvent, AlertRow, Delivery, DeliveryAttempt, Query, Silence
 
 NOTIFIED = ("firing", "resolved")
 MAX_BACKOFF_MS = 300_000
@@ -66,7 +66,12 @@ def http_post(url: str, payload: dict[str, Any], timeout_s: float = 5.0) -> Sent
 def enqueue(
     session: so.Session, events: Iterable[AlertEvent], receivers: Sequence[Receiver], now_ms: int
 ) -> list[Delivery]:
-    """Queue a delivery of every firing or resolved transition to every receiver."""
+    """Queue a delivery of every firing or resolved transition to every receiver, unless a
+    silence covers the alert."""
+    notified = [event for event in events if event.transition in NOTIFIED]
+    if not notified or not receivers:
+        return []
+    silences = active_silences(session, now_ms)
     deliveries = [
         Delivery(
             alert_event_id=event.id,
@@ -75,12 +80,29 @@ def enqueue(
             attempts=0,
             next_attempt_at_ms=now_ms,
         )
-        for event in events
-        if event.transition in NOTIFIED
+        for event in notified
+        if not any(silenced(session.get_one(AlertRow, event.alert_id), s) for s in silences)
         for receiver in receivers
     ]
     session.add_all(deliveries)
     return deliveries
+
+
+def active_silences(session: so.Session, now_ms: int) -> Sequence[Silence]:
+    """The silences in force at `now_ms`."""
+    return session.scalars(sa.select(Silence).where(Silence.until_ms > now_ms)).all()
+
+
+def silenced(alert: AlertRow, silence: Silence) -> bool:
+    """Whether `silence` covers `alert`: each of its rule, query and partition, when set."""
+    return all(
+        wanted is None or wanted == actual
+        for wanted, actual in (
+            (silence.rule, alert.rule),
+            (silence.query_id, alert.query_id),
+            (silence.partition, alert.partition),
+        )
+    )
 
 
 def _iso(ms: int | None) -> str | None:

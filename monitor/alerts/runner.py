@@ -99,7 +99,9 @@ class AlertRunner:
         """Evaluate until `stop` is set, then hand the lease on. Notifications go out from
         their own thread, so that a slow receiver never holds evaluation up."""
         wait = sleep or stop.wait
-        sender = threading.Thread(target=self._deliver, args=(stop, wait), name="wmon-notify")
+        sender = threading.Thread(
+            target=self._deliver, args=(stop, wait), name="wmon-notify", daemon=True
+        )
         sender.start()
         try:
             while not stop.is_set():

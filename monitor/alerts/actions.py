@@ -1,0 +1,95 @@
+"""What people do to alerts: acknowledge one, silence some for a time, lift a silence.
+
+Each action is stored (an acknowledgement as one of the alert's events), so that the history
+of an incident shows who did what when.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+import sqlalchemy.orm as so
+
+from monitor.store.models import AlertEvent, AlertRow, Silence
+
+LIVE = ("pending", "firing")
+
+
+class ActionError(ValueError):
+    """An action that cannot be done."""
+
+
+class NotFound(ActionError):
+    """No alert or silence with that id."""
+
+
+class NotAllowed(ActionError):
+    """The alert is not in a state that allows the action."""
+
+
+def acknowledge(session: so.Session, alert_id: int, by: str, now_ms: int) -> AlertRow:
+    """Mark a pending or firing alert acknowledged by `by`; stored as one of its events."""
+    alert = session.get(AlertRow, alert_id)
+    if alert is None:
+        raise NotFound(f"no alert {alert_id}")
+    if alert.state not in LIVE:
+        raise NotAllowed(f"alert {alert_id} is {alert.state}: only a live alert is acknowledged")
+    alert.acknowledged_at_ms, alert.acknowledged_by = now_ms, by
+    session.add(
+        AlertEvent(
+            alert_id=alert.id,
+            transition="acknowledged",
+            at_ms=now_ms,
+            value=alert.value,
+            message=f"acknowledged by {by}",
+        )
+    )
+    session.commit()
+    return alert
+
+
+def silence(
+    session: so.Session,
+    *,
+    rule: str | None,
+    query_id: str | None,
+    partition: str | None,
+    until_ms: int,
+    now_ms: int,
+    by: str,
+    comment: str | None = None,
+) -> Silence:
+    """Keep notifications of matching alerts (None matches anything) from going out until
+    `until_ms`."""
+    if until_ms <= now_ms:
+        raise NotAllowed("a silence must end in the future")
+    created = Silence(
+        rule=rule,
+        query_id=query_id,
+        partition=partition,
+        created_at_ms=now_ms,
+        until_ms=until_ms,
+        created_by=by,
+        comment=comment,
+    )
+    session.add(created)
+    session.commit()
+    return created
+
+
+def lift_silence(session: so.Session, silence_id: int, now_ms: int) -> Silence:
+    """End a silence now."""
+    found = session.get(Silence, silence_id)
+    if found is None:
+        raise NotFound(f"no silence {silence_id}")
+    found.until_ms = min(found.until_ms, now_ms)
+    session.commit()
+    return found
+
+
+def alert_events(session: so.Session, alert_id: int) -> Sequence[AlertEvent]:
+    """An alert's events, oldest first."""
+    return session.scalars(
+        sa.select(AlertEvent).where(AlertEvent.alert_id == alert_id).order_by(AlertEvent.id)
+    ).all()

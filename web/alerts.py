@@ -1,0 +1,250 @@
+"""The alerts API: list alerts and silences, read an incident's history, act on alerts.
+
+Reading needs nothing; acting (acknowledge, silence, lift a silence) needs the configured
+token as `Authorization: Bearer <token>`. Without a configured token actions are refused.
+"""
+
+from __future__ import annotations
+
+import hmac
+from typing import Any
+
+import sqlalchemy as sa
+import sqlalchemy.orm as so
+from flask import Blueprint, current_app, request
+
+from monitor.alerts.actions import (
+    ActionError,
+    NotFound,
+    acknowledge,
+    alert_events,
+    lift_silence,
+    silence,
+)
+from monitor.alerts.notify import active_silences, silenced
+from monitor.alerts.rules import RULES
+from monitor.store.models import AlertEvent, AlertRow, Delivery, DeliveryAttempt, Query, Silence
+from monitor.store.reads import QueryNotFound, find_query
+from web import db
+from web.params import MAX_LIMIT, BadParameter, bounded
+
+bp = Blueprint("alerts", __name__, url_prefix="/api")
+
+MAX_SILENCE_MINUTES = 7 * 24 * 60
+
+
+class Refused(Exception):
+    """A request to act without the right token; the status says which."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@bp.errorhandler(Refused)
+def refused(error: Refused) -> tuple[dict[str, str], int]:
+    """401 for a missing or wrong token, 403 when no token is configured."""
+    return {"error": str(error)}, error.status
+
+
+@bp.errorhandler(ActionError)
+def not_possible(error: ActionError) -> tuple[dict[str, str], int]:
+    """404 for an unknown alert or silence, 409 for an action the state does not allow."""
+    return {"error": str(error)}, 404 if isinstance(error, NotFound) else 409
+
+
+@bp.errorhandler(BadParameter)
+def bad_parameter(error: BadParameter) -> tuple[dict[str, str], int]:
+    """A malformed or out-of-range parameter: 400 naming it."""
+    return {"error": str(error)}, 400
+
+
+@bp.errorhandler(QueryNotFound)
+def query_not_found(error: QueryNotFound) -> tuple[dict[str, str], int]:
+    """An unknown query id or name: 404."""
+    return {"error": str(error.args[0])}, 404
+
+
+def _check_token() -> None:
+    token = current_app.config["API_TOKEN"]
+    if not token:
+        raise Refused("actions are disabled: the server has no token (set WMON_API_TOKEN)", 403)
+    given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+    if not hmac.compare_digest(given.encode(), token.encode()):
+        raise Refused("a valid token is needed: send Authorization: Bearer <token>", 401)
+
+
+def _now() -> int:
+    now: int = current_app.config["CLOCK"]()
+    return now
+
+
+def _alert_json(alert: AlertRow, name: str | None, silences: list[Silence]) -> dict[str, Any]:
+    return {
+        "id": alert.id,
+        "rule": alert.rule,
+        "severity": alert.severity,
+        "state": alert.state,
+        "query_id": alert.query_id,
+        "query": name,
+        "partition": alert.partition or None,
+        "message": alert.message,
+        "value": alert.value,
+        "active_since_ms": alert.active_since_ms,
+        "fired_at_ms": alert.fired_at_ms,
+        "resolved_at_ms": alert.resolved_at_ms,
+        "acknowledged_at_ms": alert.acknowledged_at_ms,
+        "acknowledged_by": alert.acknowledged_by,
+        "silenced": any(silenced(alert, s) for s in silences),
+    }
+
+
+@bp.get("/alerts")
+def list_alerts() -> dict[str, Any]:
+    """Alerts, newest first: `state` live (pending and firing, the default) or all;
+    `query` (id or name) and `limit` narrow it."""
+    session = db.session()
+    state = request.args.get("state", "live")
+    if state not in ("live", "all"):
+        raise BadParameter(f"state must be live or all, not {state!r}")
+    select = (
+        sa.select(AlertRow, Query.name)
+        .join(Query, Query.id == AlertRow.query_id)
+        .order_by(AlertRow.active_since_ms.desc(), AlertRow.id.desc())
+        .limit(bounded(request.args, "limit", 100, 1, MAX_LIMIT))
+    )
+    if state == "live":
+        select = select.where(AlertRow.state.in_(("pending", "firing")))
+    if "query" in request.args:
+        select = select.where(AlertRow.query_id == find_query(session, request.args["query"]).id)
+    silences = list(active_silences(session, _now()))
+    rows = session.execute(select).all()
+    return {"alerts": [_alert_json(alert, name, silences) for alert, name in rows]}
+
+
+@bp.get("/alerts/<int:alert_id>")
+def one_alert(alert_id: int) -> dict[str, Any]:
+    """One alert with its transitions and every notification attempt: an incident's story."""
+    session = db.session()
+    alert = session.get(AlertRow, alert_id)
+    if alert is None:
+        raise NotFound(f"no alert {alert_id}")
+    name = session.scalar(sa.select(Query.name).where(Query.id == alert.query_id))
+    silences = list(active_silences(session, _now()))
+    return {
+        "alert": _alert_json(alert, name, silences),
+        "events": [
+            {"transition": e.transition, "at_ms": e.at_ms, "value": e.value, "message": e.message}
+            for e in alert_events(session, alert_id)
+        ],
+        "deliveries": _deliveries(session, alert_id),
+    }
+
+
+def _deliveries(session: so.Session, alert_id: int) -> list[dict[str, Any]]:
+    rows = session.execute(
+        sa.select(Delivery, AlertEvent.transition)
+        .join(AlertEvent, AlertEvent.id == Delivery.alert_event_id)
+        .where(AlertEvent.alert_id == alert_id)
+        .order_by(Delivery.id)
+    ).all()
+    return [
+        {
+            "id": delivery.id,
+            "transition": transition,
+            "receiver": delivery.receiver,
+            "delivered_at_ms": delivery.delivered_at_ms,
+            "abandoned_at_ms": delivery.abandoned_at_ms,
+            "attempts": [
+                {"at_ms": a.at_ms, "ok": a.ok, "status_code": a.status_code, "error": a.error}
+                for a in session.scalars(
+                    sa.select(DeliveryAttempt)
+                    .where(DeliveryAttempt.delivery_id == delivery.id)
+                    .order_by(DeliveryAttempt.id)
+                )
+            ],
+        }
+        for delivery, transition in rows
+    ]
+
+
+def _body() -> dict[str, Any]:
+    body = request.get_json(silent=True)
+    if body is None and request.data:
+        raise BadParameter("the body must be a JSON object")
+    if body is not None and not isinstance(body, dict):
+        raise BadParameter("the body must be a JSON object")
+    return body or {}
+
+
+def _text(body: dict[str, Any], name: str, default: str | None = None) -> str | None:
+    value = body.get(name, default)
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise BadParameter(f"{name} must be a non-empty text")
+    return value
+
+
+@bp.post("/alerts/<int:alert_id>/acknowledge")
+def acknowledge_alert(alert_id: int) -> dict[str, Any]:
+    """Acknowledge a live alert (token needed); `by` names who did (default: dashboard)."""
+    _check_token()
+    by = _text(_body(), "by", "dashboard") or "dashboard"
+    session = db.session()
+    alert = acknowledge(session, alert_id, by, _now())
+    name = session.scalar(sa.select(Query.name).where(Query.id == alert.query_id))
+    return {"alert": _alert_json(alert, name, list(active_silences(session, _now())))}
+
+
+def _silence_json(found: Silence) -> dict[str, Any]:
+    return {
+        "id": found.id,
+        "rule": found.rule,
+        "query_id": found.query_id,
+        "partition": found.partition,
+        "created_at_ms": found.created_at_ms,
+        "until_ms": found.until_ms,
+        "created_by": found.created_by,
+        "comment": found.comment,
+    }
+
+
+@bp.get("/silences")
+def list_silences() -> dict[str, Any]:
+    """The silences in force."""
+    return {"silences": [_silence_json(s) for s in active_silences(db.session(), _now())]}
+
+
+@bp.post("/silences")
+def create_silence() -> tuple[dict[str, Any], int]:
+    """Silence the alerts that match `rule`, `query`, `partition` (each optional) for
+    `minutes` (token needed)."""
+    _check_token()
+    body, session = _body(), db.session()
+    minutes = body.get("minutes")
+    if isinstance(minutes, bool) or not isinstance(minutes, int):
+        raise BadParameter("minutes must be a whole number")
+    if not 1 <= minutes <= MAX_SILENCE_MINUTES:
+        raise BadParameter(f"minutes must be between 1 and {MAX_SILENCE_MINUTES}, not {minutes}")
+    rule = _text(body, "rule")
+    if rule is not None and rule not in RULES:
+        raise BadParameter(f"no rule named {rule!r}")
+    query = _text(body, "query")
+    now = _now()
+    created = silence(
+        session,
+        rule=rule,
+        query_id=find_query(session, query).id if query else None,
+        partition=_text(body, "partition"),
+        until_ms=now + minutes * 60_000,
+        now_ms=now,
+        by=_text(body, "by", "dashboard") or "dashboard",
+        comment=_text(body, "comment"),
+    )
+    return {"silence": _silence_json(created)}, 201
+
+
+@bp.delete("/silences/<int:silence_id>")
+def delete_silence(silence_id: int) -> dict[str, Any]:
+    """End a silence now (token needed)."""
+    _check_token()
+    return {"silence": _silence_json(lift_silence(db.session(), silence_id, _now()))}
