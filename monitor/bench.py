@@ -1,4 +1,6 @@
-"""`wmon bench`: the listener's time per progress event and the store's sustained ingest rate."""
+"""`wmon bench`: the listener's time per progress event, the store's sustained ingest rate, the
+instrumented operator's overhead, and the dashboard's latency and history (bench_live.py,
+bench_history.py)."""
 
 from __future__ import annotations
 
@@ -50,7 +52,52 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
         default=100_000,
         help="records per run of the instrumented-operator overhead test (default 100000; 0 skips)",
     )
+    _add_dashboard_arguments(parser)
     return parser
+
+
+def _add_dashboard_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--dashboard",
+        action="store_true",
+        help="measure only the dashboard: store-to-browser latency and opening a day of history",
+    )
+    parser.add_argument(
+        "--clients",
+        type=int,
+        default=100,
+        help="Socket.IO clients watching one query (default 100; 0 skips the latency test)",
+    )
+    parser.add_argument(
+        "--client-processes",
+        type=int,
+        default=4,
+        help="processes the clients are spread over (default 4)",
+    )
+    parser.add_argument(
+        "--live-seconds",
+        type=int,
+        default=60,
+        help="batches written, one a second, while the clients watch (default 60)",
+    )
+    parser.add_argument(
+        "--history-hours",
+        type=int,
+        default=24,
+        help="hours of 1-second batches the History page opens (default 24; 0 skips)",
+    )
+    parser.add_argument(
+        "--history-points",
+        type=int,
+        default=1_000,
+        help="points per series, as a chart 1,000 pixels wide asks (default 1000)",
+    )
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=Path("var/bench"),
+        help="where the filled SQLite history store is kept for the next run (default var/bench)",
+    )
 
 
 def synthetic_progress(
@@ -203,7 +250,14 @@ def spark_callback_times(seconds: int, partitions: int) -> tuple[list[float], li
 
 
 def run_bench(args: argparse.Namespace) -> None:
-    """Run every measurement and print the figures the README quotes."""
+    """Run every measurement asked for and print the figures the README quotes."""
+    if not args.dashboard:
+        collector_figures(args)
+    dashboard_figures(args)
+
+
+def collector_figures(args: argparse.Namespace) -> None:
+    """The listener, the store's ingest, the instrumented operator and a real Spark run."""
     with tempfile.TemporaryDirectory(prefix="wmon-bench-") as folder:
         sqlite_url = f"sqlite:///{folder}/bench.db"
         print(f"listener, {args.events} progress events x {args.partitions} partitions:")
@@ -237,6 +291,17 @@ def run_bench(args: argparse.Namespace) -> None:
             f"  PySpark's default listener path, {len(pyspark_path)} progress events:",
             _ms(pyspark_path),
         )
+
+
+def dashboard_figures(args: argparse.Namespace) -> None:
+    """Store-to-browser latency with many clients, and a History page opening a day."""
+    from monitor.bench_history import history_figures
+    from monitor.bench_live import live_figures
+
+    if args.clients > 0:
+        live_figures(args)
+    if args.history_hours > 0:
+        history_figures(args)
 
 
 def instrument_overhead(records: int, rounds: int = 3) -> tuple[float, float]:

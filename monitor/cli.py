@@ -247,7 +247,7 @@ def cmd_prune(args: argparse.Namespace) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> None:
-    """Measure the listener's time per event and the store's ingest rate."""
+    """Measure the listener, the store, the instrumented operator and the dashboard."""
     from monitor.bench import run_bench
 
     run_bench(args)
@@ -487,7 +487,7 @@ def build_parser() -> Parser:
     )
     prune.set_defaults(func=cmd_prune)
     add_bench_arguments(
-        commands.add_parser("bench", help="benchmark the listener and the store")
+        commands.add_parser("bench", help="benchmark the listener, the store and the dashboard")
     ).set_defaults(func=cmd_bench)
     return parser
 

@@ -1,0 +1,140 @@
+"""`wmon bench`, history: the time a History page takes to open a day of 64 partitions.
+
+The store is filled in bulk (monitor/store/synthetic.py) with one query's 1-second batches; the
+SQLite file is kept under var/bench/ and reused, migrated when the schema changed. The page's
+requests go over HTTP to the real app in a threaded server, as a browser sends them: the page,
+the query (to find the newest batch), then the batches and the partition history at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import statistics
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+
+import sqlalchemy as sa
+from werkzeug.serving import make_server
+
+from monitor.store.engine import create_engine, display_url
+from monitor.store.migrate import upgrade
+from monitor.store.scratch import scratch_database
+from monitor.store.synthetic import fill
+
+QUERY = "bench-history"
+START_MS = 1_795_000_000_000
+STEP_MS = 1_000
+# The bench's store holds a fixed day: the server must not prune it as it ages.
+KEEP_DAYS = 36_500
+REQUESTS = ("page", "query", "batches", "partitions/history")
+
+
+def sqlite_store(folder: Path, hours: int, partitions: int) -> tuple[str, float | None]:
+    """The URL of the cached SQLite store of `hours` of history, migrated to the newest schema,
+    and the seconds spent filling it (None when it was there already)."""
+    path = folder / f"history-{hours}h-{partitions}p.db"
+    if path.exists():
+        engine = create_engine(f"sqlite:///{path}")
+        upgrade(engine)
+        engine.dispose()
+        return f"sqlite:///{path}", None
+    building = path.with_suffix(".building")
+    for left in ("", "-wal", "-shm"):  # of a fill that was interrupted
+        Path(f"{building}{left}").unlink(missing_ok=True)
+    seconds = fill_store(f"sqlite:///{building}", hours, partitions)
+    building.rename(path)
+    return f"sqlite:///{path}", seconds
+
+
+def fill_store(database_url: str, hours: int, partitions: int) -> float:
+    """Migrate an empty store and fill it with `hours` of 1-second batches; seconds it took."""
+    engine = create_engine(database_url)
+    upgrade(engine)
+    started = time.perf_counter()
+    fill(engine, QUERY, START_MS, hours * 3_600_000 // STEP_MS, partitions, STEP_MS)
+    if engine.dialect.name == "postgresql":
+        # As autovacuum would have by then: the planner needs the new tables' statistics.
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+            connection.execute(sa.text("ANALYZE"))
+    engine.dispose()
+    return time.perf_counter() - started
+
+
+@contextmanager
+def served(database_url: str) -> Iterator[str]:
+    """The dashboard app in a threaded HTTP server on a free port, for a with-block."""
+    from web import create_app, db
+
+    app = create_app({"DATABASE_URL": database_url, "RETENTION_DAYS": KEEP_DAYS})
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # not a line per request
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        thread.join(timeout=10)
+        db.dispose(app)
+
+
+def _get(url: str) -> float:
+    """Seconds until the whole answer arrived."""
+    started = time.perf_counter()
+    with urllib.request.urlopen(url, timeout=120) as answer:
+        answer.read()
+    return time.perf_counter() - started
+
+
+def open_day(base: str, hours: int, points: int) -> dict[str, float]:
+    """Open the History page on the whole range, as the browser does; seconds per request."""
+    query = f"{base}/api/queries/{QUERY}"
+    span = f"from={START_MS}&to={START_MS + hours * 3_600_000}&points={points}"
+    started = time.perf_counter()
+    timings = {"page": _get(f"{base}/queries/{QUERY}/history"), "query": _get(query)}
+    with ThreadPoolExecutor(2) as pool:
+        both = pool.map(_get, [f"{query}/batches?{span}", f"{query}/partitions/history?{span}"])
+        timings["batches"], timings["partitions/history"] = both
+    timings["total"] = time.perf_counter() - started
+    return timings
+
+
+def history_times(
+    database_url: str, hours: int, points: int, rounds: int = 4
+) -> list[dict[str, float]]:
+    """Open the page `rounds` times on a freshly started app: the first is cold."""
+    with served(database_url) as base:
+        return [open_day(base, hours, points) for _ in range(rounds)]
+
+
+def history_figures(args: argparse.Namespace) -> None:
+    """Measure on the cached SQLite store and, unless skipped, on PostgreSQL; print the figures."""
+    hours, partitions, points = args.history_hours, args.partitions, args.history_points
+    print(
+        f"History page, {hours} h of 1-second batches x {partitions} partitions, "
+        f"{points} points, over HTTP:",
+        flush=True,
+    )
+    url, seconds = sqlite_store(args.cache, hours, partitions)
+    built = "cached" if seconds is None else f"filled in {seconds:.0f} s"
+    print(f"  SQLite ({built}: {display_url(url)})", flush=True)
+    report(history_times(url, hours, points))
+    if not args.no_postgres:
+        with scratch_database(args.postgres_url, "wmon_bench") as url:
+            seconds = fill_store(url, hours, partitions)
+            print(f"  PostgreSQL (filled in {seconds:.0f} s)", flush=True)
+            report(history_times(url, hours, points))
+
+
+def report(rounds: list[dict[str, float]]) -> None:
+    """Print the cold open and the median of the warm ones, request by request."""
+    cold, warm = rounds[0], rounds[1:]
+    for name in (*REQUESTS, "total"):
+        again = statistics.median(r[name] for r in warm)
+        print(f"    {name:<20} cold {cold[name] * 1000:6.0f} ms, warm {again * 1000:6.0f} ms")

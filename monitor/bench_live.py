@@ -1,0 +1,219 @@
+"""`wmon bench`, live: how long a stored batch takes to reach 100 connected browsers.
+
+`wmon serve` runs in a process of its own on a fresh store. The clients, real Socket.IO
+clients, are spread over a few processes (one interpreter would queue their receipts behind
+each other) and subscribe to one query's room. This process is the writer: it stores one batch
+of 64 partitions a second through the real write path and notes when each was committed.
+A delivery's latency is the time it arrived at a client minus the time its batch was committed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from multiprocessing.synchronize import Event as EventType
+from typing import IO, Any
+
+from monitor.bench import synthetic_progress
+from monitor.progress import parse_progress
+from monitor.store.engine import create_engine
+from monitor.store.migrate import upgrade
+from monitor.store.scratch import scratch_database
+from monitor.store.writes import write_events
+
+QUERY = "bench-live"
+START_S = 30.0
+SETTLE_S = 3.0
+# What one client received: (batch id, epoch seconds) per `batch` event.
+Arrivals = list[tuple[int, float]]
+
+
+@dataclass
+class Deliveries:
+    """What reached the clients: latencies in seconds, and how many were expected."""
+
+    latencies: list[float]
+    expected: int
+
+    def summary(self) -> str:
+        """p50, p95 and max, and the share delivered."""
+        ordered = sorted(self.latencies) or [float("nan")]
+        p95 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
+        return (
+            f"p50 {statistics.median(ordered) * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms, "
+            f"max {ordered[-1] * 1000:.0f} ms; {len(self.latencies):,} of "
+            f"{self.expected:,} deliveries"
+        )
+
+
+def free_port() -> int:
+    """A local TCP port nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def store_batch(engine: Any, batch_id: int, partitions: int) -> float:
+    """Store one batch, stamped with the time now, through the real write path; when it was
+    committed."""
+    doc = synthetic_progress(QUERY, QUERY, batch_id, partitions, time.time_ns() // 1_000_000)
+    write_events(engine, [parse_progress(doc)])
+    return time.time()
+
+
+def _serve(database_url: str, port: int, log: IO[bytes]) -> subprocess.Popen[bytes]:
+    """`wmon serve` on the store, once it answers; what it prints goes to `log`."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "monitor.cli", "serve", "--port", str(port)]
+        + ["--database-url", database_url],
+        stdout=log,
+        stderr=log,
+    )
+    deadline = time.monotonic() + START_S
+    while not _answers(port):
+        if time.monotonic() > deadline or server.poll() is not None:
+            server.kill()
+            log.seek(0)
+            said = log.read().decode(errors="replace")[-2_000:]
+            raise RuntimeError(f"wmon serve did not answer within {START_S:.0f} s: {said}")
+        time.sleep(0.2)
+    return server
+
+
+def _answers(port: int) -> bool:
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/api/queries", timeout=5).read()
+    except OSError:
+        return False
+    return True
+
+
+def clients(url: str, count: int, ready: Any, stop: EventType, results: Any) -> None:
+    """In a process of its own: `count` clients subscribed to the query; what each received,
+    once `stop` is set. The process is ended from outside."""
+    import socketio
+
+    received: list[Arrivals] = []
+    for _ in range(count):
+        arrivals: Arrivals = []
+        client = socketio.Client(reconnection=False)
+        client.on("batch", lambda data, into=arrivals: into.append((_batch_id(data), time.time())))
+        client.connect(url, wait_timeout=30)
+        client.call("subscribe", {"query": QUERY, "after_batch": None}, timeout=30)
+        received.append(arrivals)
+    ready.put(count)
+    stop.wait()
+    results.put(json.dumps(received))
+
+
+def _batch_id(data: dict[str, Any]) -> int:
+    batch_id: int = data["batch"]["batch_id"]
+    return batch_id
+
+
+def measure(
+    database_url: str, count: int, processes: int, seconds: int, partitions: int
+) -> Deliveries:
+    """Latency from commit to client, over `seconds` batches to `count` subscribed clients."""
+    engine = create_engine(database_url)
+    upgrade(engine)
+    store_batch(engine, 0, partitions)
+    try:
+        with served(database_url) as url, watching(url, count, processes) as collect:
+            committed = _write(engine, seconds, partitions)
+            time.sleep(SETTLE_S)
+            received = collect()
+    finally:
+        engine.dispose()
+    return _deliveries(committed, received)
+
+
+@contextmanager
+def served(database_url: str) -> Iterator[str]:
+    """`wmon serve` on the store in a process of its own, for a with-block; its address."""
+    port = free_port()
+    with tempfile.TemporaryFile() as log:
+        server = _serve(database_url, port, log)
+        try:
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+
+
+@contextmanager
+def watching(url: str, count: int, processes: int) -> Iterator[Callable[[], list[Arrivals]]]:
+    """`count` subscribed clients in `processes` processes; a function that stops them and
+    returns, client by client, the batches each received and when."""
+    context = multiprocessing.get_context("spawn")
+    ready, results, stop = context.Queue(), context.Queue(), context.Event()
+    shares = [count // processes + (i < count % processes) for i in range(processes)]
+    groups = [
+        context.Process(target=clients, args=(url, n, ready, stop, results), daemon=True)
+        for n in shares
+        if n
+    ]
+
+    def collect() -> list[Arrivals]:
+        stop.set()
+        return [client for _ in groups for client in json.loads(results.get(timeout=60))]
+
+    for group in groups:
+        group.start()
+    try:
+        for _ in groups:
+            ready.get(timeout=120)
+        yield collect
+    finally:
+        # Once they have answered, the processes end with their connections, with no goodbyes:
+        # a client's disconnect waits up to 3 s for the server's close frame.
+        for group in groups:
+            group.terminate()
+            group.join()
+
+
+def _write(engine: Any, seconds: int, partitions: int) -> dict[int, float]:
+    """One batch a second, on the second; when each was committed, by batch id."""
+    committed = {}
+    started = time.monotonic()
+    for batch_id in range(1, seconds + 1):
+        time.sleep(max(0.0, started + batch_id - time.monotonic()))
+        committed[batch_id] = store_batch(engine, batch_id, partitions)
+    return committed
+
+
+def _deliveries(committed: dict[int, float], received: list[Arrivals]) -> Deliveries:
+    latencies = [
+        at - committed[batch_id]
+        for arrivals in received
+        for batch_id, at in arrivals
+        if batch_id in committed
+    ]
+    return Deliveries(latencies, len(committed) * len(received))
+
+
+def live_figures(args: argparse.Namespace) -> None:
+    """Measure on a fresh SQLite store and, unless skipped, on PostgreSQL; print the figures."""
+    print(
+        f"store to browser, {args.clients} Socket.IO clients in {args.client_processes} "
+        f"processes, a batch of {args.partitions} partitions a second for {args.live_seconds} s:",
+        flush=True,
+    )
+    sizes = (args.clients, args.client_processes, args.live_seconds, args.partitions)
+    with tempfile.TemporaryDirectory(prefix="wmon-bench-") as folder:
+        print("  SQLite:", measure(f"sqlite:///{folder}/live.db", *sizes).summary(), flush=True)
+    if not args.no_postgres:
+        with scratch_database(args.postgres_url, "wmon_bench") as url:
+            print("  PostgreSQL:", measure(url, *sizes).summary(), flush=True)
