@@ -191,8 +191,8 @@ def test_the_query_page_updates_live_while_a_query_runs(
 
         page.wait_for_function(
             "(batch) => Number(document.getElementById('batch-id').textContent) >= batch",
-            arg=first_batch + 3,
-            timeout=90_000,
+            arg=first_batch + 2,
+            timeout=120_000,
         )
         assert_not_reloaded(page)
         for figure, before in points.items():
