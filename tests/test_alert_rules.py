@@ -2,7 +2,14 @@
 
 import pytest
 
-from monitor.alerts.rules import RULES, PartitionFacts, QueryFacts, Severity, rule
+from monitor.alerts.rules import (
+    RULES,
+    PartitionFacts,
+    QueryFacts,
+    Severity,
+    failure_reason,
+    rule,
+)
 
 NOW = 1_800_000_000_000
 MINUTE = 60_000
@@ -52,6 +59,7 @@ def found(name, query_facts, **params):
         ("watermark_age", facts(watermark_ms=NOW - 11 * MINUTE), {}, [(None, 11 * MINUTE)]),
         ("watermark_age", facts(), {}, []),
         ("watermark_age", facts(watermark_ms=None), {}, []),
+        ("watermark_age", facts(watermark_ms=0), {}, []),
         ("offset_lag", facts(partitions=PARTS), {"threshold": 509}, [(None, 510)]),
         ("offset_lag", facts(partitions=PARTS), {}, []),
         ("query_failed", facts(status="failed", exception="boom\nat x"), {}, [(None, None)]),
@@ -80,6 +88,7 @@ def found(name, query_facts, **params):
         "old-watermark",
         "fresh-watermark",
         "no-watermark",
+        "no-watermark-yet",
         "lag-above",
         "lag-below-default",
         "failed",
@@ -108,3 +117,26 @@ def test_rule_names_are_unique():
         @rule("again", Severity.WARNING)
         def watermark_stalled(facts, now_ms, params):
             return []
+
+
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ("boom\n at x", "boom"),
+        (None, "no exception text"),
+        (
+            "py4j.Py4JException: An exception was raised by the Python Proxy. Return Message: "
+            'Traceback (most recent call last):\n  File "x.py", line 3, in call\n'
+            "    raise RuntimeError('gone')\nRuntimeError: the scooter table is gone\n\n"
+            "\tat py4j.Protocol.getReturnValue(Protocol.java:476)",
+            "RuntimeError: the scooter table is gone",
+        ),
+        (
+            "org.apache.spark.SparkException: Job aborted.\nCaused by: java.io.IOException: disk",
+            "org.apache.spark.SparkException: Job aborted.",
+        ),
+    ],
+    ids=["first-line", "none", "python-traceback", "java-only"],
+)
+def test_failure_reason(text, reason):
+    assert failure_reason(text) == reason

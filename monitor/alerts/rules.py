@@ -9,6 +9,7 @@ rules file overrides them per query (:mod:`monitor.alerts.rulefile`). Durations 
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -195,8 +196,9 @@ def late_records(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding
     threshold=(Kind.DURATION, 600_000),
 )
 def watermark_age(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
-    """now - W is above the threshold while the query runs."""
-    if not facts.active or facts.watermark_ms is None:
+    """now - W is above the threshold while the query runs (Spark's W is 0 until its first
+    watermark: no age yet)."""
+    if not facts.active or not facts.watermark_ms:
         return []
     age = now_ms - facts.watermark_ms
     if age <= params["threshold"]:
@@ -218,13 +220,27 @@ def offset_lag(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
     return [Finding(None, lag, f"{lag:,} records wait to be read")]
 
 
+_PYTHON_ERROR = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit): \S")
+
+
+def failure_reason(exception: str | None) -> str:
+    """The line of Spark's exception text that says what went wrong: the error a Python
+    traceback in it ends with (a foreachBatch or UDF failure), else its first line."""
+    lines = (exception or "no exception text").strip().splitlines()
+    traced = False
+    for line in lines:
+        if traced and _PYTHON_ERROR.match(line):
+            return line.strip()[:200]
+        traced = traced or "Traceback (most recent call last)" in line
+    return lines[0].strip()[:200]
+
+
 @rule("the query ended with an exception", Severity.CRITICAL)
 def query_failed(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
     """The query's last run failed."""
     if facts.status != "failed":
         return []
-    first_line = (facts.exception or "no exception text").strip().splitlines()[0]
-    return [Finding(None, None, f"the query failed: {first_line[:200]}")]
+    return [Finding(None, None, f"the query failed: {failure_reason(facts.exception)}")]
 
 
 @rule("the query stopped", Severity.WARNING)
