@@ -480,3 +480,11 @@ def test_the_app_connects_on_the_first_request_not_before():
     response = app.test_client().get("/api/queries")
     assert response.status_code == 503 and "cannot use the store" in response.get_json()["error"]
     db.dispose(app)
+
+
+def test_spark_s_first_watermark_of_0_has_no_age(client, engine):
+    write_event(engine, batch_event("q0", 0, NOW - 1_000, name="first", watermark_ms=0))
+    [entry] = ok(client.get("/api/queries"))["queries"]
+    assert entry["watermark_ms"] == 0 and entry["watermark_age_ms"] is None
+    series = ok(client.get(f"/api/queries/q0/batches?from={NOW - 60_000}&to={NOW}"))["series"]
+    assert series["watermark_age_max_ms"] == [None]
