@@ -8,8 +8,6 @@ as the alerts it changes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
@@ -18,7 +16,7 @@ from monitor.alerts.notify import enqueue
 from monitor.alerts.rulefile import RuleConfig, RuleSet
 from monitor.alerts.rules import RULES, Finding, PartitionFacts, QueryFacts
 from monitor.store.models import AlertEvent, AlertRow, Partition, Query
-from monitor.store.reads import list_queries
+from monitor.store.reads import batch_partitions, list_queries
 from monitor.store.summary import late_by_partition, latest_batch
 
 LIVE = (State.PENDING.value, State.FIRING.value)
@@ -28,13 +26,7 @@ def query_facts(session: so.Session, query: Query, now_ms: int, late_window_ms: 
     """What the rules know of `query` at `now_ms`, late records counted over the window."""
     batch = latest_batch(session, query.id)
     late = late_by_partition(session, query.id, now_ms - late_window_ms)
-    partitions: Sequence[Partition] = []
-    if batch is not None:
-        partitions = session.scalars(
-            sa.select(Partition).where(
-                Partition.query_id == query.id, Partition.batch_id == batch.batch_id
-            )
-        ).all()
+    partitions = batch_partitions(session, query.id, batch.batch_id) if batch else []
     names = {p.partition for p in partitions} | set(late)
     by_name = {p.partition: p for p in partitions}
     return QueryFacts(
