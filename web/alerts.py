@@ -79,7 +79,8 @@ def _now() -> int:
     return now
 
 
-def _alert_json(alert: AlertRow, name: str | None, silences: list[Silence]) -> dict[str, Any]:
+def alert_json(alert: AlertRow, name: str | None, silences: list[Silence]) -> dict[str, Any]:
+    """An alert as the API and the live `alert` events show it; `name` is its query's."""
     return {
         "id": alert.id,
         "rule": alert.rule,
@@ -119,7 +120,7 @@ def list_alerts() -> dict[str, Any]:
         select = select.where(AlertRow.query_id == find_query(session, request.args["query"]).id)
     silences = list(active_silences(session, _now()))
     rows = session.execute(select).all()
-    return {"alerts": [_alert_json(alert, name, silences) for alert, name in rows]}
+    return {"alerts": [alert_json(alert, name, silences) for alert, name in rows]}
 
 
 @bp.get("/alerts/<int:alert_id>")
@@ -132,7 +133,7 @@ def one_alert(alert_id: int) -> dict[str, Any]:
     name = session.scalar(sa.select(Query.name).where(Query.id == alert.query_id))
     silences = list(active_silences(session, _now()))
     return {
-        "alert": _alert_json(alert, name, silences),
+        "alert": alert_json(alert, name, silences),
         "events": [
             {"transition": e.transition, "at_ms": e.at_ms, "value": e.value, "message": e.message}
             for e in alert_events(session, alert_id)
@@ -192,7 +193,7 @@ def acknowledge_alert(alert_id: int) -> dict[str, Any]:
     session = db.session()
     alert = acknowledge(session, alert_id, by, _now())
     name = session.scalar(sa.select(Query.name).where(Query.id == alert.query_id))
-    return {"alert": _alert_json(alert, name, list(active_silences(session, _now())))}
+    return {"alert": alert_json(alert, name, list(active_silences(session, _now())))}
 
 
 def _silence_json(found: Silence) -> dict[str, Any]:
