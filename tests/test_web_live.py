@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from functools import partial
 from pathlib import Path
 
@@ -21,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 T0 = 1_795_316_400_000
 LATENCY_S = 1.0
 WAIT_S = 10.0
+TOKEN = "s3cret"
 
 
 class Writer:
@@ -56,7 +58,7 @@ class Writer:
 class Browser:
     """A Socket.IO client that records each event with the time it arrived."""
 
-    EVENTS = ("batch", "timers", "summary", "overview")
+    EVENTS = ("batch", "timers", "summary", "overview", "alert")
 
     def __init__(self, url):
         self.received = []
@@ -107,7 +109,7 @@ def writer(database_url):
 @pytest.fixture
 def server(database_url):
     """The app served on a free port by Werkzeug's threaded server, as `wmon serve` does."""
-    app = create_app({"DATABASE_URL": database_url, "POLL_INTERVAL_S": 0.2})
+    app = create_app({"DATABASE_URL": database_url, "POLL_INTERVAL_S": 0.2, "API_TOKEN": TOKEN})
     http = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=http.serve_forever, daemon=True)
     thread.start()
@@ -281,3 +283,84 @@ def test_bad_subscriptions_are_refused_with_a_reason(writer, browsers):
         ack = browser.client.call("subscribe", payload, timeout=WAIT_S)
         assert error in ack["error"], (payload, ack)
     assert browser.subscribe("q") == {"query": "q", "caught_up": 0, "complete": True}
+
+
+def evaluate_in_another_process(database_url):
+    """One pass of `wmon alerts run --once` in a process of its own; when it ended."""
+    done = subprocess.run(
+        [sys.executable, "-m", "monitor.cli", "alerts", "run", "--once"]
+        + ["--database-url", database_url],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return time.time()
+
+
+def get_json(server, path):
+    with urllib.request.urlopen(server + path) as answer:
+        return json.load(answer)
+
+
+def acknowledge(server, alert_id, by):
+    """POST the acknowledgement with the token, as the dashboard's button does."""
+    request = urllib.request.Request(
+        f"{server}/api/alerts/{alert_id}/acknowledge",
+        json.dumps({"by": by}).encode(),
+        {"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"},
+    )
+    with urllib.request.urlopen(request) as answer:
+        return json.load(answer)
+
+
+def write_stalled(writer):
+    """Batches of q at wall-clock times in which t/1 keeps a backlog and never moves: stalled
+    once 150 s have passed (the writer's default stall timeout is 120 s)."""
+    now = int(time.time() * 1000)
+    for batch_id, ago_s in enumerate((300, 150, 10)):
+        ends = [10 * (batch_id + 1), 10]
+        writer.batch(batch_id, at_ms=now - ago_s * 1_000, ends=ends, latests=[99, 50])
+
+
+def test_alert_events_from_another_process_reach_the_overview_the_query_and_the_alerts_rooms(
+    database_url, writer, server, browsers
+):
+    write_stalled(writer)
+    writer.batch(0, query_id="other", name="other", at_ms=int(time.time() * 1000))
+    overview, query, everything, other = browsers(), browsers(), browsers(), browsers()
+    overview.client.call("subscribe_overview", timeout=WAIT_S)
+    query.subscribe("orders")
+    assert query.client.call("subscribe_alerts", timeout=WAIT_S) == {"room": "alerts"}
+    everything.client.call("subscribe_alerts", timeout=WAIT_S)
+    other.subscribe("other")
+
+    evaluated = evaluate_in_another_process(database_url)
+    [(at, fired)] = wait_until(lambda: query.events("alert"), WAIT_S, "the firing alert")
+    assert at - evaluated < LATENCY_S, f"the alert took {at - evaluated:.2f} s to arrive"
+    [listed] = get_json(server, "/api/alerts")["alerts"]
+    assert fired == {"alert": listed, "transition": "firing", "at_ms": listed["fired_at_ms"]}
+    assert (listed["rule"], listed["partition"], listed["query"]) == (
+        "partition_stalled",
+        "t/1",
+        "orders",
+    )
+
+    acknowledge(server, listed["id"], "ana")
+    wait_until(lambda: len(query.events("alert")) == 2, WAIT_S, "the acknowledgement")
+    [_, (_, acknowledged)] = query.events("alert")
+    assert acknowledged["transition"] == "acknowledged"
+    assert acknowledged["alert"]["acknowledged_by"] == "ana"
+    assert acknowledged["alert"]["state"] == "firing"
+
+    writer.batch(3, at_ms=int(time.time() * 1000), ends=[40, 20], latests=[99, 50])
+    evaluate_in_another_process(database_url)
+    wait_until(lambda: len(query.events("alert")) == 3, WAIT_S, "the resolution")
+    time.sleep(1.0)  # anything sent twice would have arrived by now
+    transitions = ["firing", "acknowledged", "resolved"]
+    for browser in (overview, query, everything):
+        assert [data["transition"] for _, data in browser.events("alert")] == transitions
+    assert query.events("alert")[-1][1]["alert"]["state"] == "resolved"
+    assert other.events("alert") == [], "another query's room hears nothing of it"
+    assert everything.events("overview") == [] and everything.events("summary") == []

@@ -14,6 +14,8 @@ Client to server:
   "complete": <false when more were missed than sent>}` or `{"error": "<why>"}`.
 - `unsubscribe` `{"query": "<id>"}`: leave the query's room.
 - `subscribe_overview`: join the overview room and receive `overview` with every query at once.
+- `subscribe_alerts`: join the alerts room, which hears every `alert` event and nothing else
+  (for pages that show every query's alerts without the overview).
 
 Server to client:
 
@@ -26,6 +28,12 @@ Server to client:
 - `overview` `{"queries": [...], "full": <bool>}` to the overview room: entries of
   GET /api/queries for the queries that changed; `full` when it lists every query (on
   `subscribe_overview`, and every OVERVIEW_REFRESH_S).
+- `alert` `{"alert": {...}, "transition": "<pending | firing | resolved | cancelled |
+  acknowledged>", "at_ms": <when>}` to the overview room, the alerts room and the room of the
+  alert's query, once per client however many of them it joined: a row in alert_events, stored
+  by whichever process evaluates (this server, another one, `wmon alerts run`) or acts on the
+  alert. `alert` is the alert's entry of GET /api/alerts as it stands when the event is pushed,
+  so after two quick transitions both events carry the later state.
 """
 
 from __future__ import annotations
@@ -42,15 +50,18 @@ import sqlalchemy.orm as so
 from flask import Flask, current_app
 from flask_socketio import emit, join_room, leave_room
 
-from monitor.store.changes import batch_watch, query_watch, timer_watch
+from monitor.alerts.notify import active_silences
+from monitor.store.changes import alert_event_watch, batch_watch, query_watch, timer_watch
 from monitor.store.engine import error_reason
-from monitor.store.models import Batch, Query, TimerSnapshotRow
+from monitor.store.models import AlertEvent, AlertRow, Batch, Query, TimerSnapshotRow
 from monitor.store.reads import QueryNotFound, find_query, list_queries
 from web import db, socketio
+from web.alerts import alert_json
 from web.payloads import Lens, batch_events, overview, timers_json
 
 CATCH_UP_LIMIT = 1_000
 OVERVIEW_ROOM = "overview"
+ALERTS_ROOM = "alerts"
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +80,7 @@ class Watcher:
         # once: either in its catch-up or, if the last look had not seen it, with the next look.
         self.lock = threading.Lock()
         self._batches, self._timers, self._queries = batch_watch(), timer_watch(), query_watch()
+        self._alert_events = alert_event_watch()
         self._task: Any = None
         self._running = False
         self._last_full = 0.0
@@ -99,19 +111,21 @@ class Watcher:
 
     def prime(self, session: so.Session) -> None:
         """With the lock held: unless a look already did, take the store as it is as sent."""
-        for watch in (self._batches, self._timers, self._queries):
+        for watch in (self._batches, self._timers, self._queries, self._alert_events):
             if not watch.primed:
                 watch.prime(session)
 
     def look(self) -> None:
-        """One look at the store: push new batches, timers and query changes to their rooms."""
-        watches = (self._queries, self._batches, self._timers)
+        """One look at the store: push new batches, timers, query changes and alert events to
+        their rooms."""
+        watches = (self._queries, self._batches, self._timers, self._alert_events)
         with self.lock, so.Session(db.engine(self.app)) as session:
-            queries, batches, timers = (watch.look(session) for watch in watches)
+            queries, batches, timers, alert_events = (watch.look(session) for watch in watches)
             changed = set(queries)
             changed |= self._push_batches(session, batches)
             changed |= self._push_timers(session, timers)
             self._push_summaries(session, changed)
+            self._push_alerts(session, alert_events)
             # Only now: if a push failed, the next look finds the same rows again.
             for watch in watches:
                 watch.accept()
@@ -156,6 +170,27 @@ class Watcher:
         socketio.emit("overview", {"queries": entries, "full": full}, to=OVERVIEW_ROOM)
         for entry in entries:
             socketio.emit("summary", entry, to=room(entry["id"]))
+
+    def _push_alerts(self, session: so.Session, ids: Sequence[int]) -> None:
+        if not ids:
+            return
+        rows = session.execute(
+            sa.select(AlertEvent, AlertRow, Query.name)
+            .join(AlertRow, AlertRow.id == AlertEvent.alert_id)
+            .join(Query, Query.id == AlertRow.query_id)
+            .where(AlertEvent.id.in_(ids))
+            .order_by(AlertEvent.id)
+        ).all()
+        silences = list(active_silences(session, self.app.config["CLOCK"]()))
+        for event, alert, name in rows:
+            payload = {
+                "alert": alert_json(alert, name, silences),
+                "transition": event.transition,
+                "at_ms": event.at_ms,
+            }
+            # One emit to the three rooms: a client in several of them gets the event once.
+            rooms = [OVERVIEW_ROOM, ALERTS_ROOM, room(alert.query_id)]
+            socketio.emit("alert", payload, to=rooms)
 
     def catch_up(
         self, session: so.Session, query_id: str, after_batch: int | None
@@ -250,3 +285,16 @@ def subscribe_overview(_data: Any = None) -> dict[str, Any]:
     except sa_exc.DBAPIError as error:
         return {"error": f"cannot use the store: {error_reason(error)}"}
     return {"queries": len(entries)}
+
+
+@socketio.on("subscribe_alerts")
+def subscribe_alerts(_data: Any = None) -> dict[str, Any]:
+    """Join the alerts room: every `alert` event from now on, and nothing else."""
+    live = watcher()
+    try:
+        with live.lock, so.Session(db.engine()) as session:
+            live.prime(session)
+            join_room(ALERTS_ROOM)
+    except sa_exc.DBAPIError as error:
+        return {"error": f"cannot use the store: {error_reason(error)}"}
+    return {"room": ALERTS_ROOM}

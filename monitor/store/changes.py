@@ -13,7 +13,7 @@ from typing import Any
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.store.models import Batch, Query, TimerSnapshotRow
+from monitor.store.models import AlertEvent, Batch, Query, TimerSnapshotRow
 
 # The newest rows are read again at every look: a transaction that took an id early but
 # committed after this many newer rows (another writer's) would go unnoticed.
@@ -103,6 +103,11 @@ def batch_watch(keep: int = KEEP_ROWS) -> RowWatch:
 def timer_watch(keep: int = KEEP_ROWS) -> RowWatch:
     """Watch new pending-timer snapshots."""
     return RowWatch(TimerSnapshotRow.id, (TimerSnapshotRow.query_id,), keep)
+
+
+def alert_event_watch(keep: int = KEEP_ROWS) -> RowWatch:
+    """Watch new alert transitions and acknowledgements, whoever stored them."""
+    return RowWatch(AlertEvent.id, (AlertEvent.alert_id, AlertEvent.transition), keep)
 
 
 def query_watch() -> RowWatch:
