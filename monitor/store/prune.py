@@ -9,7 +9,8 @@ Each transaction deletes at most `chunk` batches (with their rows: about 2 × 64
 per batch at 64 partitions) or `chunk` timer snapshots, so that a listener's write waits for one
 short transaction at most. Between transactions the pruner pauses as long as the last one took
 (at most MAX_PAUSE_S): SQLite's busy handler retries a waiting writer after sleeps of up to
-100 ms and would otherwise rarely find the lock free.
+100 ms, so with transactions back to back a writer often misses the gaps (measured on SQLite
+while others' Spark tests ran: the slowest write 0.8 s without the pauses, 0.3 s with them).
 """
 
 from __future__ import annotations
