@@ -61,3 +61,10 @@ def query(ref: str) -> str:
 def history(ref: str) -> str:
     """One query over a chosen time range, downsampled, with a CSV export."""
     return render_template("history.html", query=_query(ref))
+
+
+@bp.get("/alerts")
+def alerts() -> str:
+    """Pending and firing alerts with their actions, the silences in force and the alerts that
+    ended, updated live."""
+    return render_template("alerts.html")

@@ -9,8 +9,10 @@ import {
   partitionSources,
   pointsFor,
 } from "./charts.js";
+import { AlertBook, showAlertCount } from "./alertbook.js";
 import { getJson, queryUrl, setText, showError } from "./dom.js";
 import { clock, count, duration, localInput, watermark } from "./format.js";
+import { connect } from "./live.js";
 
 const SPANS = { hour: 3_600_000, day: 86_400_000, week: 7 * 86_400_000 };
 const queryId = document.querySelector("main").dataset.query;
@@ -152,3 +154,8 @@ form.addEventListener("submit", (event) => {
 });
 
 showing(rangeOfAddress());
+
+// Only the header's count of firing alerts is live here.
+const book = new AlertBook();
+showAlertCount(book);
+book.listen(connect((socket) => book.join(socket)));

@@ -1,4 +1,5 @@
 // The overview: every query, the most urgent first, kept up to date by `overview` events.
+import { AlertBook, bySeverity, showAlertCount } from "./alertbook.js";
 import { sparkline } from "./charts.js";
 import { STATUSES, el, getJson, setBadge, setText, showError } from "./dom.js";
 import { count, duration, watermark } from "./format.js";
@@ -6,6 +7,7 @@ import { connect, heardServerTime, serverNow } from "./live.js";
 
 const tbody = document.querySelector("#queries tbody");
 const rows = new Map();
+const book = new AlertBook();
 const TREND_COLOUR = "#7aa2ff";
 
 function urgency(entry) {
@@ -27,14 +29,34 @@ function makeRow(entry) {
   name.append(link, failure);
   const status = el("td");
   const badge = status.appendChild(el("span", "badge"));
-  const cells = { link, failure, badge };
-  tr.append(name, status);
+  const cells = { link, failure, badge, alerts: el("td", "firing") };
+  tr.append(name, status, cells.alerts);
   for (const field of ["age", "skew", "late", "timers", "lag"]) {
     cells[field] = tr.appendChild(el("td", "num"));
   }
   const trend = tr.appendChild(el("td", "trend"));
   cells.last = tr.appendChild(el("td", "num"));
-  return { tr, cells, trend, spark: sparkline(trend, TREND_COLOUR), entry };
+  return { tr, cells, trend, spark: sparkline(trend, TREND_COLOUR), entry, firing: "" };
+}
+
+// A badge per severity of the query's firing alerts, saying how many: "2 critical".
+function showFiring(row) {
+  const firing = book.firing(row.entry.id);
+  const counts = bySeverity(firing);
+  const key = [...counts.flat(), ...firing.map((alert) => alert.message)].join("\n");
+  if (key === row.firing) return;
+  row.firing = key;
+  row.cells.alerts.replaceChildren(
+    ...counts.map(([severity, n]) => {
+      const badge = el("a", `severity severity-${severity}`, `${n} ${severity}`);
+      badge.href = "/alerts";
+      badge.title = firing
+        .filter((alert) => alert.severity === severity)
+        .map((alert) => alert.message)
+        .join("\n");
+      return badge;
+    }),
+  );
 }
 
 // Watermark age when the query has a watermark, else offset lag. An age as large as the batch
@@ -71,6 +93,7 @@ function fill(row) {
     entry.pending_timers === null ? "—" : `${count(entry.pending_timers)}${next}`,
   );
   setText(cells.lag, count(entry.offset_lag));
+  showFiring(row);
   const { values, what } = trendOf(entry);
   row.trend.title = `${what}, last ${entry.trend.batch_id.length} batches`;
   row.spark.setData([entry.trend.batch_time_ms, values]);
@@ -125,8 +148,12 @@ function render(entries, full) {
 async function start() {
   const { queries } = await getJson("/api/queries");
   render(queries, true);
-  const socket = connect((live) => live.emit("subscribe_overview"));
+  showAlertCount(book);
+  book.onChange(() => rows.forEach(showFiring));
+  // The overview room hears every alert: loaded afresh after each (re)join.
+  const socket = connect((live) => live.emit("subscribe_overview", () => book.reload()));
   socket.on("overview", ({ queries: entries, full }) => render(entries, full));
+  book.listen(socket);
   setInterval(() => rows.forEach(tickRow), 1_000);
 }
 

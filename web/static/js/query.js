@@ -8,6 +8,9 @@ import {
   partitionSources,
   pointsFor,
 } from "./charts.js";
+import { tokenForm } from "./actions.js";
+import { AlertBook, showAlertCount } from "./alertbook.js";
+import { AlertTable } from "./alerttable.js";
 import { getJson, queryUrl, setBadge, setText, showError } from "./dom.js";
 import { clock, count, duration, rate, watermark } from "./format.js";
 import { connect, heardServerTime, serverNow } from "./live.js";
@@ -53,6 +56,11 @@ const charts = {
   }),
 };
 const table = new PartitionTable(document.querySelector("#partitions tbody"), palette);
+const book = new AlertBook();
+const alerts = new AlertTable($("live-alerts"), {
+  query: false,
+  onAction: (alert) => (alert ? book.update(alert) : book.reload()),
+});
 
 const page = { lastBatch: null, watermarkMs: null, windowAt: 0 };
 
@@ -118,7 +126,15 @@ function showLate(lateRecords, windowMs) {
   $("late").classList.toggle("bad", lateRecords > 0);
 }
 
+// The query's live alerts, with their actions; the section shows only while there are some.
+function showAlerts() {
+  const live = book.live(queryId);
+  alerts.render(live);
+  $("query-alerts").hidden = live.length === 0;
+}
+
 function tick() {
+  alerts.tick();
   if (page.watermarkMs !== null)
     setText($("watermark-age"), duration(serverNow() - page.watermarkMs));
 }
@@ -209,10 +225,16 @@ function subscribe(socket) {
     if (ack.error) showError(ack.error);
     else if (!ack.complete) load().catch((error) => showError(error.message));
   });
+  // Every query's alerts, for the header's count; the query's own are listed on the page.
+  book.join(socket);
 }
 
 function listen() {
+  tokenForm($("token-form"), () => alerts.refresh());
+  showAlertCount(book);
+  book.onChange(showAlerts);
   const socket = connect(subscribe);
+  book.listen(socket);
   socket.on("batch", (payload) => payload.query === queryId && applyBatch(payload));
   socket.on("summary", (summary) => summary.id === queryId && applySummary(summary));
   socket.on("timers", (payload) => payload.query === queryId && showTimers(payload.snapshot));

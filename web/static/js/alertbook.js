@@ -1,0 +1,111 @@
+// The live alerts (pending and firing) of every query as the page knows them, loaded from
+// GET /api/alerts and kept up to date by `alert` events; and the header's count of firing ones.
+import { getJson, setText, showError } from "./dom.js";
+
+const LIVE = ["firing", "pending"];
+export const SEVERITIES = ["critical", "warning"];
+const LOAD_LIMIT = 1_000;
+
+export function isLive(alert) {
+  return LIVE.includes(alert.state);
+}
+
+function rank(alert) {
+  return [LIVE.indexOf(alert.state), SEVERITIES.indexOf(alert.severity)];
+}
+
+// Firing before pending, critical before warning, then the newest first.
+export function byUrgency(a, b) {
+  const [x, y] = [rank(a), rank(b)];
+  if (x[0] !== y[0]) return x[0] - y[0];
+  if (x[1] !== y[1]) return x[1] - y[1];
+  return b.active_since_ms - a.active_since_ms || b.id - a.id;
+}
+
+// How many alerts of each severity, most severe first, as [[severity, count], …].
+export function bySeverity(alerts) {
+  return SEVERITIES.map((s) => [s, alerts.filter((a) => a.severity === s).length]).filter(
+    ([, n]) => n > 0,
+  );
+}
+
+export class AlertBook {
+  constructor() {
+    this.alerts = new Map();
+    this.listeners = [];
+    // Each load in flight collects the events heard meanwhile: its answer may predate them.
+    this.loads = new Set();
+  }
+
+  async load() {
+    const heard = [];
+    this.loads.add(heard);
+    try {
+      const { alerts } = await getJson(`/api/alerts?limit=${LOAD_LIMIT}`);
+      this.alerts = new Map(alerts.map((alert) => [alert.id, alert]));
+      for (const event of heard) this.put(event.alert);
+    } finally {
+      this.loads.delete(heard);
+    }
+    this.changed();
+  }
+
+  reload() {
+    this.load().catch((error) => showError(error.message));
+  }
+
+  // Join the alerts room, then load afresh; run on every connection, so that a page that was
+  // offline catches up.
+  join(socket) {
+    socket.emit("subscribe_alerts", (ack) => (ack.error ? showError(ack.error) : this.reload()));
+  }
+
+  listen(socket) {
+    socket.on("alert", (event) => this.apply(event));
+  }
+
+  apply(event) {
+    for (const heard of this.loads) heard.push(event);
+    this.update(event.alert);
+  }
+
+  // An alert as an action's answer or an event has it.
+  update(alert) {
+    this.put(alert);
+    this.changed();
+  }
+
+  put(alert) {
+    if (isLive(alert)) this.alerts.set(alert.id, alert);
+    else this.alerts.delete(alert.id);
+  }
+
+  onChange(listener) {
+    this.listeners.push(listener);
+  }
+
+  changed() {
+    for (const listener of this.listeners) listener();
+  }
+
+  live(queryId) {
+    const all = [...this.alerts.values()];
+    return (queryId ? all.filter((a) => a.query_id === queryId) : all).sort(byUrgency);
+  }
+
+  firing(queryId) {
+    return this.live(queryId).filter((alert) => alert.state === "firing");
+  }
+}
+
+// The header's link to the Alerts page says how many alerts fire, coloured by the worst.
+export function showAlertCount(book) {
+  const link = document.getElementById("alert-count");
+  book.onChange(() => {
+    const firing = book.firing();
+    const worst = bySeverity(firing).map(([severity]) => severity)[0];
+    link.hidden = false;
+    link.className = worst ? `alert-count severity-${worst}` : "alert-count";
+    setText(link, firing.length ? `Alerts: ${firing.length} firing` : "Alerts: none firing");
+  });
+}
