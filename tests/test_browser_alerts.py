@@ -1,0 +1,186 @@
+"""Alerts in the dashboard, in a real headless Chromium (Debian's) driven by Playwright, while a
+real streaming query plays the stalled_partition scenario and the server evaluates the rules
+itself: the alert appears without a reload, the overview badges its query, a wrong token is
+refused and changes nothing, the right one acknowledges it. Screenshots in build/artifacts/."""
+
+import re
+import threading
+import time
+from contextlib import ExitStack
+
+import pytest
+import sqlalchemy as sa
+import sqlalchemy.orm as so
+from playwright.sync_api import expect, sync_playwright
+from werkzeug.serving import make_server
+
+import monitor
+from monitor.store.models import AlertEvent, AlertRow
+from streaming.demo import stop_between_batches
+from streaming.log import PartitionedLog
+from streaming.scenarios import STALLED, play
+from tests.helpers import unique_name
+from tests.test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, assert_not_reloaded, mark_page
+from web import alerting, create_app, db, live
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.spark,
+    pytest.mark.parametrize("database_url", ["sqlite"], indirect=True),
+]
+
+TOKEN = "e2e-token"
+WAIT_MS = 20_000
+# Spark's first batches and a stall of 2 s on a busy machine.
+ALERT_WAIT_MS = 90_000
+
+
+@pytest.fixture
+def server(database_url):
+    """The dashboard on a free port in a thread, evaluating the rules every 250 ms as
+    `wmon serve` does; its URL."""
+    app = create_app(
+        {
+            "DATABASE_URL": database_url,
+            "POLL_INTERVAL_S": 0.2,
+            "ALERT_INTERVAL_S": 0.25,
+            "API_TOKEN": TOKEN,
+        }
+    )
+    http = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=http.serve_forever, daemon=True)
+    thread.start()
+    alerting.evaluator(app).start()
+    yield f"http://127.0.0.1:{http.server_port}"
+    alerting.evaluator(app).stop()
+    live.watcher(app).stop()
+    http.shutdown()
+    thread.join(timeout=10)
+    db.dispose(app)
+
+
+@pytest.fixture
+def tabs(request):
+    """Open tabs by name in one Chromium; script errors fail the test, and each tab leaves a
+    screenshot named after the test and the tab."""
+    opened = {}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1600, "height": 1000})
+        errors = []
+
+        def open_tab(name):
+            tab = context.new_page()
+            tab.on("pageerror", lambda error: errors.append((name, error)))
+            opened[name] = tab
+            return tab
+
+        yield open_tab
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        test = re.sub(r"[^\w.-]+", "_", request.node.name)
+        for name, tab in opened.items():
+            tab.screenshot(path=str(ARTIFACTS / f"{test}_{name}.png"), full_page=True)
+        browser.close()
+    assert not errors, f"script errors on the pages: {errors}"
+
+
+@pytest.fixture
+def stalled_query(spark, database_url, log_dir, checkpoint):
+    """Start, when called, a monitored query over the stalled_partition scenario with event
+    times from now on (one partition has a backlog and is never read); the scenario and the
+    query's name. Asked for before `tabs`, it stops after their screenshots."""
+    with ExitStack() as running:
+
+        def start():
+            now_ms = int(time.time() * 1000)
+            log = PartitionedLog(log_dir)
+            scenario = play("stalled_partition", log, start_ms=now_ms, partitions=3, records=900)
+            handle = monitor.attach(spark, database_url, idle_timeout=1, stall_timeout=2)
+            running.callback(handle.detach)
+            options = scenario.source_options(log_dir)
+            source = spark.readStream.format("partitioned_log").options(**options).load()
+            measured = monitor.instrument(source, checkpoint=checkpoint, delay="10 seconds")
+            name = unique_name("stalled")
+            query = (
+                measured.withWatermark("timestamp", "10 seconds")
+                .dropDuplicates(["key", "timestamp"])
+                .writeStream.queryName(name)
+                .format("noop")
+                .option("checkpointLocation", checkpoint)
+                .trigger(processingTime="500 milliseconds")
+                .start()
+            )
+            running.callback(stop_between_batches, query)
+            return scenario, name
+
+        yield start
+
+
+def stored_events(engine, alert_id):
+    with so.Session(engine) as session:
+        events = session.scalars(
+            sa.select(AlertEvent).where(AlertEvent.alert_id == alert_id).order_by(AlertEvent.id)
+        )
+        return [(event.transition, event.message) for event in events]
+
+
+def acknowledged_at(engine, alert_id):
+    with so.Session(engine) as session:
+        return session.get(AlertRow, alert_id).acknowledged_at_ms
+
+
+def test_a_stalled_partition_alert_appears_live_and_is_acknowledged_with_the_token(
+    engine, server, stalled_query, tabs
+):
+    alerts, overview = tabs("alerts"), tabs("overview")
+    alerts.goto(f"{server}/alerts")
+    overview.goto(server)
+    for tab in (alerts, overview):
+        tab.wait_for_selector("#connection.connection-live", timeout=WAIT_MS)
+        mark_page(tab)
+    expect(alerts.locator("#alert-count")).to_have_text("Alerts: none firing")
+    assert alerts.locator("#no-live-alerts").is_visible()
+
+    scenario, name = stalled_query()
+    [stalled] = [f"telemetry/{p}" for p in scenario.with_role(STALLED)]
+    row = alerts.locator("#live-alerts tr.alert", has_text="partition_stalled").filter(
+        has_text=stalled
+    )
+    row.wait_for(timeout=ALERT_WAIT_MS)
+    assert row.locator(".severity").text_content() == "critical"
+    assert row.locator("td.query a").text_content() == name
+    assert row.locator("td.partition").text_content() == stalled
+    assert row.locator("td.message").text_content() == f"{stalled} is stalled"
+    assert re.fullmatch(r"Alerts: \d+ firing", alerts.locator("#alert-count").text_content())
+    badge = overview.locator("#queries tbody tr", has_text=name).locator(".severity")
+    badge.first.wait_for(timeout=WAIT_MS)
+    assert re.fullmatch(r"\d+ critical", badge.first.text_content())
+    for tab in (alerts, overview):
+        assert_not_reloaded(tab)
+    alert_id = int(row.get_attribute("data-alert"))
+    acknowledge = row.get_by_role("button", name="Acknowledge")
+
+    message = row.locator(".action-message")
+
+    acknowledge.click()
+    expect(message).to_contain_text("need the server's API token")
+    alerts.fill("#token-form input[name=token]", "wrong")
+    acknowledge.click()
+    expect(message).to_have_text(re.compile(r"^Refused \(HTTP 401\): a valid token is needed"))
+    assert row.locator("td.acked").text_content() == "—"
+    assert [t for t, _ in stored_events(engine, alert_id)] == ["firing"]
+    assert acknowledged_at(engine, alert_id) is None
+
+    alerts.fill("#token-form input[name=token]", TOKEN)
+    alerts.fill("#token-form input[name=by]", "e2e")
+    acknowledge.click()
+    row.locator("td.acked", has_text="e2e, ").wait_for(timeout=WAIT_MS)
+    assert message.text_content() == "Acknowledged." and acknowledge.is_hidden()
+    assert stored_events(engine, alert_id)[-1] == ("acknowledged", "acknowledged by e2e")
+    assert alerts.evaluate("sessionStorage.getItem('wmon.token')") == TOKEN
+
+    row.get_by_role("button", name="Story").click()
+    story = alerts.locator("#live-alerts .alert-detail .transitions")
+    story.locator("li", has_text="acknowledged").wait_for(timeout=WAIT_MS)
+    assert story.locator(".transition").all_text_contents() == ["firing", "acknowledged"]
+    assert_not_reloaded(alerts)
