@@ -140,8 +140,11 @@ function render(entries, full) {
     if (tbody.children[i] !== row.tr) tbody.insertBefore(row.tr, tbody.children[i] || null);
   });
   const windowMs = entries.length ? entries[0].late_window_ms : null;
-  if (windowMs)
-    setText(document.getElementById("late-heading"), `Late records, last ${duration(windowMs)}`);
+  if (windowMs) {
+    // The heading may wrap, but not inside "5 min".
+    const span = duration(windowMs).replaceAll(" ", "\u00a0");
+    setText(document.getElementById("late-heading"), `Late records, last ${span}`);
+  }
   showCounts();
 }
 
