@@ -97,13 +97,14 @@ def test_a_stalled_partition_fires_and_resolves_when_the_query_stops(
 ):
     with monitored(spark, engine, database_url, log_dir, checkpoint, "stalled_partition") as (
         scenario,
-        _,
+        query,
     ):
         stalled = wait_until(lambda: live_alerts(engine, "partition_stalled"), WAIT, "a stall")
         assert set(stalled) == {f"telemetry/{p}" for p in scenario.with_role(STALLED)}
-    # Stopped: a stopped query's partitions are nobody's concern, its stopping is.
-    wait_until(lambda: live_alerts(engine, "query_terminated"), 30, "the query to be stopped")
-    wait_until(lambda: not live_alerts(engine, "partition_stalled"), 30, "the stall to resolve")
+        # Stopped, the query's partitions are nobody's concern; its stopping is.
+        stop_between_batches(query)
+        wait_until(lambda: live_alerts(engine, "query_terminated"), 30, "the query to stop")
+        wait_until(lambda: not live_alerts(engine, "partition_stalled"), 30, "the stall to end")
     stalls = [t for t in transitions(engine) if t[0] == "partition_stalled"]
     assert stalls == [("partition_stalled", "telemetry/1", "firing")] + [
         ("partition_stalled", "telemetry/1", "resolved")
