@@ -93,14 +93,19 @@ def test_a_healthy_run_raises_no_alert(spark, engine, database_url, log_dir, che
 
 @SQLITE_ONLY
 def test_a_stalled_partition_fires_and_resolves_when_the_query_stops(
-    spark, engine, database_url, log_dir, checkpoint
+    spark, engine, database_url, log_dir, checkpoint, tmp_path
 ):
-    with monitored(spark, engine, database_url, log_dir, checkpoint, "stalled_partition") as (
-        scenario,
-        query,
-    ):
+    rules = tmp_path / "rules.yml"
+    rules.write_text("rules:\n  offset_lag: {threshold: 250, for: 0s}\n")
+    with monitored(
+        spark, engine, database_url, log_dir, checkpoint, "stalled_partition", rules
+    ) as (scenario, query):
         stalled = wait_until(lambda: live_alerts(engine, "partition_stalled"), WAIT, "a stall")
         assert set(stalled) == {f"telemetry/{p}" for p in scenario.with_role(STALLED)}
+        # The held-back partition's 300 records never get read.
+        lag = wait_until(lambda: live_alerts(engine, "offset_lag"), WAIT, "offset lag")
+        [held_back] = scenario.with_role(STALLED)
+        assert lag[""].value >= scenario.partitions[held_back].records
         # Stopped, the query's partitions are nobody's concern; its stopping is.
         stop_between_batches(query)
         wait_until(lambda: live_alerts(engine, "query_terminated"), 30, "the query to stop")
@@ -123,16 +128,24 @@ def test_an_idle_partition_fires(spark, engine, database_url, log_dir, checkpoin
 
 
 @SQLITE_ONLY
-def test_a_skewed_backfill_fires_late_records_on_the_slow_partitions_and_skew(
+def test_a_skewed_backfill_fires_late_records_skew_age_and_a_stalled_watermark(
     spark, engine, database_url, log_dir, checkpoint, tmp_path
 ):
     rules = tmp_path / "rules.yml"
-    rules.write_text("rules:\n  watermark_skew: {threshold: 5s, for: 0s}\n")
+    rules.write_text(
+        "rules:\n"
+        "  watermark_skew: {threshold: 5s, for: 0s}\n"
+        "  watermark_age: {threshold: 5s, for: 0s}\n"
+    )
     with monitored(spark, engine, database_url, log_dir, checkpoint, "skewed_backfill", rules) as (
         scenario,
         _,
     ):
         wait_until(lambda: live_alerts(engine, "watermark_skew"), WAIT, "skew to fire")
+        # W = max event time - 10 s, and event times start now: older than 5 s at once.
+        wait_until(lambda: live_alerts(engine, "watermark_age"), WAIT, "the watermark's age")
+        # Once the fast partition is read, W waits while the slow ones work off their backlog.
+        wait_until(lambda: live_alerts(engine, "watermark_stalled"), WAIT, "W to stall")
         late = wait_until(lambda: live_alerts(engine, "late_records"), WAIT, "late records")
         slow = {f"telemetry/{p}" for p in scenario.with_role(SLOW)}
         assert late and set(late) <= slow
