@@ -133,6 +133,7 @@ def cmd_alerts_run(args: argparse.Namespace) -> None:
     if args.once:
         try:
             events = runner.run_once()
+            runner.deliver_once()
         finally:
             runner.close()
         print(
@@ -143,11 +144,7 @@ def cmd_alerts_run(args: argparse.Namespace) -> None:
         return
     print(f"wmon: evaluating alert rules every {runner.interval_s:g} s in {display_url(engine)}")
     print(f"wmon: rules from {rules or 'the built-in defaults'}; Ctrl-C stops", flush=True)
-    stop = threading.Event()
-    try:
-        runner.run(stop)
-    except KeyboardInterrupt:
-        stop.set()
+    runner.run(threading.Event())
 
 
 def cmd_generate(args: argparse.Namespace) -> None:
@@ -456,8 +453,13 @@ def build_parser() -> Parser:
     alerts.add_argument("--limit", type=at_least(1), default=50, help="how many (default 50)")
     alerts.set_defaults(func=cmd_alerts)
     alert_commands = alerts.add_subparsers(dest="alerts_command", parser_class=Parser)
+    # The same option after `run`; unset there, it must not hide one given before `run`.
+    store_after = Parser(add_help=False)
+    store_after.add_argument(
+        "--database-url", default=argparse.SUPPRESS, help="store URL (as for `wmon alerts`)"
+    )
     run = alert_commands.add_parser(
-        "run", parents=[store], help="evaluate the alert rules on a schedule"
+        "run", parents=[store_after], help="evaluate the alert rules on a schedule"
     )
     run.add_argument("--rules", type=Path, help="rules file (default: $WMON_ALERT_RULES)")
     run.add_argument("--interval", type=positive_float, help="seconds between passes (default 10)")

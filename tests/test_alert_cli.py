@@ -4,8 +4,9 @@ import json
 
 import pytest
 
-from monitor.cli import main
+from monitor.cli import build_parser, main
 from tests.test_alert_evaluate import stalled
+from tests.test_alert_notify import LocalReceiver
 
 
 def run(capsys, *argv):
@@ -65,3 +66,32 @@ def test_bad_arguments_exit_2(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["alerts", "run", "--interval", "0"])
     assert exit_.value.code == 2
+
+
+def test_the_store_may_be_named_before_or_after_run():
+    parser = build_parser()
+    assert parser.parse_args(["alerts", "--database-url", "x", "run"]).database_url == "x"
+    assert parser.parse_args(["alerts", "run", "--database-url", "y"]).database_url == "y"
+
+
+def test_one_pass_also_sends_what_it_queued(capsys, stalled_store, engine, tmp_path):
+    receiver = LocalReceiver()
+    try:
+        rules = tmp_path / "rules.yml"
+        rules.write_text(f"receivers:\n  - {{name: ops, kind: webhook, url: '{receiver.url}'}}\n")
+        run(
+            capsys,
+            "alerts",
+            "run",
+            "--once",
+            "--rules",
+            str(rules),
+            "--database-url",
+            stalled_store,
+        )
+    finally:
+        receiver.close()
+    assert {body["alert"]["rule"] for _, body in receiver.received} == {
+        "partition_stalled",
+        "no_progress",
+    }

@@ -1,6 +1,7 @@
 """Notifications to a real local HTTP receiver: delivered once each, in order, after outages."""
 
 import json
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -9,10 +10,17 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.alerts.evaluate import evaluate
-from monitor.alerts.notify import GIVE_UP_AFTER_MS, Sent, deliver_due
+from monitor.alerts.notify import GIVE_UP_AFTER_MS, Sent, deliver_due, http_post, silenced
 from monitor.alerts.rulefile import Receiver, RuleSet, load_rules
 from monitor.alerts.runner import AlertRunner
-from monitor.store.models import AlertEvent, Delivery, DeliveryAttempt
+from monitor.store.models import (
+    AlertEvent,
+    AlertRow,
+    Delivery,
+    DeliveryAttempt,
+    Query,
+    Silence,
+)
 from tests.helpers import closed_port, wait_until
 from tests.test_alert_evaluate import at, moves_again, stalled
 
@@ -173,3 +181,56 @@ def test_a_slow_receiver_does_not_hold_evaluation_up(engine, tmp_path):
         release.set()
         stop.set()
         thread.join(10)
+
+
+def test_a_receiver_answering_nonsense_is_a_failed_attempt():
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+
+        def answer():
+            connection, _ = listener.accept()
+            with connection:
+                connection.recv(65_536)
+                connection.sendall(b"not HTTP at all\r\n\r\n")
+
+        threading.Thread(target=answer, daemon=True).start()
+        sent = http_post(f"http://127.0.0.1:{listener.getsockname()[1]}/", {"a": 1})
+    assert not sent.ok and sent.status_code is None and sent.error
+
+
+def test_slack_text_from_a_job_is_shown_literally(engine, receiver):
+    rules = rules_with(Receiver("chat", "slack", receiver.url))
+    stalled(engine)
+    with so.Session(engine) as session:
+        session.execute(sa.update(Query).values(name="<!channel> & co"))
+        session.commit()
+    evaluate_at(engine, rules, 26)
+    deliver_due(engine, rules.receivers, at(26))
+    [(_, body)] = receiver.received
+    assert "&lt;!channel&gt; &amp; co: t/1 is stalled" in body["text"]
+
+
+@pytest.mark.parametrize(
+    "scope, covered",
+    [
+        ((None, None, None), True),
+        (("partition_stalled", None, None), True),
+        (("partition_stalled", "q", "t/1"), True),
+        (("partition_idle", None, None), False),
+        ((None, "other", None), False),
+        ((None, "q", "t/2"), False),
+    ],
+    ids=[
+        "everything",
+        "the-rule",
+        "exactly-it",
+        "another-rule",
+        "another-query",
+        "another-partition",
+    ],
+)
+def test_a_silence_covers_what_it_names(scope, covered):
+    alert = AlertRow(rule="partition_stalled", query_id="q", partition="t/1")
+    rule, query_id, partition = scope
+    assert silenced(alert, Silence(rule=rule, query_id=query_id, partition=partition)) is covered

@@ -62,6 +62,8 @@ def test_settings_for_every_query_then_per_name_in_order():
             "line 3: 'query_failed' appears twice",
         ),
         ("rules:\n  watermark_age: {for: [1]}\n", "line 2: for must be a single value"),
+        ("rules:\n  offset_lag: {threshold: !!int abc}\n", "line 2: threshold is not a value"),
+        ("rules:\n  offset_lag: {threshold: !odd 5}\n", "line 2: threshold is not a value"),
     ],
     ids=[
         "not-yaml",
@@ -76,6 +78,8 @@ def test_settings_for_every_query_then_per_name_in_order():
         "queries-not-a-list",
         "rule-twice",
         "list-for-a-duration",
+        "bad-int-tag",
+        "unknown-tag",
     ],
 )
 def test_a_bad_file_names_the_line_and_the_problem(text, message):
@@ -110,10 +114,14 @@ def test_receivers():
     "entry, message",
     [
         ("{name: a, kind: email, url: 'http://x'}", "line 2: kind must be one of webhook, slack"),
-        ("{name: a, kind: slack, url: 'ftp://x'}", "line 2: url must be http:// or https://"),
+        ("{name: a, kind: slack, url: 'ftp://x'}", "line 2: url must be an http:// or https://"),
+        (
+            "{name: a, kind: slack, url: 'http://h:80x/'}",
+            "line 2: url must be an http:// or https://",
+        ),
         ("{name: a, kind: slack}", "line 2: a receiver needs name, kind and url"),
     ],
-    ids=["unknown-kind", "not-http", "no-url"],
+    ids=["unknown-kind", "not-http", "bad-port", "no-url"],
 )
 def test_a_bad_receiver_names_the_line(entry, message):
     with pytest.raises(RulesFileError, match=f"^rules.yml: {message}"):

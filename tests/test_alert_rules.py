@@ -69,6 +69,12 @@ def found(name, query_facts, **params):
         ("no_progress", facts(last_progress_ms=NOW - 6 * MINUTE), {}, [(None, 6 * MINUTE)]),
         ("no_progress", facts(last_progress_ms=NOW - 6 * MINUTE, status="terminated"), {}, []),
         ("no_progress", facts(), {}, []),
+        (
+            "no_progress",
+            facts(last_progress_ms=NOW - 6 * MINUTE, status="idle"),
+            {},
+            [(None, 6 * MINUTE)],
+        ),
     ],
     ids=[
         "stalled-watermark",
@@ -98,6 +104,7 @@ def found(name, query_facts, **params):
         "silent",
         "silent-but-stopped",
         "reporting",
+        "idle-and-silent",
     ],
 )
 def test_rule(name, query_facts, params, expected):

@@ -8,6 +8,7 @@ import pytest
 from monitor.alerts.lease import acquire, release
 from monitor.alerts.runner import LEASE, AlertRunner
 from monitor.store.engine import create_engine
+from tests.helpers import wait_until
 from tests.test_alert_evaluate import at, stalled
 
 
@@ -51,14 +52,28 @@ def test_of_two_runners_only_the_lease_holder_evaluates(engine):
 
 
 def test_a_runner_hands_the_lease_on_when_stopped(engine):
-    first, second = AlertRunner(engine, interval_s=0.01), AlertRunner(engine, interval_s=0.01)
+    # A lease of 3 x 10 minutes: the second runner gets it only if the first gives it up.
+    first, second = AlertRunner(engine, interval_s=600), AlertRunner(engine, interval_s=600)
     stop = threading.Event()
     thread = threading.Thread(target=first.run, args=(stop,))
     thread.start()
-    threading.Timer(0.2, stop.set).start()
+    wait_until(lambda: first.holding, 10, "the first runner to take the lease")
+    assert second.run_once() is None
+    stop.set()
     thread.join(10)
     assert not thread.is_alive()
     assert second.run_once() == []
+
+
+def test_a_failing_pass_is_logged_and_the_runner_goes_on(engine, caplog):
+    runner = AlertRunner(engine)
+
+    def broken():
+        raise RuntimeError("a receiver answered nonsense")
+
+    runner._pass(broken)
+    assert "a pass failed" in caplog.text
+    assert runner.run_once() == []
 
 
 RULES = "rules:\n  partition_stalled: {for: 1h}\n"

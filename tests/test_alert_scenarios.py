@@ -10,8 +10,8 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 import monitor
-from monitor.alerts.runner import AlertRunner
-from monitor.store.models import AlertEvent, AlertRow
+from monitor.alerts.runner import LEASE, AlertRunner
+from monitor.store.models import AlertEvent, AlertRow, Lease
 from streaming.demo import stop_between_batches
 from streaming.log import PartitionedLog
 from streaming.scenarios import FAST, IDLE, LATE, SLOW, STALLED, play
@@ -88,6 +88,8 @@ def test_a_healthy_run_raises_no_alert(spark, engine, database_url, log_dir, che
             lambda: query.lastProgress and query.lastProgress["batchId"] >= 6, WAIT, "6 batches"
         )
         time.sleep(1)  # one more round of evaluation over the newest batches
+        with so.Session(engine) as session:
+            assert session.get(Lease, LEASE) is not None, "the evaluator never ran"
         assert transitions(engine) == []
 
 

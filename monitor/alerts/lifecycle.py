@@ -3,7 +3,8 @@ then resolved once the condition clears. One alert per rule and subject, never a
 
 :func:`step` is pure: given the alert as it stands (or None), what the rule finds now (or None)
 and the time, it returns the alert as it becomes and the transition, if any, to record.
-Acknowledging and silencing change who is told, not the state, and are kept beside it.
+Acknowledging and silencing are kept beside the state and do not change it (a silence keeps
+notifications from being queued; an acknowledgement only records who is on it).
 """
 
 from __future__ import annotations

@@ -61,6 +61,8 @@ def http_post(url: str, payload: dict[str, Any], timeout_s: float = 5.0) -> Sent
         return Sent(error.code, f"HTTP {error.code} {error.reason}")
     except (urllib.error.URLError, OSError) as error:
         return Sent(None, str(getattr(error, "reason", error)))
+    except Exception as error:  # a malformed answer or URL: a failed attempt, not a dead sender
+        return Sent(None, f"{type(error).__name__}: {error}")
 
 
 def enqueue(
@@ -141,12 +143,17 @@ def slack_message(
 ) -> dict[str, Any]:
     """A Slack-style incoming-webhook message: one line of text."""
     mark = ":rotating_light:" if event.transition == "firing" else ":white_check_mark:"
-    where = query.name or alert.query_id
+    where = _slack_text(query.name or alert.query_id)
     text = (
-        f"{mark} [{event.transition.upper()}] {where}: {event.message} "
+        f"{mark} [{event.transition.upper()}] {where}: {_slack_text(event.message)} "
         f"({alert.rule}, {alert.severity}; delivery {delivery.id})"
     )
     return {"text": text}
+
+
+def _slack_text(text: str) -> str:
+    """Text from a job as Slack shows it literally: its three control characters escaped."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 MESSAGES = {"webhook": webhook_message, "slack": slack_message}
@@ -158,11 +165,11 @@ def deliver_due(
     """Send what is due, each receiver's deliveries in order; the attempts, each recorded.
 
     A receiver's next delivery waits for the one before it, so that a resolved alert never
-    arrives before its firing.
+    arrives before its firing. Deliveries to a receiver the rules in force do not name wait
+    for rules that do (another process may hold other rules).
     """
     attempts: list[DeliveryAttempt] = []
     with so.Session(engine, expire_on_commit=False) as session:
-        _abandon_unknown(session, {receiver.name for receiver in receivers}, now_ms)
         for receiver in receivers:
             for delivery, event, alert, query in _pending(session, receiver.name):
                 if delivery.next_attempt_at_ms > now_ms:
@@ -172,20 +179,6 @@ def deliver_due(
                 if not attempts[-1].ok:
                     break
     return attempts
-
-
-def _abandon_unknown(session: so.Session, names: set[str], now_ms: int) -> None:
-    """Give up the deliveries to receivers the rules file no longer names."""
-    session.execute(
-        sa.update(Delivery)
-        .where(
-            Delivery.delivered_at_ms.is_(None),
-            Delivery.abandoned_at_ms.is_(None),
-            Delivery.receiver.not_in(names),
-        )
-        .values(abandoned_at_ms=now_ms)
-    )
-    session.commit()
 
 
 def _pending(session: so.Session, receiver: str) -> Sequence[Any]:

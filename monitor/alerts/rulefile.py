@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import urllib.parse
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -178,8 +179,10 @@ def _receivers(node: yaml.Node) -> tuple[Receiver, ...]:
         receiver = Receiver(*(_text(fields[key], key) for key in ("name", "kind", "url")))
         if receiver.kind not in RECEIVER_KINDS:
             raise _Problem(fields["kind"], f"kind must be one of {', '.join(RECEIVER_KINDS)}")
-        if not receiver.url.startswith(("http://", "https://")):
-            raise _Problem(fields["url"], f"url must be http:// or https://, not {receiver.url!r}")
+        if not _is_http_url(receiver.url):
+            raise _Problem(
+                fields["url"], f"url must be an http:// or https:// URL, not {receiver.url!r}"
+            )
         if any(r.name == receiver.name for r in receivers):
             raise _Problem(fields["name"], f"two receivers are called {receiver.name!r}")
         receivers.append(receiver)
@@ -206,10 +209,22 @@ def _patch(rule_name: str, node: yaml.Node) -> Patch:
     return patch
 
 
+def _is_http_url(url: str) -> bool:
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
+
+
 def _scalar(node: yaml.Node, name: str) -> Any:
     if not isinstance(node, yaml.ScalarNode):
         raise _Problem(node, f"{name} must be a single value")
-    return yaml.safe_load(yaml.serialize(node))
+    try:
+        return yaml.safe_load(yaml.serialize(node))
+    except (yaml.YAMLError, ValueError) as error:
+        raise _Problem(node, f"{name} is not a value: {error}") from None
 
 
 def _text(node: yaml.Node, name: str) -> str:

@@ -255,8 +255,9 @@ def query_terminated(facts: QueryFacts, now_ms: int, params: Params) -> list[Fin
     threshold=(Kind.DURATION, 300_000),
 )
 def no_progress(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
-    """No progress, idle or termination event for `threshold` from a query that runs."""
+    """No progress, idle or termination event for `threshold` from a query that runs
+    (Spark sends idle events while a query waits for data, so a quiet query is not silent)."""
     silent = now_ms - facts.last_progress_ms
-    if facts.status != "active" or silent <= params["threshold"]:
+    if not facts.active or silent <= params["threshold"]:
         return []
     return [Finding(None, silent, f"no progress for {_seconds(silent)}")]

@@ -74,7 +74,7 @@ class AlertRunner:
         try:
             self.rules, self.rules_error = load_rules_file(self.rules_path), None
             log.info("wmon alerts: rules reloaded from %s", self.rules_path)
-        except RulesFileError as error:
+        except (RulesFileError, ValueError) as error:
             self.rules_error = str(error)
             log.error("wmon alerts: %s; the previous rules stay in force", error)
 
@@ -83,6 +83,7 @@ class AlertRunner:
         self.reload_rules()
         now = self.clock()
         ttl_ms = int(3 * self.interval_s * 1000)
+        self.holding = False
         self.holding = acquire(self.engine, LEASE, self.holder, now, ttl_ms)
         if not self.holding:
             return None
@@ -125,11 +126,15 @@ class AlertRunner:
             pass  # the lease expires by itself
 
     def _pass(self, work: Callable[[], Sequence[AlertEvent | DeliveryAttempt] | None]) -> None:
+        # The store may be back by the next pass: evaluation and sending must outlive any
+        # one failure, or alerting would end silently.
         try:
             done = work() or []
         except sa_exc.DBAPIError as error:
-            # The store may be back by the next pass; the evaluator must outlive an outage.
             log.warning("wmon alerts: cannot use the store: %s", error_reason(error))
+            return
+        except Exception:
+            log.exception("wmon alerts: a pass failed")
             return
         for item in done:
             if isinstance(item, AlertEvent):
