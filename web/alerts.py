@@ -24,7 +24,7 @@ from monitor.alerts.actions import (
 from monitor.alerts.notify import active_silences, silenced
 from monitor.alerts.rules import RULES
 from monitor.store.models import AlertEvent, AlertRow, Delivery, DeliveryAttempt, Query, Silence
-from monitor.store.reads import QueryNotFound, find_query
+from monitor.store.reads import QueryNotFound, alerts_with_names, find_query
 from web import db
 from web.params import MAX_LIMIT, BadParameter, bounded
 
@@ -108,18 +108,10 @@ def list_alerts() -> dict[str, Any]:
     state = request.args.get("state", "live")
     if state not in ("live", "all"):
         raise BadParameter(f"state must be live or all, not {state!r}")
-    select = (
-        sa.select(AlertRow, Query.name)
-        .join(Query, Query.id == AlertRow.query_id)
-        .order_by(AlertRow.active_since_ms.desc(), AlertRow.id.desc())
-        .limit(bounded(request.args, "limit", 100, 1, MAX_LIMIT))
-    )
-    if state == "live":
-        select = select.where(AlertRow.state.in_(("pending", "firing")))
-    if "query" in request.args:
-        select = select.where(AlertRow.query_id == find_query(session, request.args["query"]).id)
+    limit = bounded(request.args, "limit", 100, 1, MAX_LIMIT)
+    query_id = find_query(session, request.args["query"]).id if "query" in request.args else None
+    rows = alerts_with_names(session, state == "live", limit, query_id)
     silences = list(active_silences(session, _now()))
-    rows = session.execute(select).all()
     return {"alerts": [alert_json(alert, name, silences) for alert, name in rows]}
 
 

@@ -11,9 +11,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.store.models import AlertEvent, AlertRow, Silence
-
-LIVE = ("pending", "firing")
+from monitor.store.models import LIVE_ALERT_STATES, AlertEvent, AlertRow, Silence
 
 
 class ActionError(ValueError):
@@ -33,7 +31,7 @@ def acknowledge(session: so.Session, alert_id: int, by: str, now_ms: int) -> Ale
     alert = session.get(AlertRow, alert_id)
     if alert is None:
         raise NotFound(f"no alert {alert_id}")
-    if alert.state not in LIVE:
+    if alert.state not in LIVE_ALERT_STATES:
         raise NotAllowed(f"alert {alert_id} is {alert.state}: only a live alert is acknowledged")
     alert.acknowledged_at_ms, alert.acknowledged_by = now_ms, by
     session.add(

@@ -15,11 +15,9 @@ from monitor.alerts.lifecycle import Alert, State, Transition, step
 from monitor.alerts.notify import enqueue
 from monitor.alerts.rulefile import RuleConfig, RuleSet
 from monitor.alerts.rules import RULES, Finding, PartitionFacts, QueryFacts
-from monitor.store.models import AlertEvent, AlertRow, Partition, Query
+from monitor.store.models import LIVE_ALERT_STATES, AlertEvent, AlertRow, Partition, Query
 from monitor.store.reads import batch_partitions, list_queries
 from monitor.store.summary import late_by_partition, latest_batch
-
-LIVE = (State.PENDING.value, State.FIRING.value)
 
 
 def query_facts(session: so.Session, query: Query, now_ms: int, late_window_ms: int) -> QueryFacts:
@@ -57,7 +55,7 @@ def evaluate(session: so.Session, rules: RuleSet, now_ms: int) -> list[AlertEven
     with the notifications they call for."""
     live = {
         (row.rule, row.query_id, row.partition): row
-        for row in session.scalars(sa.select(AlertRow).where(AlertRow.state.in_(LIVE)))
+        for row in session.scalars(sa.select(AlertRow).where(AlertRow.state.in_(LIVE_ALERT_STATES)))
     }
     events: list[AlertEvent] = []
     for query in list_queries(session):

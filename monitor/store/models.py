@@ -213,6 +213,10 @@ class TimerSnapshotRow(Base):
     due: so.Mapped[int] = so.mapped_column(sa.BigInteger)
 
 
+# The states of an alert that is live: its condition holds, and it may fire or has fired.
+LIVE_ALERT_STATES = ("pending", "firing")
+
+
 class AlertRow(Base):
     """One alert: a rule's condition on one subject, from pending to resolved.
 

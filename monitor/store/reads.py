@@ -10,6 +10,7 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.store.models import (
+    LIVE_ALERT_STATES,
     AlertRow,
     Batch,
     Partition,
@@ -158,8 +159,10 @@ class AlertView:
     message: str
 
 
-def recent_alerts(session: so.Session, live_only: bool, limit: int) -> list[AlertView]:
-    """The newest alerts first: only pending and firing ones, or every one."""
+def alerts_with_names(
+    session: so.Session, live_only: bool, limit: int, query_id: str | None = None
+) -> Sequence[Any]:
+    """(alert, query name) pairs, the newest first: only live ones, or every one."""
     select = (
         sa.select(AlertRow, Query.name)
         .join(Query, Query.id == AlertRow.query_id)
@@ -167,7 +170,14 @@ def recent_alerts(session: so.Session, live_only: bool, limit: int) -> list[Aler
         .limit(limit)
     )
     if live_only:
-        select = select.where(AlertRow.state.in_(("pending", "firing")))
+        select = select.where(AlertRow.state.in_(LIVE_ALERT_STATES))
+    if query_id is not None:
+        select = select.where(AlertRow.query_id == query_id)
+    return session.execute(select).all()
+
+
+def recent_alerts(session: so.Session, live_only: bool, limit: int) -> list[AlertView]:
+    """The newest alerts first: only pending and firing ones, or every one."""
     return [
         AlertView(
             row.id,
@@ -181,5 +191,5 @@ def recent_alerts(session: so.Session, live_only: bool, limit: int) -> list[Aler
             row.resolved_at_ms,
             row.message,
         )
-        for row, name in session.execute(select)
+        for row, name in alerts_with_names(session, live_only, limit)
     ]
