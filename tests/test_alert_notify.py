@@ -9,8 +9,16 @@ import pytest
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
+from monitor.alerts.actions import lift_silence, silence
 from monitor.alerts.evaluate import evaluate
-from monitor.alerts.notify import GIVE_UP_AFTER_MS, Sent, deliver_due, http_post, silenced
+from monitor.alerts.notify import (
+    CLAIM_MS,
+    GIVE_UP_AFTER_MS,
+    Sent,
+    deliver_due,
+    http_post,
+    silenced,
+)
 from monitor.alerts.rulefile import Receiver, RuleSet, load_rules
 from monitor.alerts.runner import AlertRunner
 from monitor.store.models import (
@@ -37,7 +45,7 @@ class LocalReceiver:
     """A local HTTP server that records what it is sent; it can answer 503 for a while."""
 
     def __init__(self):
-        self.received, self.failures_left = [], 0
+        self.received, self.failures_left, self.failure_status = [], 0, 503
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -45,7 +53,7 @@ class LocalReceiver:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 if outer.failures_left > 0:
                     outer.failures_left -= 1
-                    self.send_response(503)
+                    self.send_response(outer.failure_status)
                 else:
                     outer.received.append((self.path, body))
                     self.send_response(204)
@@ -234,3 +242,133 @@ def test_a_silence_covers_what_it_names(scope, covered):
     alert = AlertRow(rule="partition_stalled", query_id="q", partition="t/1")
     rule, query_id, partition = scope
     assert silenced(alert, Silence(rule=rule, query_id=query_id, partition=partition)) is covered
+
+
+def statuses(receiver):
+    return [(body["status"], body["alert"]["partition"]) for _, body in receiver.received]
+
+
+def silence_stall(engine, now_ms):
+    with so.Session(engine, expire_on_commit=False) as session:
+        return silence(
+            session,
+            rule="partition_stalled",
+            query_id=None,
+            partition=None,
+            until_ms=now_ms + 3_600_000,
+            now_ms=now_ms,
+            by="ops",
+        )
+
+
+def lift(engine, made, now_ms):
+    with so.Session(engine) as session:
+        lift_silence(session, made.id, now_ms)
+
+
+def test_an_alert_that_fired_during_a_silence_is_told_when_the_silence_ends(engine, receiver):
+    rules = rules_with(Receiver("ops", "webhook", receiver.url))
+    stalled(engine)
+    made = silence_stall(engine, at(20))
+    evaluate_at(engine, rules, 26)
+    evaluate_at(engine, rules, 27)
+    assert deliver_due(engine, rules.receivers, at(27)) == [], "silenced"
+    lift(engine, made, at(28))
+    evaluate_at(engine, rules, 28)
+    evaluate_at(engine, rules, 29)
+    deliver_due(engine, rules.receivers, at(29))
+    assert statuses(receiver) == [("firing", "t/1")], "told once the silence ended, once"
+    moves_again(engine)
+    evaluate_at(engine, rules, 31)
+    deliver_due(engine, rules.receivers, at(31))
+    assert statuses(receiver) == [("firing", "t/1"), ("resolved", "t/1")]
+
+
+def test_a_resolved_alert_is_told_to_whoever_heard_it_fire_even_under_a_silence(engine, receiver):
+    ops = Receiver("ops", "webhook", f"{receiver.url}/ops")
+    stalled(engine)
+    evaluate_at(engine, rules_with(ops), 26)
+    deliver_due(engine, [ops], at(26))
+    # A receiver added later hears of what still fires; then a silence starts.
+    chat = Receiver("chat", "webhook", f"{receiver.url}/chat")
+    evaluate_at(engine, rules_with(ops, chat), 27)
+    silence_stall(engine, at(28))
+    moves_again(engine)
+    evaluate_at(engine, rules_with(ops, chat), 31)
+    deliver_due(engine, [ops, chat], at(31))
+    told = [(path, body["status"]) for path, body in receiver.received]
+    assert told == [
+        ("/ops", "firing"),
+        ("/ops", "resolved"),
+        ("/chat", "firing"),
+        ("/chat", "resolved"),
+    ]
+
+
+def test_an_alert_that_fired_and_resolved_within_a_silence_is_never_told(engine, receiver):
+    rules = rules_with(Receiver("ops", "webhook", receiver.url))
+    stalled(engine)
+    made = silence_stall(engine, at(20))
+    evaluate_at(engine, rules, 26)
+    moves_again(engine)
+    evaluate_at(engine, rules, 31)
+    lift(engine, made, at(32))
+    evaluate_at(engine, rules, 33)
+    assert deliver_due(engine, rules.receivers, at(33)) == [] and receiver.received == []
+    with so.Session(engine) as session:
+        assert session.scalars(sa.select(Delivery)).all() == []
+
+
+def test_two_senders_never_both_send_a_delivery(engine, receiver):
+    rules = rules_with(Receiver("ops", "webhook", receiver.url))
+    stalled(engine)
+    evaluate_at(engine, rules, 26)
+    second = []
+
+    def post_while_another_sender_runs(url, message):
+        # The second sender read the queue before the first recorded its attempt.
+        second.extend(deliver_due(engine, rules.receivers, at(26), http_post))
+        return http_post(url, message)
+
+    first = deliver_due(engine, rules.receivers, at(26), post_while_another_sender_runs)
+    assert [a.ok for a in first] == [True] and second == []
+    assert statuses(receiver) == [("firing", "t/1")]
+    with so.Session(engine) as session:
+        assert session.scalars(sa.select(Delivery)).one().attempts == 1
+
+
+def test_a_delivery_whose_sender_died_mid_send_is_taken_over_after_the_claim(engine, receiver):
+    rules = rules_with(Receiver("ops", "webhook", receiver.url))
+    stalled(engine)
+    evaluate_at(engine, rules, 26)
+
+    def die(url, message):
+        raise SystemExit("the sender's process ends")
+
+    with pytest.raises(SystemExit):
+        deliver_due(engine, rules.receivers, at(26), die)
+    assert deliver_due(engine, rules.receivers, at(26) + CLAIM_MS - 1) == []
+    [attempt] = deliver_due(engine, rules.receivers, at(26) + CLAIM_MS)
+    assert attempt.ok and statuses(receiver) == [("firing", "t/1")]
+
+
+@pytest.mark.parametrize(
+    "status, given_up", [(400, True), (404, True), (429, False), (408, False), (500, False)]
+)
+def test_a_refusal_for_good_is_final_and_the_next_delivery_goes_on(
+    engine, receiver, status, given_up
+):
+    rules = rules_with(Receiver("ops", "webhook", receiver.url))
+    stalled(engine)
+    evaluate_at(engine, rules, 26)
+    moves_again(engine)
+    evaluate_at(engine, rules, 31)
+    receiver.failures_left, receiver.failure_status = 1, status
+    attempts = deliver_due(engine, rules.receivers, at(31))
+    assert [a.status_code for a in attempts] == ([status, 204] if given_up else [status])
+    with so.Session(engine) as session:
+        first = session.scalars(sa.select(Delivery).order_by(Delivery.id)).first()
+        assert (first.abandoned_at_ms is not None) is given_up
+    if not given_up:
+        deliver_due(engine, rules.receivers, at(32))
+        assert statuses(receiver) == [("firing", "t/1"), ("resolved", "t/1")]

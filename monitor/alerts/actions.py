@@ -58,7 +58,7 @@ def silence(
     by: str,
     comment: str | None = None,
 ) -> Silence:
-    """Keep notifications of matching alerts (None matches anything) from going out until
+    """Hold back firing notifications of matching alerts (None matches anything) until
     `until_ms`."""
     if until_ms <= now_ms:
         raise NotAllowed("a silence must end in the future")

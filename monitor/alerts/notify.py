@@ -1,10 +1,17 @@
 """Notifications of firing and resolved alerts: queued with the transition, sent with retries.
 
-:func:`enqueue` adds one :class:`~monitor.store.models.Delivery` per receiver to the session
-that stores the transitions, so nothing is lost between the two. :func:`deliver_due` sends
-what is due, records every attempt, and on failure waits longer before the next (1 s, 2 s,
-4 s, ... at most 5 minutes) until the receiver takes it or a day has passed. Each message
-carries its delivery id, so a receiver can drop the duplicate of an answer that got lost.
+:func:`enqueue` adds :class:`~monitor.store.models.Delivery` rows to the session that stores
+the transitions, so nothing is lost between the two. Firing and resolved stay paired, as in
+Alertmanager: a silence holds back the firing notification of the alerts it covers, which goes
+out once the silence ends if the alert still fires; a resolved notification goes to exactly
+the receivers that were told the alert fired.
+
+:func:`deliver_due` sends what is due, records every attempt, and on failure waits longer
+before the next (1 s, 2 s, 4 s, ... at most 5 minutes) until the receiver takes it or a day has
+passed; a refusal that retrying cannot change (most 4xx answers) is final at once. Each
+delivery is claimed with a conditional UPDATE before it is sent, so that two senders (one that
+lost the evaluation lease mid-pass, say) never both send it. Each message carries its delivery
+id, so a receiver can drop the duplicate of an answer that got lost.
 """
 
 from __future__ import annotations
@@ -24,10 +31,14 @@ import sqlalchemy.orm as so
 from monitor.alerts.rulefile import Receiver
 from monitor.store.models import AlertEvent, AlertRow, Delivery, DeliveryAttempt, Query, Silence
 
-NOTIFIED = ("firing", "resolved")
 MAX_BACKOFF_MS = 300_000
 GIVE_UP_AFTER_MS = 86_400_000
+# How long a claimed delivery is left to its sender: well beyond http_post's timeout, so only
+# a sender that died mid-send leaves one for another to take over.
+CLAIM_MS = 60_000
 BATCH = 100
+# 4xx answers that say "later", not "never".
+RETRIED_4XX = (408, 425, 429)
 
 
 @dataclass(frozen=True)
@@ -41,6 +52,13 @@ class Sent:
     def ok(self) -> bool:
         """Whether the receiver took the message (a 2xx answer)."""
         return self.status_code is not None and 200 <= self.status_code < 300
+
+    @property
+    def refused(self) -> bool:
+        """Whether the receiver refused the message for good: a 4xx answer other than the
+        ones that ask to try again later."""
+        code = self.status_code
+        return code is not None and 400 <= code < 500 and code not in RETRIED_4XX
 
 
 Post = Callable[[str, dict[str, Any]], Sent]
@@ -68,26 +86,85 @@ def http_post(url: str, payload: dict[str, Any], timeout_s: float = 5.0) -> Sent
 def enqueue(
     session: so.Session, events: Iterable[AlertEvent], receivers: Sequence[Receiver], now_ms: int
 ) -> list[Delivery]:
-    """Queue a delivery of every firing or resolved transition to every receiver, unless a
-    silence covers the alert."""
-    notified = [event for event in events if event.transition in NOTIFIED]
-    if not notified or not receivers:
+    """Queue what the receivers have yet to hear after an evaluation: each firing alert no
+    silence covers, and each of `events` that resolved an alert, to whoever heard it fire."""
+    if not receivers:
         return []
-    silences = active_silences(session, now_ms)
+    names = [receiver.name for receiver in receivers]
     deliveries = [
-        Delivery(
-            alert_event_id=event.id,
-            receiver=receiver.name,
-            created_at_ms=now_ms,
-            attempts=0,
-            next_attempt_at_ms=now_ms,
-        )
-        for event in notified
-        if not any(silenced(session.get_one(AlertRow, event.alert_id), s) for s in silences)
-        for receiver in receivers
+        _delivery(event, name, now_ms)
+        for event, name in _unheard_firing(session, names, now_ms)
+        + _resolved(session, events, names)
     ]
     session.add_all(deliveries)
     return deliveries
+
+
+def _delivery(event: AlertEvent, receiver: str, now_ms: int) -> Delivery:
+    return Delivery(
+        alert_event_id=event.id,
+        receiver=receiver,
+        created_at_ms=now_ms,
+        attempts=0,
+        next_attempt_at_ms=now_ms,
+    )
+
+
+def _unheard_firing(
+    session: so.Session, receivers: Sequence[str], now_ms: int
+) -> list[tuple[AlertEvent, str]]:
+    """Each firing alert's firing event, with each receiver that has not been sent it, unless
+    a silence in force covers the alert."""
+    firing = session.execute(
+        sa.select(AlertRow, AlertEvent)
+        .join(AlertEvent, AlertEvent.alert_id == AlertRow.id)
+        .where(AlertRow.state == "firing", AlertEvent.transition == "firing")
+        .order_by(AlertEvent.id)
+    ).all()
+    silences = active_silences(session, now_ms)
+    heard = _receivers_of(session, [event.id for _, event in firing])
+    return [
+        (event, name)
+        for alert, event in firing
+        if not any(silenced(alert, silence) for silence in silences)
+        for name in receivers
+        if (event.id, name) not in heard
+    ]
+
+
+def _resolved(
+    session: so.Session, events: Iterable[AlertEvent], receivers: Sequence[str]
+) -> list[tuple[AlertEvent, str]]:
+    """Each resolved event, with each receiver that was sent its alert's firing."""
+    resolved = [event for event in events if event.transition == "resolved"]
+    if not resolved:
+        return []
+    rows = session.execute(
+        sa.select(AlertEvent.alert_id, AlertEvent.id).where(
+            AlertEvent.alert_id.in_([event.alert_id for event in resolved]),
+            AlertEvent.transition == "firing",
+        )
+    )
+    firing = {alert_id: event_id for alert_id, event_id in rows}
+    heard = _receivers_of(session, list(firing.values()))
+    return [
+        (event, name)
+        for event in resolved
+        for name in receivers
+        if (firing.get(event.alert_id), name) in heard
+    ]
+
+
+def _receivers_of(session: so.Session, event_ids: Sequence[int]) -> set[tuple[int, str]]:
+    """(event id, receiver) of every delivery queued of these events."""
+    if not event_ids:
+        return set()
+    rows = session.execute(
+        sa.select(Delivery.alert_event_id, Delivery.receiver).where(
+            Delivery.alert_event_id.in_(event_ids)
+        )
+    )
+    return {(event_id, receiver) for event_id, receiver in rows}
 
 
 def active_silences(session: so.Session, now_ms: int) -> Sequence[Silence]:
@@ -172,11 +249,11 @@ def deliver_due(
     with so.Session(engine, expire_on_commit=False) as session:
         for receiver in receivers:
             for delivery, event, alert, query in _pending(session, receiver.name):
-                if delivery.next_attempt_at_ms > now_ms:
+                if delivery.next_attempt_at_ms > now_ms or not _claim(session, delivery, now_ms):
                     break
                 message = MESSAGES[receiver.kind](delivery, event, alert, query)
-                attempts.append(_attempt(session, delivery, receiver, message, now_ms, post))
-                if not attempts[-1].ok:
+                attempts.append(_attempt(session, delivery, receiver.url, message, now_ms, post))
+                if delivery.delivered_at_ms is None and delivery.abandoned_at_ms is None:
                     break
     return attempts
 
@@ -198,17 +275,41 @@ def _pending(session: so.Session, receiver: str) -> Sequence[Any]:
     ).all()
 
 
+def _claim(session: so.Session, delivery: Delivery, now_ms: int) -> bool:
+    """Take `delivery` for one attempt, unless another sender changed it since it was read.
+
+    The attempt is counted and the delivery put out of everyone's reach for CLAIM_MS, in one
+    conditional UPDATE: of two senders, only the first to commit sees its row change.
+    """
+    unchanged = (
+        Delivery.id == delivery.id,
+        Delivery.attempts == delivery.attempts,
+        Delivery.delivered_at_ms.is_(None),
+        Delivery.abandoned_at_ms.is_(None),
+    )
+    claim = (
+        sa.update(Delivery)
+        .where(*unchanged)
+        .values(attempts=delivery.attempts + 1, next_attempt_at_ms=now_ms + CLAIM_MS)
+    )
+    claimed = session.connection().execute(claim).rowcount
+    session.commit()
+    if claimed:
+        delivery.attempts += 1
+    return bool(claimed)
+
+
 def _attempt(
     session: so.Session,
     delivery: Delivery,
-    receiver: Receiver,
+    url: str,
     message: dict[str, Any],
     now_ms: int,
     post: Post,
 ) -> DeliveryAttempt:
-    """Send one delivery and record the attempt and its outcome in one transaction."""
+    """Send one claimed delivery; record the attempt and its outcome in one transaction."""
     started = time.monotonic()
-    sent = post(receiver.url, message)
+    sent = post(url, message)
     attempt = DeliveryAttempt(
         delivery_id=delivery.id,
         at_ms=now_ms,
@@ -217,15 +318,11 @@ def _attempt(
         status_code=sent.status_code,
         error=sent.error,
     )
-    delivery.attempts += 1
     if sent.ok:
         delivery.delivered_at_ms = now_ms
-    elif now_ms - delivery.created_at_ms >= GIVE_UP_AFTER_MS:
+    elif sent.refused or now_ms - delivery.created_at_ms >= GIVE_UP_AFTER_MS:
         delivery.abandoned_at_ms = now_ms
-    else:
-        delivery.next_attempt_at_ms = now_ms + min(
-            1000 * 2 ** (delivery.attempts - 1), MAX_BACKOFF_MS
-        )
+    delivery.next_attempt_at_ms = now_ms + min(1000 * 2 ** (delivery.attempts - 1), MAX_BACKOFF_MS)
     session.add(attempt)
     session.commit()
     return attempt
