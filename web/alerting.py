@@ -9,44 +9,48 @@ so a bad one stops the server from starting.
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 from flask import Flask
 
 from monitor.alerts.rulefile import load_rules_file
 from monitor.alerts.runner import AlertRunner
-from web import db, socketio
+from web import db
+from web.periodic import Task
 
 
 class Evaluator:
-    """The app's alert runner, started once however many requests ask."""
+    """The app's alert runner, started once however many requests ask.
+
+    The runner loops by itself (and sends notifications from a thread of its own), so it runs
+    as a plain Task rather than a Periodic one: the task's stop event is the runner's.
+    """
 
     def __init__(self, app: Flask) -> None:
         self.app = app
         self.lock = threading.Lock()
-        self.stopping = threading.Event()
         self.runner: AlertRunner | None = None
-        self._task: Any = None
+        self._task: Task | None = None
 
     def start(self) -> None:
         """Start evaluating, once however often asked."""
+        # The runner is made here rather than on the task, so that a rules file that went bad
+        # since the app was made is the caller's error, as it is when the app is made.
         with self.lock:
-            if self._task is not None:
-                return
-            config = self.app.config
-            self.runner = AlertRunner(
-                db.engine(self.app),
-                config["ALERT_RULES"],
-                config["ALERT_INTERVAL_S"],
-                config["CLOCK"],
-            )
-            self._task = socketio.start_background_task(self.runner.run, self.stopping)
+            if self.runner is None:
+                config = self.app.config
+                self.runner = AlertRunner(
+                    db.engine(self.app),
+                    config["ALERT_RULES"],
+                    config["ALERT_INTERVAL_S"],
+                    config["CLOCK"],
+                )
+                self._task = Task(self.runner.run)
+                self._task.start()
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop evaluating and hand the lease on."""
-        self.stopping.set()
         if self._task is not None:
-            self._task.join(timeout)
+            self._task.stop(timeout)
 
 
 def init_app(app: Flask) -> None:

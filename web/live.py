@@ -58,6 +58,7 @@ from monitor.store.reads import QueryNotFound, find_query, list_queries
 from web import db, socketio
 from web.alerts import alert_json
 from web.payloads import Lens, batch_events, overview, timers_json
+from web.periodic import Periodic
 
 CATCH_UP_LIMIT = 1_000
 OVERVIEW_ROOM = "overview"
@@ -81,33 +82,22 @@ class Watcher:
         self.lock = threading.Lock()
         self._batches, self._timers, self._queries = batch_watch(), timer_watch(), query_watch()
         self._alert_events = alert_event_watch()
-        self._task: Any = None
-        self._running = False
         self._last_full = 0.0
+        self._task = Periodic(
+            self.look,
+            lambda: app.config["POLL_INTERVAL_S"],
+            log,
+            cannot="wmon live: cannot read the store",
+            failed="wmon live: a look at the store failed",
+        )
 
     def start(self) -> None:
         """Start the background task, once however many connections ask."""
-        with self.lock:
-            if self._task is None:
-                self._running = True
-                self._task = socketio.start_background_task(self._run)
+        self._task.start()
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the background task and wait for it to end."""
-        self._running = False
-        if self._task is not None:
-            self._task.join(timeout)
-
-    def _run(self) -> None:
-        while self._running:
-            try:
-                self.look()
-            except sa_exc.DBAPIError as error:
-                log.warning("wmon live: cannot read the store: %s", error_reason(error))
-            except Exception:
-                # The task must outlive any one bad look, or every page would go quiet.
-                log.exception("wmon live: a look at the store failed")
-            socketio.sleep(self.app.config["POLL_INTERVAL_S"])
+        self._task.stop(timeout)
 
     def prime(self, session: so.Session) -> None:
         """With the lock held: unless a look already did, take the store as it is as sent."""

@@ -5,15 +5,12 @@ background task, started with the first request, prunes what is older than RETEN
 from __future__ import annotations
 
 import logging
-import threading
-from typing import Any
 
-import sqlalchemy.exc as sa_exc
 from flask import Flask
 
-from monitor.store.engine import error_reason
 from monitor.store.prune import Pruned, cutoff_ms, prune
 from web import db, socketio
+from web.periodic import Periodic
 
 log = logging.getLogger(__name__)
 
@@ -23,22 +20,21 @@ class Pruner:
 
     def __init__(self, app: Flask) -> None:
         self.app = app
-        self.lock = threading.Lock()
-        self._task: Any = None
-        self._running = False
+        self._task = Periodic(
+            self.prune,
+            lambda: app.config["PRUNE_INTERVAL_S"],
+            log,
+            cannot="wmon retention: cannot prune the store",
+            failed="wmon retention: a prune failed",
+        )
 
     def start(self) -> None:
         """Start the background task, once however many requests ask."""
-        with self.lock:
-            if self._task is None:
-                self._running = True
-                self._task = socketio.start_background_task(self._run)
+        self._task.start()
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the background task and wait for it to end."""
-        self._running = False
-        if self._task is not None:
-            self._task.join(timeout)
+        self._task.stop(timeout)
 
     def prune(self) -> Pruned:
         """Delete what is older than the retention period now."""
@@ -48,17 +44,6 @@ class Pruner:
         if pruned.total:
             log.info("wmon retention: pruned %s", pruned.deleted)
         return pruned
-
-    def _run(self) -> None:
-        while self._running:
-            try:
-                self.prune()
-            except sa_exc.DBAPIError as error:
-                log.warning("wmon retention: cannot prune the store: %s", error_reason(error))
-            except Exception:
-                # One failed prune must not end pruning for the life of the server.
-                log.exception("wmon retention: a prune failed")
-            socketio.sleep(self.app.config["PRUNE_INTERVAL_S"])
 
 
 def init_app(app: Flask) -> None:
