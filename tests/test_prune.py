@@ -1,21 +1,28 @@
 """History retention on SQLite and PostgreSQL: what goes, what stays, in short transactions."""
 
+import itertools
 import re
 import threading
 import time
 
 import pytest
 import sqlalchemy as sa
+import sqlalchemy.orm as so
 
 from monitor.cli import main
 from monitor.events import TimerSnapshot
 from monitor.store.engine import create_engine
 from monitor.store.models import (
+    AlertEvent,
+    AlertRow,
     Batch,
+    Delivery,
+    DeliveryAttempt,
     Partition,
     PartitionEventTime,
     Query,
     Run,
+    Silence,
     Source,
     StateOperator,
     TimerSnapshotRow,
@@ -31,6 +38,22 @@ CUTOFF = cutoff_ms(30, NOW)
 OLD = CUTOFF - DAY
 NEW = CUTOFF + DAY
 BATCH_TABLES = (Batch, StateOperator, Source, Partition, PartitionEventTime)
+BATCH_TABLE_NAMES = [table.__tablename__ for table in BATCH_TABLES]
+ALERT_TABLES = ("alerts", "alert_events", "deliveries", "delivery_attempts")
+NOTHING = dict.fromkeys(TABLES, 0)
+
+
+def alert_counts(alerts, events, deliveries, attempts):
+    """Rows in each alert table."""
+    return dict(zip(ALERT_TABLES, [alerts, events, deliveries, attempts], strict=True))
+
+
+# An alert as write_alert stores it. Resolved: pending, firing and resolved events, the two
+# last notified to one receiver, one attempt each. Cancelled: pending and cancelled events,
+# never notified.
+RESOLVED_ALERT_ROWS = alert_counts(1, 3, 2, 2)
+CANCELLED_ALERT_ROWS = alert_counts(1, 2, 0, 0)
+NO_ROWS = alert_counts(0, 0, 0, 0)
 
 
 def write_batch(engine, query_id, batch_id, at_ms, late=0):
@@ -69,6 +92,97 @@ def count(engine, table):
         return connection.scalar(sa.select(sa.func.count()).select_from(table))
 
 
+PARTITIONS = (f"t/{n}" for n in itertools.count())
+TRANSITIONS = {
+    "pending": ["pending"],
+    "firing": ["pending", "firing"],
+    "resolved": ["pending", "firing", "resolved"],
+    "cancelled": ["pending", "cancelled"],
+}
+
+
+def write_alert(engine, state, ended_ms=None, outcome="delivered"):
+    """An alert of query q in `state`, on a partition of its own, a minute per transition
+    up to `ended_ms` (or OLD); each notified transition (firing, resolved) has a delivery to
+    one receiver with one attempt; the last one's is `outcome` ('delivered', 'abandoned' or
+    'queued': failed, to be retried), the ones before it delivered."""
+    transitions = TRANSITIONS[state]
+    start_ms = (ended_ms or OLD) - 60_000 * len(transitions)
+    with so.Session(engine) as session:
+        if session.get(Query, "q") is None:
+            session.add(Query(id="q", run_id="run-1", status="active", updated_at_ms=OLD))
+            session.flush()
+        alert = AlertRow(
+            rule="partition_stalled",
+            query_id="q",
+            partition=next(PARTITIONS),
+            severity="warning",
+            state=state,
+            active_since_ms=start_ms,
+            resolved_at_ms=ended_ms,
+            message="stalled",
+        )
+        session.add(alert)
+        session.flush()
+        for n, transition in enumerate(transitions, start=1):
+            at_ms = start_ms + 60_000 * n
+            event = AlertEvent(alert_id=alert.id, transition=transition, at_ms=at_ms, message="")
+            session.add(event)
+            if transition in ("firing", "resolved"):
+                session.flush()
+                last = n == len(transitions)
+                write_delivery(session, event.id, at_ms, outcome if last else "delivered")
+        session.commit()
+        return alert.id
+
+
+def write_delivery(session, event_id, at_ms, outcome):
+    delivery = Delivery(
+        alert_event_id=event_id,
+        receiver="ops",
+        created_at_ms=at_ms,
+        attempts=1,
+        next_attempt_at_ms=at_ms + 1_000,
+        delivered_at_ms=at_ms if outcome == "delivered" else None,
+        abandoned_at_ms=at_ms if outcome == "abandoned" else None,
+    )
+    session.add(delivery)
+    session.flush()
+    ok = outcome == "delivered"
+    session.add(
+        DeliveryAttempt(
+            delivery_id=delivery.id,
+            at_ms=at_ms,
+            duration_ms=5,
+            ok=ok,
+            status_code=200 if ok else 503,
+        )
+    )
+
+
+def alert_rows(engine, alert_id):
+    """How many rows of the alert are left in each alert table."""
+    events = sa.select(AlertEvent.id).where(AlertEvent.alert_id == alert_id)
+    deliveries = sa.select(Delivery.id).where(Delivery.alert_event_id.in_(events))
+    statements = [
+        sa.select(AlertRow).where(AlertRow.id == alert_id),
+        events,
+        deliveries,
+        sa.select(DeliveryAttempt).where(DeliveryAttempt.delivery_id.in_(deliveries)),
+    ]
+    with engine.connect() as connection:
+        return {
+            table: connection.scalar(sa.select(sa.func.count()).select_from(statement.subquery()))
+            for table, statement in zip(ALERT_TABLES, statements, strict=True)
+        }
+
+
+def write_silence(engine, until_ms):
+    with so.Session(engine) as session:
+        session.add(Silence(rule="partition_stalled", created_at_ms=OLD - DAY, until_ms=until_ms))
+        session.commit()
+
+
 def test_rows_before_the_cutoff_go_and_the_rest_stay(engine):
     for batch_id, at_ms in enumerate([OLD, OLD + 1_000, CUTOFF - 1, CUTOFF, NEW]):
         write_batch(engine, "q", batch_id, at_ms)
@@ -77,7 +191,7 @@ def test_rows_before_the_cutoff_go_and_the_rest_stay(engine):
 
     pruned = prune(engine, CUTOFF)
 
-    assert pruned.deleted == {
+    assert pruned.deleted == NOTHING | {
         "batches": 3,
         "state_operators": 3,
         "sources": 3,
@@ -85,7 +199,7 @@ def test_rows_before_the_cutoff_go_and_the_rest_stay(engine):
         "partition_event_times": 6,
         "timer_snapshots": 2,
     }
-    assert batch_ids(engine, "q") == dict.fromkeys(TABLES[:-1], [3, 4])
+    assert batch_ids(engine, "q") == dict.fromkeys(BATCH_TABLE_NAMES, [3, 4])
     assert snapshot_times(engine, "q") == [CUTOFF, NEW]
     assert (count(engine, Query), count(engine, Run)) == (1, 1)
 
@@ -97,7 +211,7 @@ def test_pruning_again_deletes_nothing(engine):
     first = prune(engine, CUTOFF)
     again = prune(engine, CUTOFF)
     assert first.deleted["batches"] == 3
-    assert again.deleted == dict.fromkeys(TABLES, 0) and again.total == 0
+    assert again.deleted == NOTHING and again.total == 0
     assert batch_ids(engine, "q")["batches"] == [3]
 
 
@@ -112,9 +226,9 @@ def test_a_query_keeps_its_newest_batch_and_timer_snapshot(engine):
 
     prune(engine, CUTOFF)
 
-    assert batch_ids(engine, "stopped") == dict.fromkeys(TABLES[:-1], [2])
+    assert batch_ids(engine, "stopped") == dict.fromkeys(BATCH_TABLE_NAMES, [2])
     assert snapshot_times(engine, "stopped") == [OLD + 1_000]
-    assert batch_ids(engine, "busy") == dict.fromkeys(TABLES[:-1], [1])
+    assert batch_ids(engine, "busy") == dict.fromkeys(BATCH_TABLE_NAMES, [1])
     assert (count(engine, Query), count(engine, Run)) == queries_and_runs
 
 
@@ -145,9 +259,10 @@ def test_each_transaction_deletes_one_chunk(engine):
 
     pruned = prune(engine, CUTOFF, chunk=10, sleep=between_transactions)
 
-    # Ten full chunks; the eleventh finds less than a chunk, so batches are done; then timers.
-    assert left == [91, 81, 71, 61, 51, 41, 31, 21, 11, 1, 1, 1]
-    assert pruned.transactions == len(commits) == 12
+    # Ten full chunks; the eleventh finds less than a chunk, so batches are done; then timer
+    # snapshots, alerts and silences, one transaction each.
+    assert left == [91, 81, 71, 61, 51, 41, 31, 21, 11, 1, 1, 1, 1, 1]
+    assert pruned.transactions == len(commits) == 14
     assert pruned.deleted["partitions"] == pruned.deleted["partition_event_times"] == 400
     assert all(0 <= pause <= MAX_PAUSE_S for pause in pauses)
 
@@ -187,21 +302,114 @@ def test_writers_are_not_held_up_by_a_long_prune(engine, database_url):
     assert batch_ids(engine, "live")["batches"] == list(range(len(writes)))
 
 
+def test_alerts_that_ended_before_the_cutoff_go_with_all_their_rows(engine):
+    gone = [
+        write_alert(engine, "resolved", OLD),
+        write_alert(engine, "resolved", CUTOFF - 1),
+        write_alert(engine, "resolved", OLD, outcome="abandoned"),
+        write_alert(engine, "cancelled", OLD),
+    ]
+    kept = {
+        write_alert(engine, "resolved", CUTOFF): RESOLVED_ALERT_ROWS,
+        write_alert(engine, "resolved", NEW): RESOLVED_ALERT_ROWS,
+        write_alert(engine, "cancelled", NEW): CANCELLED_ALERT_ROWS,
+    }
+
+    pruned = prune(engine, CUTOFF)
+
+    # Three resolved alerts (3 events, 2 deliveries, 2 attempts each) and a cancelled one.
+    assert pruned.deleted == NOTHING | alert_counts(4, 3 * 3 + 2, 3 * 2, 3 * 2)
+    assert [alert_rows(engine, alert_id) for alert_id in gone] == [NO_ROWS] * 4
+    assert {alert_id: alert_rows(engine, alert_id) for alert_id in kept} == kept
+    assert prune(engine, CUTOFF).deleted == NOTHING
+
+
+def test_live_alerts_stay_with_all_their_rows_however_old(engine):
+    pending = write_alert(engine, "pending")
+    firing = write_alert(engine, "firing")
+    # Even one whose row says it was resolved long ago, should a writer ever leave one so.
+    odd = write_alert(engine, "firing")
+    with engine.begin() as connection:
+        connection.execute(sa.update(AlertRow).where(AlertRow.id == odd).values(resolved_at_ms=OLD))
+
+    pruned = prune(engine, OLD + 100 * DAY)
+
+    assert pruned.deleted == NOTHING
+    assert alert_rows(engine, pending) == alert_counts(1, 1, 0, 0)
+    assert alert_rows(engine, firing) == alert_rows(engine, odd) == alert_counts(1, 2, 1, 1)
+
+
+@pytest.mark.parametrize("done", ["delivered_at_ms", "abandoned_at_ms"])
+def test_an_old_alert_whose_notification_is_queued_stays_until_it_is_done(engine, done):
+    queued = write_alert(engine, "resolved", OLD, outcome="queued")
+    delivered = write_alert(engine, "resolved", OLD)
+
+    assert prune(engine, CUTOFF).deleted["alerts"] == 1
+    assert alert_rows(engine, queued) == RESOLVED_ALERT_ROWS
+    assert alert_rows(engine, delivered) == NO_ROWS
+
+    undone = sa.and_(Delivery.delivered_at_ms.is_(None), Delivery.abandoned_at_ms.is_(None))
+    with engine.begin() as connection:
+        assert (
+            connection.execute(sa.update(Delivery).where(undone).values({done: NEW})).rowcount == 1
+        )
+    assert prune(engine, CUTOFF).deleted == NOTHING | RESOLVED_ALERT_ROWS
+    assert alert_rows(engine, queued) == NO_ROWS
+
+
+def test_silences_that_ended_before_the_cutoff_go(engine):
+    for until_ms in (OLD, CUTOFF - 1, CUTOFF, NEW, NOW + DAY):
+        write_silence(engine, until_ms)
+
+    assert prune(engine, CUTOFF).deleted == NOTHING | {"silences": 2}
+    with engine.connect() as connection:
+        left = sorted(connection.scalars(sa.select(Silence.until_ms)))
+    assert left == [CUTOFF, NEW, NOW + DAY]
+
+
+def test_alerts_and_silences_go_one_chunk_per_transaction(engine):
+    for n in range(25):
+        write_alert(engine, "resolved", OLD + n)
+    write_alert(engine, "firing")
+    for n in range(12):
+        write_silence(engine, OLD + n)
+    commits = []
+    sa.event.listen(engine, "commit", lambda _connection: commits.append(1))
+    left = []
+
+    def between_transactions(_seconds):
+        left.append((count(engine, AlertRow), count(engine, Silence)))
+
+    pruned = prune(engine, CUTOFF, chunk=10, sleep=between_transactions)
+
+    # Query q's batches and timer snapshots (none), then 10, 10 and 5 alerts, 10 and 2 silences.
+    assert left == [(26, 12), (26, 12), (16, 12), (6, 12), (1, 12), (1, 2), (1, 0)]
+    assert pruned.transactions == len(commits) == 7
+    assert pruned.deleted == NOTHING | {
+        table: 25 * rows for table, rows in RESOLVED_ALERT_ROWS.items()
+    } | {"silences": 12}
+
+
 def test_wmon_prune_prints_what_it_deleted(database_url, engine, capsys, monkeypatch):
     monkeypatch.delenv("WMON_RETENTION_DAYS", raising=False)
     now = time.time_ns() // 1_000_000
     for batch_id, days_ago in enumerate([40, 20, 0]):
         write_batch(engine, "q", batch_id, now - days_ago * DAY)
+    write_alert(engine, "resolved", now - 40 * DAY)
+    write_silence(engine, now - 40 * DAY)
 
     assert main(["prune", "--database-url", database_url]) == 0
     header, *lines = capsys.readouterr().out.splitlines()
     assert re.fullmatch(
         r"store \S+: pruned history before \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC "
-        r"\(30 days kept\) in 2 transactions",
+        r"\(30 days kept\) in 4 transactions",
         header,
     )
     deleted = {line.split()[0]: int(line.split()[1]) for line in lines}
-    assert deleted == dict(zip(TABLES, [1, 1, 1, 2, 2, 0], strict=True))
+    assert list(deleted) == list(TABLES)
+    assert deleted == NOTHING | dict(zip(BATCH_TABLE_NAMES, [1, 1, 1, 2, 2], strict=True)) | (
+        RESOLVED_ALERT_ROWS | {"silences": 1}
+    )
 
     assert main(["prune", "--days", "10", "--database-url", database_url]) == 0
     assert "(10 days kept)" in capsys.readouterr().out
