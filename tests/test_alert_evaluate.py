@@ -5,8 +5,10 @@ import sqlalchemy.orm as so
 
 from monitor.alerts.evaluate import evaluate
 from monitor.alerts.rulefile import load_rules
+from monitor.events import QueryTerminated
 from monitor.store.models import AlertEvent, AlertRow
-from tests.test_health_store import EPOCH, write
+from monitor.store.writes import write_event
+from tests.test_health_store import EPOCH, QUERY, write
 
 DEFAULTS = load_rules("")
 
@@ -93,3 +95,35 @@ def test_a_disabled_rule_raises_nothing_and_resolves_what_it_raised(engine):
     )
     assert run(engine, 27, quiet) == [("resolved", "t/1 is stalled")]
     assert run(engine, 28, quiet) == []
+
+
+def test_only_a_query_that_ended_recently_fires(engine):
+    stalled(engine)
+    write_event(engine, QueryTerminated(QUERY, "r", at(30), None))
+    assert run(engine, 31) == [("firing", "the query stopped")]
+    # An hour on (query_terminated's `within`), it is history, not news; a first evaluation of
+    # an old store says nothing of it.
+    assert run(engine, 30 + 3_600) == []
+    assert run(engine, 31 + 3_600) == [("resolved", "the query stopped")]
+    with so.Session(engine) as session:
+        session.execute(sa.delete(AlertEvent))
+        session.execute(sa.delete(AlertRow))
+        session.commit()
+    assert run(engine, 32 + 3_600) == []
+
+
+def test_a_rewind_fires_and_resolves_once_its_window_has_passed(engine):
+    rules = load_rules("rules:\n  rewound: {window: 10s}\n")
+    for batch_id, at_s in enumerate([0, 10, 20]):
+        starts, ends = [10 * batch_id] * 2, [10 * (batch_id + 1)] * 2
+        write(engine, batch_id, at_s, ends=ends, latests=[50, 50], watermark_s=at_s, starts=starts)
+    write(engine, 1, 22, ends=[20, 20], latests=[50, 50], watermark_s=10, starts=[10, 10])
+    write(engine, 2, 23, ends=[30, 30], latests=[50, 50], watermark_s=20, starts=[20, 20])
+    fired = run(engine, 24, rules)
+    assert sorted(fired) == [
+        ("firing", "t/0 went back"),
+        ("firing", "t/1 went back"),
+        ("firing", "the watermark went back"),
+    ], "the rewind shows in a batch that is no longer the latest"
+    assert run(engine, 32, rules) == []
+    assert len(run(engine, 33, rules)) == 3, "resolved 10 s after the rewound batch"

@@ -66,6 +66,26 @@ def found(name, query_facts, **params):
         ("query_failed", facts(status="terminated"), {}, []),
         ("query_terminated", facts(status="terminated"), {}, [(None, None)]),
         ("query_terminated", facts(status="active"), {}, []),
+        (
+            "query_terminated",
+            facts(status="terminated", ended_at_ms=NOW - 60 * MINUTE),
+            {},
+            [(None, None)],
+        ),
+        ("query_terminated", facts(status="terminated", ended_at_ms=NOW - 61 * MINUTE), {}, []),
+        (
+            "query_failed",
+            facts(status="failed", ended_at_ms=NOW - 23 * 60 * MINUTE),
+            {},
+            [(None, None)],
+        ),
+        ("query_failed", facts(status="failed", ended_at_ms=NOW - 25 * 60 * MINUTE), {}, []),
+        (
+            "query_failed",
+            facts(status="failed", ended_at_ms=NOW - 25 * 60 * MINUTE),
+            {"within": 26 * 60 * MINUTE},
+            [(None, None)],
+        ),
         ("no_progress", facts(last_progress_ms=NOW - 6 * MINUTE), {}, [(None, 6 * MINUTE)]),
         ("no_progress", facts(last_progress_ms=NOW - 6 * MINUTE, status="terminated"), {}, []),
         ("no_progress", facts(), {}, []),
@@ -101,6 +121,11 @@ def found(name, query_facts, **params):
         "terminated-is-not-failed",
         "terminated",
         "running-is-not-terminated",
+        "terminated-an-hour-ago",
+        "terminated-longer-ago",
+        "failed-within-a-day",
+        "failed-longer-ago",
+        "failed-within-its-own-window",
         "silent",
         "silent-but-stopped",
         "reporting",
@@ -112,9 +137,8 @@ def test_rule(name, query_facts, params, expected):
 
 
 def test_failure_message_is_the_first_line_of_the_exception():
-    [finding] = RULES["query_failed"].check(
-        facts(status="failed", exception="boom\n at x"), NOW, {}
-    )
+    rule_ = RULES["query_failed"]
+    [finding] = rule_.check(facts(status="failed", exception="boom\n at x"), NOW, rule_.defaults())
     assert finding.message == "the query failed: boom"
 
 

@@ -7,7 +7,7 @@ import sqlalchemy.orm as so
 
 from monitor.health import Timeouts
 from monitor.progress import parse_progress
-from monitor.store.models import Batch, Partition, PartitionEventTime
+from monitor.store.models import Batch, Partition, PartitionEventTime, Query
 from monitor.store.writes import write_event
 from tests.helpers import progress_doc
 
@@ -20,8 +20,10 @@ def stamp(ms):
     return f"2023-11-14T22:{(ms // 60_000) % 60:02d}:{(ms // 1000) % 60:02d}.{ms % 1000:03d}Z"
 
 
-def write(engine, batch_id, at_s, ends, latests, watermark_s=0, rows=10, event_max=None):
-    """A batch at `at_s` seconds with per-partition end/latest offsets of topic t."""
+def write(
+    engine, batch_id, at_s, ends, latests, watermark_s=0, rows=10, event_max=None, starts=None
+):
+    """A batch at `at_s` seconds with per-partition start/end/latest offsets of topic t."""
     at = EPOCH + at_s * 1000
     tasks = []
     if event_max:
@@ -48,7 +50,7 @@ def write(engine, batch_id, at_s, ends, latests, watermark_s=0, rows=10, event_m
         sources=[
             {
                 "description": "KafkaV2[Subscribe[t]]",
-                "startOffset": None,
+                "startOffset": starts and {"t": {str(p): s for p, s in enumerate(starts)}},
                 "endOffset": {"t": {str(p): e for p, e in enumerate(ends)}},
                 "latestOffset": {"t": {str(p): v for p, v in enumerate(latests)}},
             }
@@ -91,6 +93,38 @@ def test_an_offset_that_goes_back_is_rewound(engine):
     write(engine, 0, 0, ends=[10, 10], latests=[10, 10])
     write(engine, 1, 1, ends=[4, 10], latests=[10, 10])
     assert flags(engine, 1)[0] == ("t/0", False, False, True)
+
+
+def stored_batches(engine):
+    with so.Session(engine) as session:
+        batch_ids = session.scalars(sa.select(Batch.batch_id).order_by(Batch.batch_id)).all()
+        return batch_ids, session.get_one(Query, QUERY).last_batch_id
+
+
+def read_ten_a_batch(engine, batches):
+    for n in range(batches):
+        offsets = dict(starts=[10 * n] * 2, ends=[10 * (n + 1)] * 2, latests=[50, 50])
+        write(engine, n, n, watermark_s=n, **offsets)
+
+
+def test_a_restore_from_an_older_checkpoint_is_rewound_and_supersedes_later_batches(engine):
+    read_ten_a_batch(engine, 4)
+    # Restarted from the checkpoint of batch 1: batch 2 again, from offset 20, with its W.
+    write(engine, 2, 10, starts=[20, 20], ends=[30, 30], latests=[50, 50], watermark_s=2)
+    assert flags(engine, 2) == [("t/0", False, False, True), ("t/1", False, False, True)]
+    assert batch(engine, 2).watermark_rewound
+    assert stored_batches(engine) == ([0, 1, 2], 2), "batch 3 was superseded"
+    write(engine, 3, 11, starts=[30, 30], ends=[40, 40], latests=[50, 50], watermark_s=3)
+    assert [f[3] for f in flags(engine, 3)] == [False, False]
+    assert not batch(engine, 3).watermark_rewound
+
+
+def test_a_batch_replayed_after_a_crash_is_not_rewound(engine):
+    read_ten_a_batch(engine, 3)
+    write(engine, 2, 5, starts=[20, 20], ends=[30, 30], latests=[50, 50], watermark_s=2)
+    assert [f[3] for f in flags(engine, 2)] == [False, False]
+    assert not batch(engine, 2).watermark_rewound
+    assert stored_batches(engine) == ([0, 1, 2], 2)
 
 
 def test_the_query_watermark_stalls_while_input_arrives_and_rewinds(engine):

@@ -1,12 +1,15 @@
 """One evaluation: every rule over every stored query, alerts moved along their lifecycle.
 
-Facts come from the store as the listener left it (the latest batch's health flags, late
-records per partition in the late window), so the evaluator can run in any process. Each
+Facts come from the store as the listener left it (the latest batch's health flags; late
+records and rewinds per partition in their rules' windows), so the evaluator can run in any
+process. Each
 transition is stored as an :class:`~monitor.store.models.AlertEvent`, in the same transaction
 as the alerts it changes.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import sqlalchemy as sa
 import sqlalchemy.orm as so
@@ -17,37 +20,45 @@ from monitor.alerts.rulefile import RuleConfig, RuleSet
 from monitor.alerts.rules import RULES, Finding, PartitionFacts, QueryFacts
 from monitor.store.models import LIVE_ALERT_STATES, AlertEvent, AlertRow, Partition, Query
 from monitor.store.reads import batch_partitions, list_queries
-from monitor.store.summary import late_by_partition, latest_batch
+from monitor.store.summary import late_by_partition, latest_batch, rewound_since
 
 
-def query_facts(session: so.Session, query: Query, now_ms: int, late_window_ms: int) -> QueryFacts:
-    """What the rules know of `query` at `now_ms`, late records counted over the window."""
+def query_facts(
+    session: so.Session, query: Query, now_ms: int, configs: Mapping[str, RuleConfig]
+) -> QueryFacts:
+    """What the rules know of `query` at `now_ms`; late records and rewinds over the windows
+    of the rules `late_records` and `rewound`."""
     batch = latest_batch(session, query.id)
+    late_window_ms = configs["late_records"].params["window"]
     late = late_by_partition(session, query.id, now_ms - late_window_ms)
+    rewound_window_ms = configs["rewound"].params["window"]
+    watermark_rewound, rewound = rewound_since(session, query.id, now_ms - rewound_window_ms)
     partitions = batch_partitions(session, query.id, batch.batch_id) if batch else []
-    names = {p.partition for p in partitions} | set(late)
+    names = {p.partition for p in partitions} | set(late) | rewound
     by_name = {p.partition: p for p in partitions}
     return QueryFacts(
         query_id=query.id,
         name=query.name,
         status=query.status,
         last_progress_ms=query.updated_at_ms,
+        ended_at_ms=query.terminated_at_ms,
         exception=query.exception,
         watermark_ms=batch.watermark_ms if batch else None,
         watermark_stalled=bool(batch and batch.watermark_stalled),
-        watermark_rewound=bool(batch and batch.watermark_rewound),
+        watermark_rewound=watermark_rewound,
         skew_ms=batch.watermark_skew_ms if batch else None,
         late_window_ms=late_window_ms,
         partitions=tuple(
-            _partition(name, by_name.get(name), late.get(name, 0)) for name in sorted(names)
+            _partition(name, by_name.get(name), late.get(name, 0), name in rewound)
+            for name in sorted(names)
         ),
     )
 
 
-def _partition(name: str, row: Partition | None, late: int) -> PartitionFacts:
+def _partition(name: str, row: Partition | None, late: int, rewound: bool) -> PartitionFacts:
     if row is None:
-        return PartitionFacts(name, late_records=late)
-    return PartitionFacts(name, row.idle, row.stalled, row.rewound, row.offset_lag, late)
+        return PartitionFacts(name, rewound=rewound, late_records=late)
+    return PartitionFacts(name, row.idle, row.stalled, rewound, row.offset_lag, late)
 
 
 def evaluate(session: so.Session, rules: RuleSet, now_ms: int) -> list[AlertEvent]:
@@ -60,8 +71,7 @@ def evaluate(session: so.Session, rules: RuleSet, now_ms: int) -> list[AlertEven
     events: list[AlertEvent] = []
     for query in list_queries(session):
         configs = rules.for_query(query.name)
-        window = configs["late_records"].params["window"]
-        facts = query_facts(session, query, now_ms, window)
+        facts = query_facts(session, query, now_ms, configs)
         for name, config in configs.items():
             events += _apply(
                 session,

@@ -30,7 +30,8 @@ class Kind(enum.Enum):
 
 @dataclass(frozen=True)
 class PartitionFacts:
-    """One source partition in the query's latest batch, and its late records in the window."""
+    """One source partition in the query's latest batch; its late records and whether it went
+    back, in the rules' windows."""
 
     name: str
     idle: bool = False
@@ -48,6 +49,7 @@ class QueryFacts:
     name: str | None
     status: str
     last_progress_ms: int
+    ended_at_ms: int | None = None
     exception: str | None = None
     watermark_ms: int | None = None
     watermark_stalled: bool = False
@@ -146,9 +148,15 @@ def partition_idle(facts: QueryFacts, now_ms: int, params: Params) -> list[Findi
     return [Finding(p.name, None, f"{p.name} is idle") for p in facts.partitions if p.idle]
 
 
-@rule("the watermark or a partition's offset went backwards", Severity.CRITICAL)
+@rule(
+    "the watermark or a partition's offset went backwards within `window`",
+    Severity.CRITICAL,
+    window=(Kind.DURATION, 300_000),
+)
 def rewound(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
-    """The query's watermark, and every partition, marked rewound in the latest batch."""
+    """The query's watermark, and every partition, marked rewound in a batch of the window (a
+    rewind lasts one batch; the window keeps it from slipping between two evaluations; the
+    facts are taken over this rule's `window`)."""
     found = [Finding(None, facts.watermark_ms, "the watermark went back")]
     found = found if facts.watermark_rewound else []
     return found + [
@@ -235,18 +243,32 @@ def failure_reason(exception: str | None) -> str:
     return lines[0].strip()[:200]
 
 
-@rule("the query ended with an exception", Severity.CRITICAL)
+def _ended_within(facts: QueryFacts, status: str, now_ms: int, within_ms: int) -> bool:
+    """Whether the query's last run ended with `status` no longer than `within_ms` ago (so that
+    a store full of old queries does not fire for each of them)."""
+    if facts.status != status:
+        return False
+    return facts.ended_at_ms is None or now_ms - facts.ended_at_ms <= within_ms
+
+
+@rule(
+    "the query ended with an exception within `within`",
+    Severity.CRITICAL,
+    within=(Kind.DURATION, 86_400_000),
+)
 def query_failed(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
-    """The query's last run failed."""
-    if facts.status != "failed":
+    """The query's last run failed, not longer than `within` ago."""
+    if not _ended_within(facts, "failed", now_ms, params["within"]):
         return []
     return [Finding(None, None, f"the query failed: {failure_reason(facts.exception)}")]
 
 
-@rule("the query stopped", Severity.WARNING)
+@rule("the query stopped within `within`", Severity.WARNING, within=(Kind.DURATION, 3_600_000))
 def query_terminated(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
-    """The query's last run ended without an exception."""
-    return [Finding(None, None, "the query stopped")] if facts.status == "terminated" else []
+    """The query's last run ended without an exception, not longer than `within` ago."""
+    if not _ended_within(facts, "terminated", now_ms, params["within"]):
+        return []
+    return [Finding(None, None, "the query stopped")]
 
 
 @rule(

@@ -59,6 +59,26 @@ def query_watermark(
     )
 
 
+def restored(
+    batch: Row,
+    partition_rows: list[Row],
+    newest: Batch | None,
+    newest_partitions: Mapping[tuple[int, str], Partition],
+) -> None:
+    """Mark rewound what a batch starts before the newest batch it supersedes: a restore from
+    an older checkpoint. A replay of that batch itself starts where it did, and is not."""
+    if newest is None:
+        return
+    for row in partition_rows:
+        reached = newest_partitions.get((row["source_index"], row["partition"]))
+        start, reached_start = row["start_offset"], reached and reached.start_offset
+        if start is not None and reached_start is not None and start < reached_start:
+            row["rewound"] = True
+    watermark, reached_watermark = batch["watermark_ms"], newest.watermark_ms
+    if watermark is not None and reached_watermark is not None and watermark < reached_watermark:
+        batch["watermark_rewound"] = True
+
+
 def event_times(batch: Row, time_rows: list[Row], partition_rows: list[Row]) -> None:
     """Skew and Flink's watermark over the non-idle partitions; each partition's time lag."""
     idle = {r["partition"] for r in partition_rows if r["idle"]}

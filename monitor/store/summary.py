@@ -148,6 +148,27 @@ def late_by_partition(session: so.Session, query_id: str, since_ms: int) -> dict
     return {partition: int(late or 0) for partition, late in rows}
 
 
+def rewound_since(session: so.Session, query_id: str, since_ms: int) -> tuple[bool, set[str]]:
+    """Whether the watermark went back in the batches stored from `since_ms` on, and the
+    partitions that did."""
+    first = first_batch_since(session, query_id, since_ms)
+    if first is None:
+        return False, set()
+    watermark = session.scalar(
+        sa.select(
+            sa.exists().where(
+                Batch.query_id == query_id, Batch.batch_id >= first, Batch.watermark_rewound
+            )
+        )
+    )
+    partitions = session.scalars(
+        sa.select(Partition.partition)
+        .distinct()
+        .where(Partition.query_id == query_id, Partition.batch_id >= first, Partition.rewound)
+    )
+    return bool(watermark), set(partitions)
+
+
 def recent_late_samples(session: so.Session, query_id: str, since_ms: int) -> dict[str, list[Any]]:
     """Per partition, the samples of the newest batch since `since_ms` that dropped records."""
     first = first_batch_since(session, query_id, since_ms)

@@ -1,4 +1,9 @@
-"""Write events into the store; every write is idempotent, so a replayed batch replaces its rows."""
+"""Write events into the store; every write is idempotent, so a replayed batch replaces its rows.
+
+A batch id at or below ones already stored means the query was restarted from a checkpoint:
+the stored batches from that id on are superseded by the checkpoint's lineage and replaced, and
+what the new batch starts before the newest of them is marked rewound.
+"""
 
 from __future__ import annotations
 
@@ -112,53 +117,58 @@ def _batch(event: BatchProgress, session: so.Session, timeouts: Timeouts) -> Non
     if run.terminated_at_ms is None:
         query.run_id, query.status, query.name = event.run_id, ACTIVE, event.name
     query.updated_at_ms = max(query.updated_at_ms, event.batch_time_ms)
-    query.last_batch_id = max(query.last_batch_id or 0, event.batch_id)
+    query.last_batch_id = event.batch_id  # any stored after it are superseded, below
     # The query and run rows must exist before the batch rows that refer to them.
     session.flush()
-    _delete_batch(session, event.query_id, event.batch_id)
+    newest = _supersede(session, event.query_id, event.batch_id)
     rows = _batch_rows(event)
     rows[PartitionEventTime] = _event_time_rows(session, event)
-    before, partitions_before = _previous_batch(session, event.query_id, event.batch_id)
+    before, partitions_before = _newest_batch(
+        session, event.query_id, Batch.batch_id < event.batch_id
+    )
     [batch] = rows[Batch]
     derive.partitions(rows[Partition], partitions_before, timeouts)
     derive.query_watermark(batch, before, rows[Partition], timeouts)
     derive.event_times(batch, rows[PartitionEventTime], rows[Partition])
+    derive.restored(batch, rows[Partition], *newest)
     for table, values in rows.items():
         if values:
             session.execute(sa.insert(table), values)
 
 
-def _delete_batch(session: so.Session, query_id: str, batch_id: int) -> None:
-    """Remove a replayed batch's rows; a new batch (the usual case) costs one indexed lookup."""
-    stored = session.scalar(
-        sa.select(Batch.id).where(Batch.query_id == query_id, Batch.batch_id == batch_id)
-    )
-    if stored is None:
-        return
-    for table in (PartitionEventTime, Partition, Source, StateOperator, Batch):
-        session.execute(
-            sa.delete(table).where(table.query_id == query_id, table.batch_id == batch_id)
-        )
-
-
-def _previous_batch(
+def _supersede(
     session: so.Session, query_id: str, batch_id: int
 ) -> tuple[Batch | None, dict[tuple[int, str], Partition]]:
-    """The stored batch before `batch_id`, and its partition rows by (source, partition)."""
-    before = session.scalars(
+    """Remove the rows of a replayed batch and of any stored after it; the newest of them, as
+    :func:`_newest_batch` gives it. A new batch (the usual case) costs one indexed lookup."""
+    newest = _newest_batch(session, query_id, Batch.batch_id >= batch_id)
+    if newest[0] is not None:
+        for table in (PartitionEventTime, Partition, Source, StateOperator, Batch):
+            session.execute(
+                sa.delete(table).where(table.query_id == query_id, table.batch_id >= batch_id)
+            )
+    return newest
+
+
+def _newest_batch(
+    session: so.Session, query_id: str, which: sa.ColumnElement[bool]
+) -> tuple[Batch | None, dict[tuple[int, str], Partition]]:
+    """The stored batch with the highest id of those `which` selects, and its partition rows
+    by (source, partition)."""
+    found = session.scalars(
         sa.select(Batch)
-        .where(Batch.query_id == query_id, Batch.batch_id < batch_id)
+        .where(Batch.query_id == query_id, which)
         .order_by(Batch.batch_id.desc())
         .limit(1)
     ).first()
-    if before is None:
+    if found is None:
         return None, {}
     rows = session.scalars(
         sa.select(Partition).where(
-            Partition.query_id == query_id, Partition.batch_id == before.batch_id
+            Partition.query_id == query_id, Partition.batch_id == found.batch_id
         )
     )
-    return before, {(row.source_index, row.partition): row for row in rows}
+    return found, {(row.source_index, row.partition): row for row in rows}
 
 
 _NOT_BATCH_COLUMNS = ("query_id", "name", "operators", "sources", "event_times")
