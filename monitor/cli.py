@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import sqlalchemy.exc as sa_exc
 import sqlalchemy.orm as so
@@ -45,6 +45,9 @@ from monitor.tables import (
 )
 from streaming.generator import DEFAULT_START_MS
 from streaming.scenarios import SCENARIOS
+
+if TYPE_CHECKING:
+    from monitor.alerts.runner import AlertRunner
 
 
 class CliError(Exception):
@@ -120,6 +123,15 @@ def cmd_alerts(args: argparse.Namespace) -> None:
 
 def cmd_alerts_run(args: argparse.Namespace) -> None:
     """Evaluate the alert rules on a schedule until Ctrl-C (or once, with --once)."""
+    runner = _alert_runner(args)
+    if args.once:
+        _run_alerts_once(runner)
+    else:
+        _run_alerts_until_stopped(runner)
+
+
+def _alert_runner(args: argparse.Namespace) -> AlertRunner:
+    """A runner over the store with the rules and interval given, or else configured."""
     from monitor.alerts.rulefile import RulesFileError
     from monitor.alerts.runner import AlertRunner
 
@@ -127,23 +139,31 @@ def cmd_alerts_run(args: argparse.Namespace) -> None:
     rules = args.rules or settings.alert_rules
     engine = _open_store(args.database_url)
     try:
-        runner = AlertRunner(engine, rules, args.interval or settings.alert_interval_s)
+        return AlertRunner(engine, rules, args.interval or settings.alert_interval_s)
     except RulesFileError as error:
         raise CliError(str(error)) from error
-    if args.once:
-        try:
-            events = runner.run_once()
-            runner.deliver_once()
-        finally:
-            runner.close()
-        print(
-            "another process holds the evaluation lease"
-            if events is None
-            else f"{len(events)} transitions"
-        )
-        return
-    print(f"wmon: evaluating alert rules every {runner.interval_s:g} s in {display_url(engine)}")
-    print(f"wmon: rules from {rules or 'the built-in defaults'}; Ctrl-C stops", flush=True)
+
+
+def _run_alerts_once(runner: AlertRunner) -> None:
+    """One pass and one round of sending; print how many transitions it stored."""
+    try:
+        events = runner.run_once()
+        runner.deliver_once()
+    finally:
+        runner.close()
+    print(
+        "another process holds the evaluation lease"
+        if events is None
+        else f"{len(events)} transitions"
+    )
+
+
+def _run_alerts_until_stopped(runner: AlertRunner) -> None:
+    """Say where and with which rules, then evaluate every interval until Ctrl-C."""
+    store = display_url(runner.engine)
+    print(f"wmon: evaluating alert rules every {runner.interval_s:g} s in {store}")
+    rules = runner.rules_path or "the built-in defaults"
+    print(f"wmon: rules from {rules}; Ctrl-C stops", flush=True)
     runner.run(threading.Event())
 
 

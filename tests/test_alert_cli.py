@@ -4,7 +4,9 @@ import json
 
 import pytest
 
+from monitor.alerts.runner import AlertRunner
 from monitor.cli import build_parser, main
+from monitor.store.engine import display_url
 from tests.test_alert_evaluate import stalled
 from tests.test_alert_notify import LocalReceiver
 
@@ -95,3 +97,24 @@ def test_one_pass_also_sends_what_it_queued(capsys, stalled_store, engine, tmp_p
         "partition_stalled",
         "no_progress",
     }
+
+
+@pytest.mark.parametrize("with_rules", [False, True], ids=["defaults", "rules file"])
+def test_on_a_schedule_it_says_where_and_with_which_rules(
+    capsys, stalled_store, tmp_path, monkeypatch, with_rules
+):
+    monkeypatch.delenv("WMON_ALERT_RULES", raising=False)
+    runs = []
+    monkeypatch.setattr(
+        AlertRunner, "run", lambda runner, stop: runs.append((runner.interval_s, stop.is_set()))
+    )
+    rules = tmp_path / "rules.yml"
+    rules.write_text("rules: {}\n")
+    argv = ["alerts", "run", "--interval", "2.5", "--database-url", stalled_store]
+    status, out, _ = run(capsys, *argv, *(["--rules", str(rules)] if with_rules else []))
+    assert status == 0
+    assert out.splitlines() == [
+        f"wmon: evaluating alert rules every 2.5 s in {display_url(stalled_store)}",
+        f"wmon: rules from {rules if with_rules else 'the built-in defaults'}; Ctrl-C stops",
+    ]
+    assert runs == [(2.5, False)]
