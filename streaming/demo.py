@@ -61,46 +61,78 @@ class DemoOptions:
 
 def run_demo(options: DemoOptions) -> None:
     """Run the demo until Ctrl-C (or options.seconds), printing each query's status."""
-    import monitor
-    from streaming.scooters import ROCKSDB_PROVIDER
-    from web import alerting
-
     workdir = options.workdir.resolve()
     server = serve_dashboard(options)
-    log, stop = PartitionedLog(workdir / "log"), threading.Event()
-    print(f"demo: playing {', '.join(options.scenarios)} into {workdir / 'log'}", flush=True)
-    sources = {name: _start_player(log, name, stop, options) for name in options.scenarios}
+    stop = threading.Event()
+    sources = _start_players(PartitionedLog(workdir / "log"), stop, options)
+    spark = _start_spark()
+    handle = _attach_monitor(spark, options)
+    queries: list[Any] = []
+    try:
+        queries = [_start_query(spark, workdir, name, options, sources[name]) for name in sources]
+        _print_running(handle.database_url, server.port, options)
+        _watch(queries, server.app, options.seconds)
+    finally:
+        _shut_down(stop, queries, handle, server, spark)
+
+
+def _start_players(
+    log: PartitionedLog, stop: threading.Event, options: DemoOptions
+) -> dict[str, dict[str, str]]:
+    """Play every scenario into a topic of its own until `stop`; each one's source options."""
+    print(f"demo: playing {', '.join(options.scenarios)} into {log.root}", flush=True)
+    return {name: _start_player(log, name, stop, options) for name in options.scenarios}
+
+
+def _start_spark() -> Any:
+    """The demo's SparkSession, with the state store that transformWithState needs."""
+    from streaming.scooters import ROCKSDB_PROVIDER
+
     print("demo: starting Spark...", flush=True)
     # Two cores run four stateful queries: fewer state partitions, fewer tasks per batch.
     spark = spark_session(shuffle_partitions=2)
     spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
-    handle = monitor.attach(
+    return spark
+
+
+def _attach_monitor(spark: Any, options: DemoOptions) -> Any:
+    """The monitor, attached to the session with the demo's store and timeouts."""
+    import monitor
+
+    return monitor.attach(
         spark,
         options.database_url,
         idle_timeout=options.idle_timeout,
         stall_timeout=options.stall_timeout,
     )
-    queries: list[Any] = []
-    try:
-        queries = [_start_query(spark, workdir, name, options, sources[name]) for name in sources]
-        print(f"demo: queries are monitored in {handle.database_url}")
-        print(f"demo: dashboard on http://{options.host}:{server.port}/", flush=True)
-        print(
-            f"demo: running for {options.seconds} s"
-            if options.seconds
-            else "demo: press Ctrl-C to stop",
-            flush=True,
-        )
-        _watch(queries, server.app, options.seconds)
-    finally:
-        stop.set()
-        for query in queries:
-            stop_between_batches(query)
-        detached = handle.detach()
-        alerting.evaluator(server.app).stop()
-        server.shutdown()
-        spark.stop()
-        _print_summary(handle, detached)
+
+
+def _print_running(database_url: str, port: int, options: DemoOptions) -> None:
+    """Where the queries are stored and the dashboard served, and how the demo stops."""
+    print(f"demo: queries are monitored in {database_url}")
+    print(f"demo: dashboard on http://{options.host}:{port}/", flush=True)
+    print(
+        f"demo: running for {options.seconds} s"
+        if options.seconds
+        else "demo: press Ctrl-C to stop",
+        flush=True,
+    )
+
+
+def _shut_down(
+    stop: threading.Event, queries: list[Any], handle: Any, server: Any, spark: Any
+) -> None:
+    """Stop the players, the queries between batches, the monitor, the dashboard and Spark."""
+    from web import alerting
+
+    stop.set()
+    for query in queries:
+        stop_between_batches(query)
+    detached = handle.detach()
+    alerting.evaluator(server.app).stop()
+    server.shutdown()
+    spark.stop()
+    _print_summary(handle, detached)
 
 
 def _start_player(
