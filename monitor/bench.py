@@ -197,6 +197,25 @@ def ingest_rate(database_url: str, count: int, partitions: int) -> tuple[float, 
     return count / elapsed, count * partitions / elapsed
 
 
+def windowed_counts(spark: Any, log_path: Path, max_offsets: int | None) -> Any:
+    """Telemetry counted per partition in 10-second event-time windows, 10 s watermark delay."""
+    from pyspark.sql import functions as F
+
+    reader = (
+        spark.readStream.format("partitioned_log")
+        .option("path", str(log_path))
+        .option("subscribe", "telemetry")
+    )
+    if max_offsets:
+        reader = reader.option("maxOffsetsPerTrigger", max_offsets)
+    return (
+        reader.load()
+        .withWatermark("timestamp", "10 seconds")
+        .groupBy(F.window("timestamp", "10 seconds"), "partition")
+        .count()
+    )
+
+
 def spark_callback_times(seconds: int, partitions: int) -> tuple[list[float], list[float]]:
     """Real Spark: our listener's callback times next to PySpark's own event conversion."""
     import pyspark.sql.streaming.listener as pyspark_listener
@@ -204,7 +223,7 @@ def spark_callback_times(seconds: int, partitions: int) -> tuple[list[float], li
     from pyspark.sql.streaming import StreamingQueryListener
 
     import monitor
-    from streaming.demo import spark_session, windowed_counts
+    from streaming.demo import spark_session
     from streaming.generator import generate
     from streaming.log import PartitionedLog
 

@@ -206,25 +206,6 @@ def spark_session(app_name: str = "wmon-demo", shuffle_partitions: int = 4) -> A
     return spark
 
 
-def windowed_counts(spark: Any, log_path: Path, max_offsets: int | None) -> Any:
-    """Telemetry counted per partition in 10-second event-time windows, 10 s watermark delay."""
-    from pyspark.sql import functions as F
-
-    reader = (
-        spark.readStream.format("partitioned_log")
-        .option("path", str(log_path))
-        .option("subscribe", "telemetry")
-    )
-    if max_offsets:
-        reader = reader.option("maxOffsetsPerTrigger", max_offsets)
-    return (
-        reader.load()
-        .withWatermark("timestamp", "10 seconds")
-        .groupBy(F.window("timestamp", "10 seconds"), "partition")
-        .count()
-    )
-
-
 def serve_dashboard(options: DemoOptions) -> Any:
     """The dashboard over the demo's store, served from a background thread."""
     from werkzeug.serving import make_server
