@@ -1,7 +1,8 @@
 """Alerts in the dashboard, in a real headless Chromium (Debian's) driven by Playwright, while a
 real streaming query plays the stalled_partition scenario and the server evaluates the rules
 itself: the alert appears without a reload, the overview badges its query, a wrong token is
-refused and changes nothing, the right one acknowledges it. Screenshots in build/artifacts/."""
+refused and changes nothing, the right one acknowledges it and silences it, and the silence
+appears and goes without a reload. Screenshots in build/artifacts/."""
 
 import re
 import threading
@@ -183,4 +184,18 @@ def test_a_stalled_partition_alert_appears_live_and_is_acknowledged_with_the_tok
     story = alerts.locator("#live-alerts .alert-detail .transitions")
     story.locator("li", has_text="acknowledged").wait_for(timeout=WAIT_MS)
     assert story.locator(".transition").all_text_contents() == ["firing", "acknowledged"]
+
+    # A silence made on the page comes back as a `silences` event: its row, the alert's mark.
+    row.get_by_role("button", name="Silence…").click()
+    form = alerts.locator("#live-alerts .silence-form")
+    form.locator("input[name=comment]").fill("known <b>stall</b>")
+    form.get_by_role("button", name="Silence", exact=True).click()
+    silence = alerts.locator("#silences tbody tr", has_text=stalled)
+    silence.wait_for(timeout=WAIT_MS)
+    assert silence.locator(".comment").text_content() == "known <b>stall</b>"
+    expect(row.locator("td.state")).to_have_text("firing, silenced")
+    assert alerts.locator("#no-silences").is_hidden()
+    silence.get_by_role("button", name="Lift").click()
+    expect(alerts.locator("#silences tbody tr")).to_have_count(0, timeout=WAIT_MS)
+    expect(row.locator("td.state")).to_have_text("firing")
     assert_not_reloaded(alerts)

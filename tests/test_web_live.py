@@ -13,8 +13,12 @@ from pathlib import Path
 
 import pytest
 import socketio
+import sqlalchemy as sa
+import sqlalchemy.orm as so
 from werkzeug.serving import make_server
 
+from monitor.alerts.actions import lift_silence, silence
+from monitor.store.models import Silence
 from tests.helpers import wait_until
 from web import create_app, db, live
 
@@ -58,7 +62,7 @@ class Writer:
 class Browser:
     """A Socket.IO client that records each event with the time it arrived."""
 
-    EVENTS = ("batch", "timers", "summary", "overview", "alert")
+    EVENTS = ("batch", "timers", "summary", "overview", "alert", "silences")
 
     def __init__(self, url):
         self.received = []
@@ -107,9 +111,15 @@ def writer(database_url):
 
 
 @pytest.fixture
-def server(database_url):
-    """The app served on a free port by Werkzeug's threaded server, as `wmon serve` does."""
+def app(database_url):
     app = create_app({"DATABASE_URL": database_url, "POLL_INTERVAL_S": 0.2, "API_TOKEN": TOKEN})
+    yield app
+    db.dispose(app)
+
+
+@pytest.fixture
+def server(app):
+    """The app served on a free port by Werkzeug's threaded server, as `wmon serve` does."""
     http = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=http.serve_forever, daemon=True)
     thread.start()
@@ -117,7 +127,6 @@ def server(database_url):
     live.watcher(app).stop()
     http.shutdown()
     thread.join(timeout=10)
-    db.dispose(app)
 
 
 @pytest.fixture
@@ -304,15 +313,21 @@ def get_json(server, path):
         return json.load(answer)
 
 
-def acknowledge(server, alert_id, by):
-    """POST the acknowledgement with the token, as the dashboard's button does."""
+def act(server, method, path, body=None):
+    """A request with the token, as the dashboard's buttons send it; the answer."""
     request = urllib.request.Request(
-        f"{server}/api/alerts/{alert_id}/acknowledge",
-        json.dumps({"by": by}).encode(),
+        server + path,
+        None if body is None else json.dumps(body).encode(),
         {"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"},
+        method=method,
     )
     with urllib.request.urlopen(request) as answer:
         return json.load(answer)
+
+
+def acknowledge(server, alert_id, by):
+    """POST the acknowledgement, as the dashboard's button does."""
+    return act(server, "POST", f"/api/alerts/{alert_id}/acknowledge", {"by": by})
 
 
 def write_stalled(writer):
@@ -364,3 +379,61 @@ def test_alert_events_from_another_process_reach_the_overview_the_query_and_the_
     assert query.events("alert")[-1][1]["alert"]["state"] == "resolved"
     assert other.events("alert") == [], "another query's room hears nothing of it"
     assert everything.events("overview") == [] and everything.events("summary") == []
+
+
+def test_the_alerts_room_hears_each_change_to_the_silences_in_force(app, engine, server, browsers):
+    now = int(time.time() * 1000)
+    browser, overview = browsers(), browsers()
+    assert browser.client.call("subscribe_alerts", timeout=WAIT_S) == {"room": "alerts"}
+    overview.client.call("subscribe_overview", timeout=WAIT_S)
+    assert [data for _, data in browser.events("silences")] == [{"silences": []}]
+
+    def heard(count, since, what):
+        """The `count`th `silences` event, as GET /api/silences lists them, arriving within
+        LATENCY_S of the change at `since`: each silence's rule and partition."""
+        wait_until(lambda: len(browser.events("silences")) >= count, WAIT_S, what)
+        at, data = browser.events("silences")[count - 1]
+        assert at - since < LATENCY_S, f"{what} took {at - since:.2f} s to arrive"
+        assert data == get_json(server, "/api/silences")
+        return [(s["rule"], s["partition"]) for s in data["silences"]]
+
+    changed = time.time()
+    with so.Session(engine) as session:  # as another process would, straight in the store
+        silence(
+            session,
+            rule="partition_idle",
+            query_id=None,
+            partition="t/1",
+            until_ms=now + 600_000,
+            now_ms=now,
+            by="cli",
+        )
+    assert heard(2, changed, "the silence from the store") == [("partition_idle", "t/1")]
+
+    changed = time.time()
+    made = act(server, "POST", "/api/silences", {"minutes": 5, "rule": "offset_lag"})["silence"]
+    assert heard(3, changed, "the silence from the API") == [
+        ("partition_idle", "t/1"),
+        ("offset_lag", None),
+    ]
+
+    changed = time.time()
+    with so.Session(engine) as session:
+        [from_store] = session.scalars(sa.select(Silence).where(Silence.created_by == "cli"))
+        lift_silence(session, from_store.id, now)
+    assert heard(4, changed, "the silence lifted in the store") == [("offset_lag", None)]
+
+    changed = time.time()
+    act(server, "DELETE", f"/api/silences/{made['id']}")
+    assert heard(5, changed, "the silence lifted through the API") == []
+
+    changed = time.time()
+    act(server, "POST", "/api/silences", {"minutes": 1, "comment": "short"})
+    assert heard(6, changed, "a one-minute silence") == [(None, None)]
+    changed = time.time()
+    app.config["CLOCK"] = lambda: int(time.time() * 1000) + 61_000
+    assert heard(7, changed, "the one-minute silence to run out") == []
+
+    time.sleep(1.0)  # anything sent twice would have arrived by now
+    assert len(browser.events("silences")) == 7
+    assert overview.events("silences") == [], "only the alerts room hears of silences"

@@ -188,7 +188,8 @@ def acknowledge_alert(alert_id: int) -> dict[str, Any]:
     return {"alert": alert_json(alert, name, list(active_silences(session, _now())))}
 
 
-def _silence_json(found: Silence) -> dict[str, Any]:
+def silence_json(found: Silence) -> dict[str, Any]:
+    """A silence as the API and the live `silences` events show it."""
     return {
         "id": found.id,
         "rule": found.rule,
@@ -201,10 +202,16 @@ def _silence_json(found: Silence) -> dict[str, Any]:
     }
 
 
+def silences_in_force(session: so.Session, now_ms: int) -> list[dict[str, Any]]:
+    """The silences in force at `now_ms`, oldest first."""
+    found = sorted(active_silences(session, now_ms), key=lambda s: s.id)
+    return [silence_json(s) for s in found]
+
+
 @bp.get("/silences")
 def list_silences() -> dict[str, Any]:
-    """The silences in force."""
-    return {"silences": [_silence_json(s) for s in active_silences(db.session(), _now())]}
+    """The silences in force, oldest first."""
+    return {"silences": silences_in_force(db.session(), _now())}
 
 
 @bp.post("/silences")
@@ -233,11 +240,11 @@ def create_silence() -> tuple[dict[str, Any], int]:
         by=_text(body, "by", "dashboard") or "dashboard",
         comment=_text(body, "comment"),
     )
-    return {"silence": _silence_json(created)}, 201
+    return {"silence": silence_json(created)}, 201
 
 
 @bp.delete("/silences/<int:silence_id>")
 def delete_silence(silence_id: int) -> dict[str, Any]:
     """End a silence now (token needed)."""
     _check_token()
-    return {"silence": _silence_json(lift_silence(db.session(), silence_id, _now()))}
+    return {"silence": silence_json(lift_silence(db.session(), silence_id, _now()))}

@@ -14,8 +14,9 @@ Client to server:
   "complete": <false when more were missed than sent>}` or `{"error": "<why>"}`.
 - `unsubscribe` `{"query": "<id>"}`: leave the query's room.
 - `subscribe_overview`: join the overview room and receive `overview` with every query at once.
-- `subscribe_alerts`: join the alerts room, which hears every `alert` event and nothing else
-  (for pages that show every query's alerts without the overview).
+- `subscribe_alerts`: join the alerts room, which hears every `alert` and `silences` event and
+  nothing else (for pages that show every query's alerts without the overview); first receive
+  `silences` with the silences in force.
 
 Server to client:
 
@@ -34,6 +35,9 @@ Server to client:
   by whichever process evaluates (this server, another one, `wmon alerts run`) or acts on the
   alert. `alert` is the alert's entry of GET /api/alerts as it stands when the event is pushed,
   so after two quick transitions both events carry the later state.
+- `silences` `{"silences": [...]}` to the alerts room: the silences in force, as GET
+  /api/silences lists them, whenever they change: one created, changed or lifted (through the
+  API or straight in the store, by any process) or one that just ran out.
 """
 
 from __future__ import annotations
@@ -56,7 +60,7 @@ from monitor.store.engine import error_reason
 from monitor.store.models import AlertEvent, AlertRow, Batch, Query, TimerSnapshotRow
 from monitor.store.reads import QueryNotFound, find_query, list_queries
 from web import db, socketio
-from web.alerts import alert_json
+from web.alerts import alert_json, silences_in_force
 from web.payloads import Lens, batch_events, overview, timers_json
 from web.periodic import Periodic
 
@@ -82,6 +86,7 @@ class Watcher:
         self.lock = threading.Lock()
         self._batches, self._timers, self._queries = batch_watch(), timer_watch(), query_watch()
         self._alert_events = alert_event_watch()
+        self.silences: list[dict[str, Any]] | None = None
         self._last_full = 0.0
         self._task = Periodic(
             self.look,
@@ -104,10 +109,12 @@ class Watcher:
         for watch in (self._batches, self._timers, self._queries, self._alert_events):
             if not watch.primed:
                 watch.prime(session)
+        if self.silences is None:
+            self.silences = silences_in_force(session, self.app.config["CLOCK"]())
 
     def look(self) -> None:
-        """One look at the store: push new batches, timers, query changes and alert events to
-        their rooms."""
+        """One look at the store: push new batches, timers, query changes, alert events and
+        changes to the silences in force to their rooms."""
         watches = (self._queries, self._batches, self._timers, self._alert_events)
         with self.lock, so.Session(db.engine(self.app)) as session:
             queries, batches, timers, alert_events = (watch.look(session) for watch in watches)
@@ -116,6 +123,7 @@ class Watcher:
             changed |= self._push_timers(session, timers)
             self._push_summaries(session, changed)
             self._push_alerts(session, alert_events)
+            self._push_silences(session)
             # Only now: if a push failed, the next look finds the same rows again.
             for watch in watches:
                 watch.accept()
@@ -181,6 +189,13 @@ class Watcher:
             # One emit to the three rooms: a client in several of them gets the event once.
             rooms = [OVERVIEW_ROOM, ALERTS_ROOM, room(alert.query_id)]
             socketio.emit("alert", payload, to=rooms)
+
+    def _push_silences(self, session: so.Session) -> None:
+        # Read afresh each look: a silence ends by time passing as well as by a write.
+        silences = silences_in_force(session, self.app.config["CLOCK"]())
+        if self.silences is not None and silences != self.silences:
+            socketio.emit("silences", {"silences": silences}, to=ALERTS_ROOM)
+        self.silences = silences
 
     def catch_up(
         self, session: so.Session, query_id: str, after_batch: int | None
@@ -279,11 +294,13 @@ def subscribe_overview(_data: Any = None) -> dict[str, Any]:
 
 @socketio.on("subscribe_alerts")
 def subscribe_alerts(_data: Any = None) -> dict[str, Any]:
-    """Join the alerts room: every `alert` event from now on, and nothing else."""
+    """Join the alerts room, after receiving the silences in force: every `alert` and
+    `silences` event from now on, and nothing else."""
     live = watcher()
     try:
         with live.lock, so.Session(db.engine()) as session:
             live.prime(session)
+            emit("silences", {"silences": live.silences})
             join_room(ALERTS_ROOM)
     except sa_exc.DBAPIError as error:
         return {"error": f"cannot use the store: {error_reason(error)}"}

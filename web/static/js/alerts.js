@@ -1,14 +1,13 @@
 // The Alerts page: the live alerts with their actions, the silences in force and the alerts
-// that ended, kept up to date by `alert` events from the alerts room.
+// that ended, kept up to date by `alert` and `silences` events from the alerts room.
 import { act, tokenForm } from "./actions.js";
 import { AlertBook, bySeverity, isLive, showAlertCount } from "./alertbook.js";
 import { AlertTable } from "./alerttable.js";
 import { el, getJson, setText, showError } from "./dom.js";
 import { clock } from "./format.js";
-import { connect, serverNow } from "./live.js";
+import { connect } from "./live.js";
 
 const HISTORY_LIMIT = 100;
-const SILENCES_REFRESH_MS = 30_000;
 const $ = (id) => document.getElementById(id);
 
 const book = new AlertBook();
@@ -16,17 +15,33 @@ const ended = new Map();
 let silences = [];
 const silenceRows = new Map();
 
-const live = new AlertTable($("live-alerts"), { onAction: afterAction });
+// A silence or a lift comes back as a `silences` event; an acknowledgement's answer is the
+// alert as it now stands.
+const live = new AlertTable($("live-alerts"), {
+  onAction: (alert) => {
+    if (alert) book.update(alert);
+  },
+});
 const history = new AlertTable($("alert-history"), { actions: false });
 
-function afterAction(alert) {
-  if (alert) book.update(alert);
-  else book.reload();
-  loadSilences();
+// As monitor/alerts/notify.py's silenced(): each of the silence's rule, query and partition,
+// when set, is the alert's (whose partition is null for the query as a whole).
+function covers(silence, alert) {
+  return [
+    [silence.rule, alert.rule],
+    [silence.query_id, alert.query_id],
+    [silence.partition, alert.partition ?? ""],
+  ].every(([wanted, actual]) => wanted === null || wanted === actual);
+}
+
+// The marks follow the silences the page shows, whenever the alerts or the silences change.
+function markSilenced(alerts) {
+  for (const alert of alerts) alert.silenced = silences.some((s) => covers(s, alert));
+  return alerts;
 }
 
 function showLive() {
-  const alerts = book.live();
+  const alerts = markSilenced(book.live());
   live.render(alerts);
   $("no-live-alerts").hidden = alerts.length > 0;
   const firing = bySeverity(book.firing()).map(([severity, n]) => `${n} ${severity} firing`);
@@ -42,7 +57,7 @@ function showHistory() {
     (a, b) => b.resolved_at_ms - a.resolved_at_ms || b.id - a.id,
   );
   for (const old of sorted.slice(HISTORY_LIMIT)) ended.delete(old.id);
-  const alerts = sorted.slice(0, HISTORY_LIMIT);
+  const alerts = markSilenced(sorted.slice(0, HISTORY_LIMIT));
   history.render(alerts);
   $("no-history").hidden = alerts.length > 0;
 }
@@ -82,7 +97,6 @@ function silenceRow(silence) {
     const result = await act("DELETE", `/api/silences/${silence.id}`);
     message.className = `action-message ${result.ok ? "done" : "refused"}`;
     setText(message, result.ok ? "Lifted." : result.message);
-    if (result.ok) afterAction(null);
   });
   const actions = el("td", "actions");
   actions.append(lift, message);
@@ -100,8 +114,6 @@ function silenceRow(silence) {
 
 // Rows are kept while their silence is in force, with what their Lift button said.
 function showSilences() {
-  const now = serverNow();
-  silences = silences.filter((silence) => silence.until_ms > now);
   const current = new Map(silences.map((silence) => [silence.id, silence]));
   for (const [id, tr] of silenceRows) {
     if (!current.has(id)) {
@@ -122,25 +134,19 @@ function showSilences() {
   $("no-silences").hidden = current.size > 0;
 }
 
-function loadSilences() {
-  getJson("/api/silences")
-    .then((answer) => {
-      silences = answer.silences;
-      showSilences();
-    })
-    .catch((error) => showError(error.message));
-}
-
-function tick() {
-  live.tick();
-  if (silences.some((silence) => silence.until_ms <= serverNow())) showSilences();
+// The silences in force, as the server says whenever they change (one that runs out
+// included) and on joining the alerts room.
+function hearSilences(event) {
+  silences = event.silences;
+  showSilences();
+  showLive();
+  showHistory();
 }
 
 // Everything afresh on each connection: a page that was offline catches up.
 function join(socket) {
   book.join(socket);
   loadHistory().catch((error) => showError(error.message));
-  loadSilences();
 }
 
 tokenForm($("token-form"), () => live.refresh());
@@ -152,5 +158,5 @@ book.onChange(() => {
 const socket = connect(join);
 book.listen(socket);
 socket.on("alert", hear);
-setInterval(tick, 1_000);
-setInterval(loadSilences, SILENCES_REFRESH_MS);
+socket.on("silences", hearSilences);
+setInterval(() => live.tick(), 1_000);
