@@ -246,9 +246,17 @@ def _interrupt(_signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt
 
 
+def _stop_on_signals() -> None:
+    """Ctrl-C and SIGTERM end the watch, and the queries then stop between batches."""
+    # PySpark's own Ctrl-C handler cancels every running job first, which fails a query
+    # midway through its batch.
+    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
+
+
 def _watch(queries: list[Any], app: Any, seconds: int) -> None:
     """Print every query's status as the dashboard's overview has it, until stopped."""
-    signal.signal(signal.SIGTERM, _interrupt)
+    _stop_on_signals()
     deadline = time.monotonic() + seconds if seconds else None
     next_report = time.monotonic() + REPORT_EVERY_S
     try:
