@@ -146,6 +146,9 @@ def synthetic_progress(
 
 
 def _ms(samples: Sequence[float]) -> str:
+    if not samples:
+        # A short --spark-seconds on a busy machine may end before a progress event arrives.
+        return "no samples"
     ordered = sorted(samples)
     p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
     return (
