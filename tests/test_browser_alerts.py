@@ -4,10 +4,12 @@ itself: the alert appears without a reload, the overview badges its query, a wro
 refused and changes nothing, the right one acknowledges it and silences it, and the silence
 appears and goes without a reload. Screenshots in build/artifacts/."""
 
+import json
 import re
 import threading
 import time
-from contextlib import ExitStack
+import urllib.request
+from contextlib import ExitStack, contextmanager
 
 import pytest
 import sqlalchemy as sa
@@ -20,7 +22,8 @@ from monitor.store.models import AlertEvent, AlertRow
 from streaming.demo import stop_between_batches
 from streaming.log import PartitionedLog
 from streaming.scenarios import STALLED, play
-from tests.helpers import unique_name
+from tests.helpers import unique_name, wait_until
+from tests.test_alert_runner import RULES, rewrite
 from tests.test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, assert_not_reloaded, mark_page
 from web import alerting, create_app, db, live
 
@@ -36,8 +39,8 @@ WAIT_MS = 20_000
 ALERT_WAIT_MS = 90_000
 
 
-@pytest.fixture
-def server(database_url):
+@contextmanager
+def served(database_url, **config):
     """The dashboard on a free port in a thread, evaluating the rules every 250 ms as
     `wmon serve` does; its URL."""
     app = create_app(
@@ -47,17 +50,40 @@ def server(database_url):
             "ALERT_INTERVAL_S": 0.25,
             "API_TOKEN": TOKEN,
         }
+        | config
     )
     http = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=http.serve_forever, daemon=True)
     thread.start()
     alerting.evaluator(app).start()
-    yield f"http://127.0.0.1:{http.server_port}"
-    alerting.evaluator(app).stop()
-    live.watcher(app).stop()
-    http.shutdown()
-    thread.join(timeout=10)
-    db.dispose(app)
+    try:
+        yield f"http://127.0.0.1:{http.server_port}"
+    finally:
+        alerting.evaluator(app).stop()
+        live.watcher(app).stop()
+        http.shutdown()
+        thread.join(timeout=10)
+        db.dispose(app)
+
+
+@pytest.fixture
+def server(database_url):
+    with served(database_url) as url:
+        yield url
+
+
+@pytest.fixture
+def rules(tmp_path):
+    """A good rules file, whose name would be markup if a page took it for HTML."""
+    path = tmp_path / "<b>rules.yml"
+    path.write_text(RULES)
+    return path
+
+
+@pytest.fixture
+def rules_server(database_url, rules):
+    with served(database_url, ALERT_RULES=rules) as url:
+        yield url
 
 
 @pytest.fixture
@@ -199,3 +225,23 @@ def test_a_stalled_partition_alert_appears_live_and_is_acknowledged_with_the_tok
     expect(alerts.locator("#silences tbody tr")).to_have_count(0, timeout=WAIT_MS)
     expect(row.locator("td.state")).to_have_text("firing")
     assert_not_reloaded(alerts)
+
+
+def test_a_rules_file_broken_while_serving_is_shown_as_a_warning_in_text(rules, rules_server, tabs):
+    def rules_error():
+        with urllib.request.urlopen(f"{rules_server}/api/alerts") as answer:
+            return json.load(answer)["rules_error"]
+
+    alerts = tabs("alerts")
+    alerts.goto(f"{rules_server}/alerts")
+    alerts.wait_for_selector("#connection.connection-live", timeout=WAIT_MS)
+    assert alerts.locator("#rules-error").is_hidden()
+
+    rewrite(rules, RULES + "   offset_lag: {}\n", 1)
+    error = wait_until(rules_error, 10, "the server to find the rules file bad")
+    assert "<b>rules.yml: line 3: not YAML" in error
+    alerts.reload()
+    banner = alerts.locator("#rules-error")
+    expect(banner).to_be_visible(timeout=WAIT_MS)
+    expect(banner.locator(".rules-error-message")).to_have_text(error)
+    assert banner.locator("b").count() == 0, "the message is text, not markup"

@@ -9,6 +9,7 @@ from monitor.alerts.rulefile import Receiver, RuleSet, RulesFileError
 from monitor.store.models import AlertEvent, Delivery, Silence
 from tests.helpers import wait_until
 from tests.test_alert_evaluate import at, moves_again, stalled
+from tests.test_alert_runner import RULES, rewrite
 from web import alerting, create_app, db
 
 TOKEN = "s3cret"
@@ -161,6 +162,41 @@ def test_the_server_evaluates_once_started(database_url, engine):
             "the server to evaluate the rules",
         )
         assert [a["rule"] for a in listed] == ["partition_stalled"]
+    finally:
+        evaluator.stop()
+        db.dispose(app)
+
+
+def test_a_rules_file_broken_while_serving_is_reported_until_it_is_fixed(
+    database_url, engine, tmp_path
+):
+    stalled(engine)
+    rules = tmp_path / "rules.yml"
+    rules.write_text(RULES)
+    app = create_app(
+        {
+            "DATABASE_URL": database_url,
+            "CLOCK": lambda: at(26),
+            "ALERT_RULES": rules,
+            "ALERT_INTERVAL_S": 0.05,
+        }
+    )
+    client = app.test_client()
+
+    def listed():
+        return client.get("/api/alerts").get_json()
+
+    assert listed()["rules_error"] is None, "nothing to say before evaluation starts"
+    evaluator = alerting.evaluator(app)
+    evaluator.start()
+    try:
+        wait_until(lambda: listed()["alerts"], 10, "the server to evaluate the rules")
+        rewrite(rules, RULES + "   offset_lag: {}\n", 1)
+        error = wait_until(lambda: listed()["rules_error"], 10, "the rules error")
+        assert error.startswith(f"{rules}: line 3: not YAML: expected <block end>")
+        assert [a["rule"] for a in listed()["alerts"]] == ["partition_stalled"]
+        rewrite(rules, RULES, 2)
+        wait_until(lambda: listed()["rules_error"] is None, 10, "the error to go with the fix")
     finally:
         evaluator.stop()
         db.dispose(app)

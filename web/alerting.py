@@ -3,7 +3,8 @@
 `wmon serve` and the demo start it (an app made for tests does not evaluate unless told to).
 Every server runs one, and the lease in the store lets exactly one of them evaluate at a
 time; `wmon alerts run` takes part the same way. The rules file is read when the app is made,
-so a bad one stops the server from starting.
+so a bad one stops the server from starting; a later edit that breaks it leaves the rules in
+force and is shown as `rules_error` in GET /api/alerts until the file is fixed.
 """
 
 from __future__ import annotations
@@ -51,6 +52,12 @@ class Evaluator:
         """Stop evaluating and hand the lease on."""
         if self._task is not None:
             self._task.stop(timeout)
+
+    @property
+    def rules_error(self) -> str | None:
+        """Why the changed rules file is not used (the rules before it stay in force), if it
+        is not; None before evaluation starts."""
+        return self.runner.rules_error if self.runner is not None else None
 
 
 def init_app(app: Flask) -> None:

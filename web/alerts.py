@@ -26,6 +26,7 @@ from monitor.alerts.rules import RULES
 from monitor.store.models import AlertEvent, AlertRow, Delivery, DeliveryAttempt, Query, Silence
 from monitor.store.reads import QueryNotFound, alerts_with_names, find_query
 from web import db
+from web.alerting import evaluator
 from web.params import MAX_LIMIT, BadParameter, bounded
 
 bp = Blueprint("alerts", __name__, url_prefix="/api")
@@ -103,7 +104,8 @@ def alert_json(alert: AlertRow, name: str | None, silences: list[Silence]) -> di
 @bp.get("/alerts")
 def list_alerts() -> dict[str, Any]:
     """Alerts, newest first: `state` live (pending and firing, the default) or all;
-    `query` (id or name) and `limit` narrow it."""
+    `query` (id or name) and `limit` narrow it. `rules_error`: why this server's evaluator
+    did not take up the changed rules file (the rules before it stay in force), or null."""
     session = db.session()
     state = request.args.get("state", "live")
     if state not in ("live", "all"):
@@ -112,7 +114,10 @@ def list_alerts() -> dict[str, Any]:
     query_id = find_query(session, request.args["query"]).id if "query" in request.args else None
     rows = alerts_with_names(session, state == "live", limit, query_id)
     silences = list(active_silences(session, _now()))
-    return {"alerts": [alert_json(alert, name, silences) for alert, name in rows]}
+    return {
+        "alerts": [alert_json(alert, name, silences) for alert, name in rows],
+        "rules_error": evaluator(current_app).rules_error,
+    }
 
 
 @bp.get("/alerts/<int:alert_id>")

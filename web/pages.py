@@ -66,5 +66,5 @@ def history(ref: str) -> str:
 @bp.get("/alerts")
 def alerts() -> str:
     """Pending and firing alerts with their actions, the silences in force and the alerts that
-    ended, updated live."""
+    ended, updated live; a warning when a changed rules file cannot be used."""
     return render_template("alerts.html")

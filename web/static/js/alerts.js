@@ -62,10 +62,18 @@ function showHistory() {
   $("no-history").hidden = alerts.length > 0;
 }
 
+// Why the server's evaluator did not take up the changed rules file, or null: as text.
+function showRulesError(error) {
+  const banner = $("rules-error");
+  setText(banner.querySelector(".rules-error-message"), error);
+  banner.hidden = !error;
+}
+
 async function loadHistory() {
-  const { alerts } = await getJson(`/api/alerts?state=all&limit=${HISTORY_LIMIT}`);
-  for (const alert of alerts) if (!isLive(alert)) ended.set(alert.id, alert);
+  const answer = await getJson(`/api/alerts?state=all&limit=${HISTORY_LIMIT}`);
+  for (const alert of answer.alerts) if (!isLive(alert)) ended.set(alert.id, alert);
   showHistory();
+  showRulesError(answer.rules_error);
 }
 
 function hear(event) {
@@ -143,7 +151,8 @@ function hearSilences(event) {
   showHistory();
 }
 
-// Everything afresh on each connection: a page that was offline catches up.
+// Everything afresh on each connection (the rules error too): a page that was offline
+// catches up.
 function join(socket) {
   book.join(socket);
   loadHistory().catch((error) => showError(error.message));
