@@ -1,6 +1,7 @@
 """Each rule on a real streaming query playing the matching scenario: when it fires and resolves,
 and that a healthy run raises nothing."""
 
+import shutil
 import threading
 import time
 from contextlib import contextmanager
@@ -11,7 +12,15 @@ import sqlalchemy.orm as so
 
 import monitor
 from monitor.alerts.runner import LEASE, AlertRunner
-from monitor.store.models import AlertEvent, AlertRow, Lease
+from monitor.store.models import (
+    AlertEvent,
+    AlertRow,
+    Batch,
+    Lease,
+    Partition,
+    PartitionEventTime,
+    Query,
+)
 from streaming.demo import stop_between_batches
 from streaming.log import PartitionedLog
 from streaming.scenarios import FAST, IDLE, LATE, SLOW, STALLED, play
@@ -33,6 +42,23 @@ def live_alerts(engine, rule):
         return {row.partition: row for row in rows}
 
 
+def alert_rows(engine, rule):
+    """Every alert of `rule`, whatever its state, by partition ('' for the query)."""
+    with so.Session(engine, expire_on_commit=False) as session:
+        rows = session.scalars(sa.select(AlertRow).where(AlertRow.rule == rule))
+        return {row.partition: row for row in rows}
+
+
+def resolved(engine, rule):
+    """The resolved alerts of `rule`, by partition."""
+    return {p: row for p, row in alert_rows(engine, rule).items() if row.state == "resolved"}
+
+
+def state(engine, alert_id):
+    with so.Session(engine) as session:
+        return session.get_one(AlertRow, alert_id).state
+
+
 def transitions(engine):
     with so.Session(engine) as session:
         rows = session.execute(
@@ -43,35 +69,50 @@ def transitions(engine):
         return [tuple(row) for row in rows]
 
 
-@contextmanager
-def monitored(spark, engine, database_url, log_dir, checkpoint, name, rules=None, fail=False):
-    """A query over scenario `name` (event times from now on), the monitor and the evaluator."""
-    scenario = play(name, PartitionedLog(log_dir), start_ms=int(time.time() * 1000), **TRAFFIC)
-    handle = monitor.attach(spark, database_url, idle_timeout=1, stall_timeout=2)
+def start_query(spark, scenario, log_dir, checkpoint, query_name, each_batch=None):
+    """The scenario's records read, measured and deduplicated; written nowhere, or handed to
+    `each_batch` (a foreachBatch function)."""
     source = spark.readStream.format("partitioned_log").options(**scenario.source_options(log_dir))
     measured = monitor.instrument(source.load(), checkpoint=checkpoint, delay="10 seconds")
     deduplicated = measured.withWatermark("timestamp", "10 seconds").dropDuplicates(
         ["key", "timestamp"]
     )
-    writer = deduplicated.writeStream.queryName(unique_name(name)).option(
-        "checkpointLocation", checkpoint
-    )
-    if fail:
-        writer = writer.foreachBatch(_fail_in_batch_3)
-    else:
-        writer = writer.format("noop")
-    query = writer.trigger(processingTime="500 milliseconds").start()
+    writer = deduplicated.writeStream.queryName(query_name).option("checkpointLocation", checkpoint)
+    writer = writer.foreachBatch(each_batch) if each_batch else writer.format("noop")
+    return writer.trigger(processingTime="500 milliseconds").start()
+
+
+@contextmanager
+def evaluating(spark, engine, database_url, rules=None):
+    """The monitor attached and the evaluator running every 0.25 s, for a with-block."""
+    handle = monitor.attach(spark, database_url, idle_timeout=1, stall_timeout=2)
     runner = AlertRunner(engine, rules, interval_s=0.25)
     stop = threading.Event()
-    evaluating = threading.Thread(target=runner.run, args=(stop,))
-    evaluating.start()
+    thread = threading.Thread(target=runner.run, args=(stop,))
+    thread.start()
     try:
-        yield scenario, query
+        yield
     finally:
-        stop_between_batches(query)
         handle.detach()
         stop.set()
-        evaluating.join(30)
+        thread.join(30)
+
+
+def play_now(name, log_dir):
+    """Scenario `name` written to the log, its event times from now on."""
+    return play(name, PartitionedLog(log_dir), start_ms=int(time.time() * 1000), **TRAFFIC)
+
+
+@contextmanager
+def monitored(spark, engine, database_url, log_dir, checkpoint, name, rules=None, each_batch=None):
+    """A query over scenario `name` (event times from now on), the monitor and the evaluator."""
+    scenario = play_now(name, log_dir)
+    with evaluating(spark, engine, database_url, rules):
+        query = start_query(spark, scenario, log_dir, checkpoint, unique_name(name), each_batch)
+        try:
+            yield scenario, query
+        finally:
+            stop_between_batches(query)
 
 
 def _fail_in_batch_3(batch, batch_id):
@@ -81,12 +122,37 @@ def _fail_in_batch_3(batch, batch_id):
         raise RuntimeError("the scooter table is gone")
 
 
+def batches_done(query, count):
+    """Wait until `query` has reported batch `count - 1`."""
+    wait_until(
+        lambda: query.lastProgress and query.lastProgress["batchId"] >= count - 1,
+        WAIT,
+        f"{count} batches",
+    )
+
+
+def first_flagged(engine, flag):
+    """The first partition row marked `flag` ('stalled', 'idle')."""
+    with so.Session(engine) as session:
+        return session.scalars(
+            sa.select(Partition).where(getattr(Partition, flag)).order_by(Partition.batch_time_ms)
+        ).first()
+
+
+def late_batch_times(engine):
+    """The batch times of the batches that dropped late records."""
+    with so.Session(engine) as session:
+        return session.scalars(
+            sa.select(PartitionEventTime.batch_time_ms)
+            .where(PartitionEventTime.late_records > 0)
+            .order_by(PartitionEventTime.batch_time_ms)
+        ).all()
+
+
 @SQLITE_ONLY
 def test_a_healthy_run_raises_no_alert(spark, engine, database_url, log_dir, checkpoint):
     with monitored(spark, engine, database_url, log_dir, checkpoint, "steady") as (_, query):
-        wait_until(
-            lambda: query.lastProgress and query.lastProgress["batchId"] >= 6, WAIT, "6 batches"
-        )
+        batches_done(query, 7)
         time.sleep(1)  # one more round of evaluation over the newest batches
         with so.Session(engine) as session:
             assert session.get(Lease, LEASE) is not None, "the evaluator never ran"
@@ -104,6 +170,10 @@ def test_a_stalled_partition_fires_and_resolves_when_the_query_stops(
     ) as (scenario, query):
         stalled = wait_until(lambda: live_alerts(engine, "partition_stalled"), WAIT, "a stall")
         assert set(stalled) == {f"telemetry/{p}" for p in scenario.with_role(STALLED)}
+        # Marked once it has not advanced for the stall timeout (2 s); fired after that.
+        first = first_flagged(engine, "stalled")
+        assert first.batch_time_ms - first.last_advance_ms >= 2_000
+        assert all(alert.fired_at_ms >= first.batch_time_ms for alert in stalled.values())
         # The held-back partition's 300 records never get read.
         lag = wait_until(lambda: live_alerts(engine, "offset_lag"), WAIT, "offset lag")
         [held_back] = scenario.with_role(STALLED)
@@ -116,17 +186,27 @@ def test_a_stalled_partition_fires_and_resolves_when_the_query_stops(
     assert stalls == [("partition_stalled", "telemetry/1", "firing")] + [
         ("partition_stalled", "telemetry/1", "resolved")
     ]
+    with so.Session(engine) as session:
+        stopped_at = session.scalars(sa.select(Query.terminated_at_ms)).one()
+    [stall] = alert_rows(engine, "partition_stalled").values()
+    assert stall.resolved_at_ms >= stopped_at
 
 
 @SQLITE_ONLY
 def test_an_idle_partition_fires(spark, engine, database_url, log_dir, checkpoint):
     with monitored(spark, engine, database_url, log_dir, checkpoint, "idle_partition") as (
         scenario,
-        _,
+        query,
     ):
         idle = wait_until(lambda: live_alerts(engine, "partition_idle"), WAIT, "an idle partition")
         assert set(idle) == {f"telemetry/{p}" for p in scenario.with_role(IDLE)}
         assert not live_alerts(engine, "partition_stalled"), "a partition without work is idle"
+        # Marked once nothing has arrived for the idle timeout (1 s); fired after that.
+        first = first_flagged(engine, "idle")
+        assert first.batch_time_ms - first.last_arrival_ms >= 1_000
+        assert all(alert.fired_at_ms >= first.batch_time_ms for alert in idle.values())
+        stop_between_batches(query)
+        wait_until(lambda: resolved(engine, "partition_idle"), 30, "a stopped query's idle end")
 
 
 @SQLITE_ONLY
@@ -143,7 +223,12 @@ def test_a_skewed_backfill_fires_late_records_skew_age_and_a_stalled_watermark(
         scenario,
         _,
     ):
-        wait_until(lambda: live_alerts(engine, "watermark_skew"), WAIT, "skew to fire")
+        skew = wait_until(lambda: live_alerts(engine, "watermark_skew"), WAIT, "skew to fire")
+        with so.Session(engine) as session:
+            skewed_at = session.scalar(
+                sa.select(sa.func.min(Batch.batch_time_ms)).where(Batch.watermark_skew_ms > 5_000)
+            )
+        assert skew[""].fired_at_ms >= skewed_at
         # W = max event time - 10 s, and event times start now: older than 5 s at once.
         wait_until(lambda: live_alerts(engine, "watermark_age"), WAIT, "the watermark's age")
         # Once the fast partition is read, W waits while the slow ones work off their backlog.
@@ -156,19 +241,108 @@ def test_a_skewed_backfill_fires_late_records_skew_age_and_a_stalled_watermark(
 
 
 @SQLITE_ONLY
-def test_a_late_burst_fires_late_records_on_its_partition_only(
-    spark, engine, database_url, log_dir, checkpoint
+def test_a_late_burst_fires_late_records_on_its_partition_only_until_its_window_passes(
+    spark, engine, database_url, log_dir, checkpoint, tmp_path
 ):
-    with monitored(spark, engine, database_url, log_dir, checkpoint, "late_burst") as (
+    rules = tmp_path / "rules.yml"
+    rules.write_text("rules:\n  late_records: {window: 3s}\n")
+    with monitored(spark, engine, database_url, log_dir, checkpoint, "late_burst", rules) as (
         scenario,
         query,
     ):
         late = wait_until(lambda: live_alerts(engine, "late_records"), WAIT, "the burst")
         assert set(late) == {f"telemetry/{p}" for p in scenario.with_role(LATE)}
+        wait_until(lambda: resolved(engine, "late_records"), WAIT, "the window to pass")
+    dropped = late_batch_times(engine)
+    with so.Session(engine) as session:
+        incidents = session.scalars(
+            sa.select(AlertRow).where(AlertRow.rule == "late_records", AlertRow.resolved_at_ms > 0)
+        ).all()
+    # A busy machine may space the burst's batches more than the window apart: each incident
+    # fires on a drop and resolves a window after the last drop before it resolved.
+    for alert in incidents:
+        assert any(alert.active_since_ms >= t for t in dropped)
+        last_drop = max(t for t in dropped if t <= alert.resolved_at_ms)
+        assert alert.resolved_at_ms >= last_drop + 3_000
 
 
 @SQLITE_ONLY
 def test_a_killed_query_fires_query_failed(spark, engine, database_url, log_dir, checkpoint):
-    with monitored(spark, engine, database_url, log_dir, checkpoint, "steady", fail=True) as _:
+    with monitored(
+        spark, engine, database_url, log_dir, checkpoint, "steady", each_batch=_fail_in_batch_3
+    ) as _:
         failed = wait_until(lambda: live_alerts(engine, "query_failed"), WAIT, "the failure")
     assert failed[""].message == "the query failed: RuntimeError: the scooter table is gone"
+    with so.Session(engine) as session:
+        ended_at = session.scalars(sa.select(Query.terminated_at_ms)).one()
+    assert failed[""].fired_at_ms >= ended_at
+
+
+@SQLITE_ONLY
+def test_a_restart_from_an_older_checkpoint_fires_rewound_until_its_window_passes(
+    spark, engine, database_url, log_dir, checkpoint, tmp_path
+):
+    rules = tmp_path / "rules.yml"
+    rules.write_text("rules:\n  rewound: {window: 3s}\n")
+    scenario, name = play_now("steady", log_dir), unique_name("rewound")
+    older = str(tmp_path / "older-checkpoint")
+    with evaluating(spark, engine, database_url, rules):
+        query = start_query(spark, scenario, log_dir, checkpoint, name)
+        batches_done(query, 3)
+        stop_between_batches(query)
+        shutil.copytree(checkpoint, older)
+        query = start_query(spark, scenario, log_dir, checkpoint, name)
+        batches_done(query, 7)
+        stop_between_batches(query)
+        assert not alert_rows(engine, "rewound"), "a restart where it left off is no rewind"
+        restarted_ms = int(time.time() * 1000)
+        query = start_query(spark, scenario, log_dir, older, name)
+        try:
+            rewound = wait_until(lambda: live_alerts(engine, "rewound"), WAIT, "the rewind")
+            partitions = {f"telemetry/{p}" for p in range(TRAFFIC["partitions"])}
+            wait_until(lambda: set(live_alerts(engine, "rewound")) == partitions | {""}, 30, "all")
+            over = wait_until(lambda: len(resolved(engine, "rewound")) == 4, 30, "the window")
+        finally:
+            stop_between_batches(query)
+    assert over
+    rows = alert_rows(engine, "rewound")
+    with so.Session(engine) as session:
+        rewound_at = session.scalar(
+            sa.select(sa.func.min(Batch.batch_time_ms)).where(Batch.watermark_rewound)
+        )
+    assert rewound_at >= restarted_ms and all(r.fired_at_ms >= rewound_at for r in rows.values())
+    assert all(r.resolved_at_ms >= rewound_at + 3_000 for r in rows.values())
+    assert rewound[""].message == "the watermark went back"
+
+
+@SQLITE_ONLY
+def test_a_hung_batch_fires_no_progress_and_resolves_when_it_completes(
+    spark, engine, database_url, log_dir, checkpoint, tmp_path
+):
+    rules = tmp_path / "rules.yml"
+    rules.write_text("rules:\n  no_progress: {threshold: 6s}\n")
+    hang = {}
+
+    def hang_in_batch_4(batch, batch_id):
+        batch.write.format("noop").mode("append").save()
+        if batch_id == 4:
+            hang["from"] = time.time() * 1000
+            time.sleep(14)
+            hang["to"] = time.time() * 1000
+
+    def fired_in_the_hang():
+        firing = live_alerts(engine, "no_progress").get("")
+        return firing if firing and firing.fired_at_ms > hang.get("from", float("inf")) else None
+
+    with monitored(
+        spark, engine, database_url, log_dir, checkpoint, "steady", rules, hang_in_batch_4
+    ) as (_, query):
+        alert = wait_until(fired_in_the_hang, WAIT, "the silence")
+        assert "to" not in hang, "it fires while the batch hangs"
+        wait_until(lambda: state(engine, alert.id) == "resolved", WAIT, "the batch to complete")
+        batches_done(query, 6)
+    with so.Session(engine) as session:
+        alert = session.get_one(AlertRow, alert.id)
+        batch_3 = session.scalar(sa.select(Batch.batch_time_ms).where(Batch.batch_id == 3))
+    # The last word before the hang was batch 3's progress; 6 s of silence after it, it fires.
+    assert batch_3 + 6_000 <= alert.fired_at_ms < hang["to"] <= alert.resolved_at_ms
