@@ -112,17 +112,21 @@ def _apply(
         alert, transition = step(_alert(row), findings.get(partition), now_ms, config.for_ms, key)
         row = _store(session, row, alert, transition, rule, now_ms)
         if transition is not None and row is not None:
-            event = AlertEvent(
-                alert_id=row.id,
-                transition=transition.value,
-                at_ms=now_ms,
-                value=row.value,
-                message=row.message,
-            )
-            session.add(event)
-            events.append(event)
+            events.append(_event(row, transition, now_ms))
+    session.add_all(events)
     session.flush()
     return events
+
+
+def _event(row: AlertRow, transition: Transition, now_ms: int) -> AlertEvent:
+    """The stored record of one transition of the alert in `row`."""
+    return AlertEvent(
+        alert_id=row.id,
+        transition=transition.value,
+        at_ms=now_ms,
+        value=row.value,
+        message=row.message,
+    )
 
 
 def _alert(row: AlertRow | None) -> Alert | None:

@@ -318,11 +318,16 @@ def _attempt(
         status_code=sent.status_code,
         error=sent.error,
     )
+    _settle(delivery, sent, now_ms)
+    session.add(attempt)
+    session.commit()
+    return attempt
+
+
+def _settle(delivery: Delivery, sent: Sent, now_ms: int) -> None:
+    """Mark `delivery` delivered, given up, or due again after its backoff."""
     if sent.ok:
         delivery.delivered_at_ms = now_ms
     elif sent.refused or now_ms - delivery.created_at_ms >= GIVE_UP_AFTER_MS:
         delivery.abandoned_at_ms = now_ms
     delivery.next_attempt_at_ms = now_ms + min(1000 * 2 ** (delivery.attempts - 1), MAX_BACKOFF_MS)
-    session.add(attempt)
-    session.commit()
-    return attempt
