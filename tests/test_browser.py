@@ -337,3 +337,39 @@ def local_input(tab, ms):
         }""",
         ms,
     )
+
+
+def test_a_restart_from_an_older_checkpoint_replaces_the_superseded_batches(engine, serve, page):
+    def write_batch(batch_id, at_s, start):
+        # 10 s apart: the charts' points are the batches, none sharing a downsampling bucket.
+        event = batch_event(
+            "q",
+            batch_id,
+            NOW - 120_000 + at_s * 1_000,
+            name="orders",
+            starts=(start, 0),
+            ends=(start + 10, 0),
+        )
+        write_event(engine, event)
+
+    for batch_id in range(6):
+        write_batch(batch_id, 10 * batch_id, 10 * batch_id)
+    page.goto(f"{serve()}/queries/orders")
+    page.wait_for_selector("#connection.connection-live", timeout=WAIT_MS)
+    assert (text_of(page, "#batch-id"), chart_points(page, "batches-chart")) == ("5", 6)
+
+    write_batch(3, 60, 30)  # restarted from the checkpoint of batch 2: 3, 4 and 5 superseded
+    page.wait_for_function(
+        "() => document.getElementById('batch-id').textContent === '3'", timeout=WAIT_MS
+    )
+    page.wait_for_function(
+        "() => document.getElementById('batches-chart').dataset.points === '4'", timeout=WAIT_MS
+    )
+    assert page.locator("#partitions .badge-rewound").count() == 1, "t/0 starts at 30 again"
+    write_batch(4, 70, 40)
+    page.wait_for_function(
+        "() => document.getElementById('batch-id').textContent === '4'", timeout=WAIT_MS
+    )
+    assert chart_points(page, "batches-chart") == 5
+    assert page.locator("#partitions .badge-rewound").count() == 0, "batch 4 moved on"
+    assert page.script_errors == []

@@ -88,7 +88,7 @@ function showStatus(query) {
 }
 
 function showBatch(batch, partitions) {
-  page.lastBatch = Math.max(page.lastBatch ?? -1, batch.batch_id);
+  page.lastBatch = batch.batch_id;
   page.watermarkMs = watermark(batch.watermark_ms);
   setText($("batch-id"), batch.batch_id);
   setText($("batch-time"), `at ${clock(batch.batch_time_ms)}`);
@@ -184,6 +184,12 @@ async function load() {
 
 function applyBatch({ batch, partitions }) {
   const id = batch.batch_id;
+  // A restart from an older checkpoint: the store replaced the batches from this id on, so
+  // the page reads it again rather than mixing the two lineages.
+  if (page.lastBatch !== null && id < page.lastBatch) {
+    load().catch((error) => showError(error.message));
+    return;
+  }
   const x = batch.batch_time_ms;
   const watermarks = { watermark: watermark(batch.watermark_ms) };
   for (const p of partitions) watermarks[p.partition] = p.partition_watermark_ms;
