@@ -5,7 +5,7 @@ import sqlalchemy.orm as so
 
 from monitor.alerts.evaluate import evaluate
 from monitor.alerts.rulefile import load_rules
-from monitor.events import QueryTerminated
+from monitor.events import QueryStarted, QueryTerminated
 from monitor.store.models import AlertEvent, AlertRow
 from monitor.store.writes import write_event
 from tests.test_health_store import EPOCH, QUERY, write
@@ -97,19 +97,23 @@ def test_a_disabled_rule_raises_nothing_and_resolves_what_it_raised(engine):
     assert run(engine, 28, quiet) == []
 
 
-def test_only_a_query_that_ended_recently_fires(engine):
+def test_only_a_query_that_ended_recently_fires_and_it_fires_until_the_query_runs_again(engine):
     stalled(engine)
     write_event(engine, QueryTerminated(QUERY, "r", at(30), None))
     assert run(engine, 31) == [("firing", "the query stopped")]
-    # An hour on (query_terminated's `within`), it is history, not news; a first evaluation of
-    # an old store says nothing of it.
-    assert run(engine, 30 + 3_600) == []
-    assert run(engine, 31 + 3_600) == [("resolved", "the query stopped")]
+    # Past query_terminated's `within` (1 h) the query is still stopped: still firing.
+    assert run(engine, 31 + 3_600) == []
+    assert alerts(engine) == [("query_terminated", "", "firing")]
+    # A first evaluation over an old store says nothing of it: it is history, not news.
     with so.Session(engine) as session:
         session.execute(sa.delete(AlertEvent))
         session.execute(sa.delete(AlertRow))
         session.commit()
     assert run(engine, 32 + 3_600) == []
+    write_event(engine, QueryTerminated(QUERY, "r", at(40 + 3_600), None))
+    assert run(engine, 41 + 3_600) == [("firing", "the query stopped")]
+    write_event(engine, QueryStarted(QUERY, "r2", "orders", at(50 + 3_600)))
+    assert ("resolved", "the query stopped") in run(engine, 51 + 3_600)
 
 
 def test_a_rewind_fires_and_resolves_once_its_window_has_passed(engine):

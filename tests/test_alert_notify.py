@@ -3,12 +3,14 @@
 import json
 import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
+from monitor.alerts import notify
 from monitor.alerts.actions import lift_silence, silence
 from monitor.alerts.evaluate import evaluate
 from monitor.alerts.notify import (
@@ -319,14 +321,14 @@ def test_an_alert_that_fired_and_resolved_within_a_silence_is_never_told(engine,
         assert session.scalars(sa.select(Delivery)).all() == []
 
 
-def test_two_senders_never_both_send_a_delivery(engine, receiver):
+def test_a_sender_reading_while_another_sends_finds_the_delivery_claimed(engine, receiver):
     rules = rules_with(Receiver("ops", "webhook", receiver.url))
     stalled(engine)
     evaluate_at(engine, rules, 26)
     second = []
 
     def post_while_another_sender_runs(url, message):
-        # The second sender read the queue before the first recorded its attempt.
+        # The second sender reads the queue after the first claimed, before it recorded.
         second.extend(deliver_due(engine, rules.receivers, at(26), http_post))
         return http_post(url, message)
 
@@ -372,3 +374,46 @@ def test_a_refusal_for_good_is_final_and_the_next_delivery_goes_on(
     if not given_up:
         deliver_due(engine, rules.receivers, at(32))
         assert statuses(receiver) == [("firing", "t/1"), ("resolved", "t/1")]
+
+
+def test_of_two_senders_that_read_the_same_delivery_only_one_claims_it(engine):
+    rules = rules_with(Receiver("ops", "webhook", "http://127.0.0.1:9/"))
+    stalled(engine)
+    evaluate_at(engine, rules, 26)
+    with so.Session(engine) as one, so.Session(engine) as other:
+        # Both read the queue before either claims: the same attempt count in each.
+        mine, theirs = (s.scalars(sa.select(Delivery)).one() for s in (one, other))
+        assert (mine.attempts, theirs.attempts) == (0, 0)
+        assert notify._claim(one, mine, at(26)) is True
+        assert notify._claim(other, theirs, at(26)) is False
+    with so.Session(engine) as session:
+        assert session.scalars(sa.select(Delivery)).one().attempts == 1
+
+
+def test_a_resolved_alert_is_told_even_when_the_evaluator_names_no_receiver(engine, receiver):
+    ops = Receiver("ops", "webhook", receiver.url)
+    stalled(engine)
+    evaluate_at(engine, rules_with(ops), 26)
+    moves_again(engine)
+    evaluate_at(engine, rules_with(), 31)  # another process, with rules naming nobody
+    deliver_due(engine, [ops], at(31))
+    assert statuses(receiver) == [("firing", "t/1"), ("resolved", "t/1")]
+
+
+def test_a_long_pass_leaves_the_rest_to_the_next_rather_than_claim_too_late(
+    engine, receiver, monkeypatch
+):
+    monkeypatch.setattr(notify, "CLAIM_MS", 100)
+    rules = rules_with(Receiver("ops", "webhook", receiver.url))
+    stalled(engine)
+    evaluate_at(engine, rules, 26)
+    moves_again(engine)
+    evaluate_at(engine, rules, 31)
+
+    def slow_post(url, message):
+        time.sleep(0.06)  # past half the claim: nothing more is claimed in this pass
+        return http_post(url, message)
+
+    assert len(deliver_due(engine, rules.receivers, at(31), slow_post)) == 1
+    assert len(deliver_due(engine, rules.receivers, at(31), slow_post)) == 1
+    assert statuses(receiver) == [("firing", "t/1"), ("resolved", "t/1")]

@@ -437,3 +437,15 @@ def test_the_alerts_room_hears_each_change_to_the_silences_in_force(app, engine,
     time.sleep(1.0)  # anything sent twice would have arrived by now
     assert len(browser.events("silences")) == 7
     assert overview.events("silences") == [], "only the alerts room hears of silences"
+
+
+def test_a_client_ahead_of_a_superseded_lineage_is_told_to_reload(writer, browsers):
+    for batch_id in range(5):
+        writer.batch(batch_id)
+    writer.batch(2, run_id="run-2", at_ms=T0 + 60_000)  # restarted from batch 1's checkpoint
+    browser = browsers()
+    assert browser.subscribe("q", after_batch=4) == {
+        "query": "q",
+        "caught_up": 0,
+        "complete": False,
+    }

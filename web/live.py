@@ -203,11 +203,16 @@ class Watcher:
         """With the lock held: the pushed batches after `after_batch`, and whether that is all.
 
         None asks for nothing. Batches the last look has not seen are left out: the next look
-        sends them to the room.
+        sends them to the room. When the query's newest batch is below `after_batch` (a restart
+        from an older checkpoint superseded what the page has), the answer is not complete.
         """
         self.prime(session)
         if after_batch is None:
             return [], True
+        if (
+            newest_id := _newest_batch_id(session, query_id)
+        ) is not None and newest_id < after_batch:
+            return [], False
         newest = session.scalars(
             sa.select(Batch)
             .where(Batch.query_id == query_id, Batch.batch_id > after_batch)
@@ -220,6 +225,10 @@ class Watcher:
             if self._batches.seen(batch.id, self._batches.fingerprint(batch))
         ]
         return batch_events(session, pushed[::-1]), len(newest) <= CATCH_UP_LIMIT
+
+
+def _newest_batch_id(session: so.Session, query_id: str) -> int | None:
+    return session.scalar(sa.select(sa.func.max(Batch.batch_id)).where(Batch.query_id == query_id))
 
 
 def init_app(app: Flask) -> None:

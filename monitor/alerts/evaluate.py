@@ -2,14 +2,13 @@
 
 Facts come from the store as the listener left it (the latest batch's health flags; late
 records and rewinds per partition in their rules' windows), so the evaluator can run in any
-process. Each
-transition is stored as an :class:`~monitor.store.models.AlertEvent`, in the same transaction
-as the alerts it changes.
+process. Each transition is stored as an :class:`~monitor.store.models.AlertEvent`, in the
+same transaction as the alerts it changes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import sqlalchemy as sa
 import sqlalchemy.orm as so
@@ -24,18 +23,19 @@ from monitor.store.summary import late_by_partition, latest_batch, rewound_since
 
 
 def query_facts(
-    session: so.Session, query: Query, now_ms: int, configs: Mapping[str, RuleConfig]
+    session: so.Session,
+    query: Query,
+    now_ms: int,
+    configs: Mapping[str, RuleConfig],
+    alerting: frozenset[str] = frozenset(),
 ) -> QueryFacts:
-    """What the rules know of `query` at `now_ms`; late records and rewinds over the windows
-    of the rules `late_records` and `rewound`."""
+    """What the rules know of `query` at `now_ms`, with `alerting` the rules whose alert on the
+    query itself is live; late records and rewinds over the windows of the rules
+    `late_records` and `rewound`."""
     batch = latest_batch(session, query.id)
     late_window_ms = configs["late_records"].params["window"]
-    late = late_by_partition(session, query.id, now_ms - late_window_ms)
     rewound_window_ms = configs["rewound"].params["window"]
     watermark_rewound, rewound = rewound_since(session, query.id, now_ms - rewound_window_ms)
-    partitions = batch_partitions(session, query.id, batch.batch_id) if batch else []
-    names = {p.partition for p in partitions} | set(late) | rewound
-    by_name = {p.partition: p for p in partitions}
     return QueryFacts(
         query_id=query.id,
         name=query.name,
@@ -48,10 +48,24 @@ def query_facts(
         watermark_rewound=watermark_rewound,
         skew_ms=batch.watermark_skew_ms if batch else None,
         late_window_ms=late_window_ms,
-        partitions=tuple(
-            _partition(name, by_name.get(name), late.get(name, 0), name in rewound)
-            for name in sorted(names)
+        partitions=_partitions(
+            batch_partitions(session, query.id, batch.batch_id) if batch else [],
+            late_by_partition(session, query.id, now_ms - late_window_ms),
+            rewound,
         ),
+        alerting=alerting,
+    )
+
+
+def _partitions(
+    rows: Sequence[Partition], late: Mapping[str, int], rewound: set[str]
+) -> tuple[PartitionFacts, ...]:
+    """The facts of every partition in the latest batch, or with late records or a rewind in
+    the windows."""
+    by_name = {row.partition: row for row in rows}
+    names = sorted(set(by_name) | set(late) | rewound)
+    return tuple(
+        _partition(name, by_name.get(name), late.get(name, 0), name in rewound) for name in names
     )
 
 
@@ -71,7 +85,8 @@ def evaluate(session: so.Session, rules: RuleSet, now_ms: int) -> list[AlertEven
     events: list[AlertEvent] = []
     for query in list_queries(session):
         configs = rules.for_query(query.name)
-        facts = query_facts(session, query, now_ms, configs)
+        alerting = frozenset(r for (r, q, p) in live if q == query.id and not p)
+        facts = query_facts(session, query, now_ms, configs, alerting)
         for name, config in configs.items():
             events += _apply(
                 session,

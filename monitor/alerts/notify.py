@@ -4,14 +4,15 @@
 the transitions, so nothing is lost between the two. Firing and resolved stay paired, as in
 Alertmanager: a silence holds back the firing notification of the alerts it covers, which goes
 out once the silence ends if the alert still fires; a resolved notification goes to exactly
-the receivers that were told the alert fired.
+the receivers the firing was queued for (sent, being retried or given up on).
 
 :func:`deliver_due` sends what is due, records every attempt, and on failure waits longer
 before the next (1 s, 2 s, 4 s, ... at most 5 minutes) until the receiver takes it or a day has
 passed; a refusal that retrying cannot change (most 4xx answers) is final at once. Each
 delivery is claimed with a conditional UPDATE before it is sent, so that two senders (one that
-lost the evaluation lease mid-pass, say) never both send it. Each message carries its delivery
-id, so a receiver can drop the duplicate of an answer that got lost.
+lost the evaluation lease mid-pass, say) do not both send it: a claim holds for a minute from
+the start of the pass, and a pass claims nothing after its first 30 s. Each message carries
+its delivery id, so a receiver can drop the duplicate of an answer that got lost.
 """
 
 from __future__ import annotations
@@ -86,15 +87,13 @@ def http_post(url: str, payload: dict[str, Any], timeout_s: float = 5.0) -> Sent
 def enqueue(
     session: so.Session, events: Iterable[AlertEvent], receivers: Sequence[Receiver], now_ms: int
 ) -> list[Delivery]:
-    """Queue what the receivers have yet to hear after an evaluation: each firing alert no
-    silence covers, and each of `events` that resolved an alert, to whoever heard it fire."""
-    if not receivers:
-        return []
+    """Queue what receivers have yet to hear after an evaluation: each firing alert no silence
+    covers, to each of `receivers`; and each of `events` that resolved an alert, to every
+    receiver its firing was queued for (whatever rules the evaluating process holds)."""
     names = [receiver.name for receiver in receivers]
+    firing = _unheard_firing(session, names, now_ms) if names else []
     deliveries = [
-        _delivery(event, name, now_ms)
-        for event, name in _unheard_firing(session, names, now_ms)
-        + _resolved(session, events, names)
+        _delivery(event, name, now_ms) for event, name in firing + _resolved(session, events)
     ]
     session.add_all(deliveries)
     return deliveries
@@ -132,10 +131,8 @@ def _unheard_firing(
     ]
 
 
-def _resolved(
-    session: so.Session, events: Iterable[AlertEvent], receivers: Sequence[str]
-) -> list[tuple[AlertEvent, str]]:
-    """Each resolved event, with each receiver that was sent its alert's firing."""
+def _resolved(session: so.Session, events: Iterable[AlertEvent]) -> list[tuple[AlertEvent, str]]:
+    """Each resolved event, with each receiver its alert's firing was queued for."""
     resolved = [event for event in events if event.transition == "resolved"]
     if not resolved:
         return []
@@ -146,12 +143,12 @@ def _resolved(
         )
     )
     firing = {alert_id: event_id for alert_id, event_id in rows}
-    heard = _receivers_of(session, list(firing.values()))
+    heard = sorted(_receivers_of(session, list(firing.values())))
     return [
         (event, name)
         for event in resolved
-        for name in receivers
-        if (firing.get(event.alert_id), name) in heard
+        for fired, name in heard
+        if fired == firing.get(event.alert_id)
     ]
 
 
@@ -245,16 +242,33 @@ def deliver_due(
     arrives before its firing. Deliveries to a receiver the rules in force do not name wait
     for rules that do (another process may hold other rules).
     """
+    started = time.monotonic()
     attempts: list[DeliveryAttempt] = []
     with so.Session(engine, expire_on_commit=False) as session:
         for receiver in receivers:
-            for delivery, event, alert, query in _pending(session, receiver.name):
-                if delivery.next_attempt_at_ms > now_ms or not _claim(session, delivery, now_ms):
-                    break
-                message = MESSAGES[receiver.kind](delivery, event, alert, query)
-                attempts.append(_attempt(session, delivery, receiver.url, message, now_ms, post))
-                if delivery.delivered_at_ms is None and delivery.abandoned_at_ms is None:
-                    break
+            attempts += _deliver_in_order(session, receiver, now_ms, post, started)
+    return attempts
+
+
+def _deliver_in_order(
+    session: so.Session, receiver: Receiver, now_ms: int, post: Post, started: float
+) -> list[DeliveryAttempt]:
+    """Send a receiver's due deliveries, oldest first, until one is not due or not done.
+
+    Claims run out CLAIM_MS after `now_ms`, the pass's time: past half of that, the rest
+    waits for the next pass rather than be claimed with too little time left to send.
+    """
+    attempts = []
+    for delivery, event, alert, query in _pending(session, receiver.name):
+        if time.monotonic() - started > CLAIM_MS / 2000 or delivery.next_attempt_at_ms > now_ms:
+            break
+        if not _claim(session, delivery, now_ms):
+            break
+        message = MESSAGES[receiver.kind](delivery, event, alert, query)
+        attempt, done = _attempt(session, delivery, receiver.url, message, now_ms, post)
+        attempts.append(attempt)
+        if not done:
+            break
     return attempts
 
 
@@ -306,8 +320,9 @@ def _attempt(
     message: dict[str, Any],
     now_ms: int,
     post: Post,
-) -> DeliveryAttempt:
-    """Send one claimed delivery; record the attempt and its outcome in one transaction."""
+) -> tuple[DeliveryAttempt, bool]:
+    """Send one claimed delivery; record the attempt and its outcome in one transaction. The
+    attempt, and whether the delivery is done (delivered or given up)."""
     started = time.monotonic()
     sent = post(url, message)
     attempt = DeliveryAttempt(
@@ -318,16 +333,22 @@ def _attempt(
         status_code=sent.status_code,
         error=sent.error,
     )
-    _settle(delivery, sent, now_ms)
+    done = _settle(session, delivery, sent, now_ms)
     session.add(attempt)
     session.commit()
-    return attempt
+    return attempt, done
 
 
-def _settle(delivery: Delivery, sent: Sent, now_ms: int) -> None:
-    """Mark `delivery` delivered, given up, or due again after its backoff."""
+def _settle(session: so.Session, delivery: Delivery, sent: Sent, now_ms: int) -> bool:
+    """Mark the claimed `delivery` delivered, given up, or due again after its backoff, unless
+    another sender has claimed it since; whether it is done."""
+    values = {
+        "next_attempt_at_ms": now_ms + min(1000 * 2 ** (delivery.attempts - 1), MAX_BACKOFF_MS)
+    }
     if sent.ok:
-        delivery.delivered_at_ms = now_ms
+        values["delivered_at_ms"] = now_ms
     elif sent.refused or now_ms - delivery.created_at_ms >= GIVE_UP_AFTER_MS:
-        delivery.abandoned_at_ms = now_ms
-    delivery.next_attempt_at_ms = now_ms + min(1000 * 2 ** (delivery.attempts - 1), MAX_BACKOFF_MS)
+        values["abandoned_at_ms"] = now_ms
+    still_ours = (Delivery.id == delivery.id, Delivery.attempts == delivery.attempts)
+    session.connection().execute(sa.update(Delivery).where(*still_ours).values(**values))
+    return "delivered_at_ms" in values or "abandoned_at_ms" in values

@@ -57,6 +57,8 @@ class QueryFacts:
     skew_ms: int | None = None
     late_window_ms: int = 300_000
     partitions: tuple[PartitionFacts, ...] = ()
+    # The rules with a live alert on the query itself: what is already being told.
+    alerting: frozenset[str] = frozenset()
 
     @property
     def active(self) -> bool:
@@ -243,30 +245,36 @@ def failure_reason(exception: str | None) -> str:
     return lines[0].strip()[:200]
 
 
-def _ended_within(facts: QueryFacts, status: str, now_ms: int, within_ms: int) -> bool:
-    """Whether the query's last run ended with `status` no longer than `within_ms` ago (so that
-    a store full of old queries does not fire for each of them)."""
+def _ended(facts: QueryFacts, status: str, now_ms: int, within_ms: int, rule: str) -> bool:
+    """Whether the query's last run ended with `status`, and that is news: it ended no longer
+    than `within_ms` ago, or the rule's alert on it is live already (it stays until the query
+    runs again). A store full of old queries does not fire for each of them."""
     if facts.status != status:
         return False
-    return facts.ended_at_ms is None or now_ms - facts.ended_at_ms <= within_ms
+    recent = facts.ended_at_ms is None or now_ms - facts.ended_at_ms <= within_ms
+    return recent or rule in facts.alerting
 
 
 @rule(
-    "the query ended with an exception within `within`",
+    "the query ended with an exception (new alerts: within `within`)",
     Severity.CRITICAL,
     within=(Kind.DURATION, 86_400_000),
 )
 def query_failed(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
-    """The query's last run failed, not longer than `within` ago."""
-    if not _ended_within(facts, "failed", now_ms, params["within"]):
+    """The query's last run failed (see :func:`_ended` for `within`)."""
+    if not _ended(facts, "failed", now_ms, params["within"], "query_failed"):
         return []
     return [Finding(None, None, f"the query failed: {failure_reason(facts.exception)}")]
 
 
-@rule("the query stopped within `within`", Severity.WARNING, within=(Kind.DURATION, 3_600_000))
+@rule(
+    "the query stopped (new alerts: within `within`)",
+    Severity.WARNING,
+    within=(Kind.DURATION, 3_600_000),
+)
 def query_terminated(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
-    """The query's last run ended without an exception, not longer than `within` ago."""
-    if not _ended_within(facts, "terminated", now_ms, params["within"]):
+    """The query's last run ended without an exception (see :func:`_ended` for `within`)."""
+    if not _ended(facts, "terminated", now_ms, params["within"], "query_terminated"):
         return []
     return [Finding(None, None, "the query stopped")]
 

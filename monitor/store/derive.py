@@ -1,4 +1,5 @@
-"""Derive health as a batch is stored, from its rows and the rows of the batch before it."""
+"""Derive health as a batch is stored, from its rows and the rows of the batch before it (and,
+when it supersedes stored batches, of the newest of them)."""
 
 from __future__ import annotations
 
