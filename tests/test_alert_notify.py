@@ -417,3 +417,24 @@ def test_a_long_pass_leaves_the_rest_to_the_next_rather_than_claim_too_late(
     assert len(deliver_due(engine, rules.receivers, at(31), slow_post)) == 1
     assert len(deliver_due(engine, rules.receivers, at(31), slow_post)) == 1
     assert statuses(receiver) == [("firing", "t/1"), ("resolved", "t/1")]
+
+
+def test_a_sender_whose_claim_ran_out_leaves_the_delivery_to_the_one_that_took_it_over(
+    engine, receiver
+):
+    rules = rules_with(Receiver("ops", "webhook", receiver.url))
+    stalled(engine)
+    evaluate_at(engine, rules, 26)
+    with so.Session(engine, expire_on_commit=False) as late:
+        mine = late.scalars(sa.select(Delivery)).one()
+        assert notify._claim(late, mine, at(26))
+        # The claim runs out mid-send; another sender takes the delivery over and sends it.
+        [taken] = deliver_due(engine, rules.receivers, at(26) + CLAIM_MS)
+        assert taken.ok
+        notify._attempt(late, mine, receiver.url, {}, at(26), lambda url, message: Sent(503))
+    with so.Session(engine) as session:
+        delivery = session.scalars(sa.select(Delivery)).one()
+        assert (delivery.attempts, delivery.delivered_at_ms) == (2, at(26) + CLAIM_MS)
+        assert delivery.next_attempt_at_ms == at(26) + CLAIM_MS + 2_000, (
+            "the late sender changed nothing"
+        )

@@ -309,7 +309,9 @@ def _claim(session: so.Session, delivery: Delivery, now_ms: int) -> bool:
     claimed = session.connection().execute(claim).rowcount
     session.commit()
     if claimed:
-        delivery.attempts += 1
+        # As stored, not as a change of ours to write back: the row is changed only by
+        # conditional UPDATEs.
+        so.attributes.set_committed_value(delivery, "attempts", delivery.attempts + 1)
     return bool(claimed)
 
 
