@@ -209,9 +209,8 @@ class Watcher:
         self.prime(session)
         if after_batch is None:
             return [], True
-        if (
-            newest_id := _newest_batch_id(session, query_id)
-        ) is not None and newest_id < after_batch:
+        newest_id = _newest_batch_id(session, query_id)
+        if newest_id is not None and newest_id < after_batch:
             return [], False
         newest = session.scalars(
             sa.select(Batch)
