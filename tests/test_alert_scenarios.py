@@ -13,6 +13,7 @@ import sqlalchemy.orm as so
 import monitor
 from monitor.alerts.runner import LEASE, AlertRunner
 from monitor.store.models import (
+    LIVE_ALERT_STATES,
     AlertEvent,
     AlertRow,
     Batch,
@@ -52,6 +53,14 @@ def alert_rows(engine, rule):
 def resolved(engine, rule):
     """The resolved alerts of `rule`, by partition."""
     return {p: row for p, row in alert_rows(engine, rule).items() if row.state == "resolved"}
+
+
+def live_rules(engine):
+    """The rules with a pending or firing alert."""
+    with so.Session(engine) as session:
+        return set(
+            session.scalars(sa.select(AlertRow.rule).where(AlertRow.state.in_(LIVE_ALERT_STATES)))
+        )
 
 
 def state(engine, alert_id):
@@ -120,6 +129,10 @@ def _fail_in_batch_3(batch, batch_id):
     batch.write.format("noop").mode("append").save()
     if batch_id == 3:
         raise RuntimeError("the scooter table is gone")
+
+
+def _write_nowhere(batch, batch_id):
+    batch.write.format("noop").mode("append").save()
 
 
 def batches_done(query, count):
@@ -210,7 +223,7 @@ def test_an_idle_partition_fires(spark, engine, database_url, log_dir, checkpoin
 
 
 @SQLITE_ONLY
-def test_a_skewed_backfill_fires_late_records_skew_age_and_a_stalled_watermark(
+def test_a_skewed_backfill_fires_late_records_skew_age_and_a_stalled_watermark_until_it_stops(
     spark, engine, database_url, log_dir, checkpoint, tmp_path
 ):
     rules = tmp_path / "rules.yml"
@@ -221,7 +234,7 @@ def test_a_skewed_backfill_fires_late_records_skew_age_and_a_stalled_watermark(
     )
     with monitored(spark, engine, database_url, log_dir, checkpoint, "skewed_backfill", rules) as (
         scenario,
-        _,
+        query,
     ):
         skew = wait_until(lambda: live_alerts(engine, "watermark_skew"), WAIT, "skew to fire")
         with so.Session(engine) as session:
@@ -238,6 +251,15 @@ def test_a_skewed_backfill_fires_late_records_skew_age_and_a_stalled_watermark(
         assert late and set(late) <= slow
         assert not {f"telemetry/{p}" for p in scenario.with_role(FAST)} & set(late)
         assert all(alert.value > 0 for alert in late.values())
+        # Stopped, its watermark is nobody's concern: all that resolves but its stopping and
+        # the records it lost (they stay news for late_records' window).
+        stop_between_batches(query)
+        wait_until(
+            lambda: live_rules(engine) <= {"query_terminated", "late_records"}, 30, "the rest"
+        )
+    assert {"watermark_skew", "watermark_age", "watermark_stalled"} <= {
+        rule for rule, _, transition in transitions(engine) if transition == "resolved"
+    }
 
 
 @SQLITE_ONLY
@@ -267,15 +289,22 @@ def test_a_late_burst_fires_late_records_on_its_partition_only_until_its_window_
 
 
 @SQLITE_ONLY
-def test_a_killed_query_fires_query_failed(spark, engine, database_url, log_dir, checkpoint):
-    with monitored(
-        spark, engine, database_url, log_dir, checkpoint, "steady", each_batch=_fail_in_batch_3
-    ) as _:
+def test_a_killed_query_fires_query_failed_until_it_runs_again(
+    spark, engine, database_url, log_dir, checkpoint
+):
+    scenario, name = play_now("steady", log_dir), unique_name("killed")
+    with evaluating(spark, engine, database_url):
+        query = start_query(spark, scenario, log_dir, checkpoint, name, _fail_in_batch_3)
         failed = wait_until(lambda: live_alerts(engine, "query_failed"), WAIT, "the failure")
+        with so.Session(engine) as session:
+            ended_at = session.scalars(sa.select(Query.terminated_at_ms)).one()
+        query = start_query(spark, scenario, log_dir, checkpoint, name, _write_nowhere)
+        try:
+            over = wait_until(lambda: resolved(engine, "query_failed"), WAIT, "the restart")
+        finally:
+            stop_between_batches(query)
     assert failed[""].message == "the query failed: RuntimeError: the scooter table is gone"
-    with so.Session(engine) as session:
-        ended_at = session.scalars(sa.select(Query.terminated_at_ms)).one()
-    assert failed[""].fired_at_ms >= ended_at
+    assert ended_at <= failed[""].fired_at_ms < over[""].resolved_at_ms
 
 
 @SQLITE_ONLY
