@@ -29,6 +29,9 @@ def spark():
         .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
         .config("spark.sql.warehouse.dir", warehouse)
         .config("spark.driver.memory", "2g")
+        # A Python worker (our source's, a foreachBatch's) waits this long for the driver to
+        # accept it; 15 s by default, which a loaded 2-core machine has run past.
+        .config("spark.python.authenticate.socketTimeout", "60s")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

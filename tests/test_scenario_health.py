@@ -10,7 +10,11 @@ from streaming.log import PartitionedLog
 from streaming.scenarios import play
 from tests.helpers import unique_name, wait_until
 
-pytestmark = pytest.mark.spark
+# Spark's side; the health derivation in the store runs on both stores in test_health_store.py.
+pytestmark = [
+    pytest.mark.spark,
+    pytest.mark.parametrize("database_url", ["sqlite"], indirect=True),
+]
 WAIT = 180
 
 

@@ -14,7 +14,12 @@ pytestmark = [pytest.mark.spark, pytest.mark.e2e]
 SCENARIOS = ["steady", "skewed_backfill", "idle_partition", "stalled_partition", "late_burst"]
 
 
-@pytest.mark.parametrize("name", SCENARIOS)
+# Spark's side is the same whatever the store: every scenario on SQLite, one on PostgreSQL too.
+@pytest.mark.parametrize(
+    "name, database_url",
+    [(name, "sqlite") for name in SCENARIOS] + [("late_burst", "postgresql")],
+    indirect=["database_url"],
+)
 def test_stored_late_records_are_exact_in_every_scenario(
     spark, log_dir, checkpoint, database_url, engine, name
 ):
