@@ -1,4 +1,5 @@
-"""Helpers shared by tests: fixture files and synthetic progress documents."""
+"""Helpers shared by tests: fixture files, synthetic progress documents, waiting, and a
+monitored query over a scenario."""
 
 import contextlib
 import copy
@@ -12,6 +13,8 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+import monitor
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -99,3 +102,24 @@ def expected_late(
     """Late records per (batch, partition), from the files and the offset log alone."""
     read = records_read(log, checkpoint, window_ms)
     return dict(Counter((batch, f"telemetry/{p}") for batch, p, _, late in read if late))
+
+
+def start_query(
+    spark: Any,
+    scenario: Any,
+    log_dir: Path,
+    checkpoint: str,
+    query_name: str,
+    each_batch: Callable[[Any, int], None] | None = None,
+    every: str = "500 milliseconds",
+) -> Any:
+    """The scenario's records read, measured and deduplicated, a batch `every` so often;
+    written nowhere, or handed to `each_batch` (a foreachBatch function)."""
+    source = spark.readStream.format("partitioned_log").options(**scenario.source_options(log_dir))
+    measured = monitor.instrument(source.load(), checkpoint=checkpoint, delay="10 seconds")
+    deduplicated = measured.withWatermark("timestamp", "10 seconds").dropDuplicates(
+        ["key", "timestamp"]
+    )
+    writer = deduplicated.writeStream.queryName(query_name).option("checkpointLocation", checkpoint)
+    writer = writer.foreachBatch(each_batch) if each_batch else writer.format("noop")
+    return writer.trigger(processingTime=every).start()

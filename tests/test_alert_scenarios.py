@@ -25,7 +25,7 @@ from monitor.store.models import (
 from streaming.demo import stop_between_batches
 from streaming.log import PartitionedLog
 from streaming.scenarios import FAST, IDLE, LATE, SLOW, STALLED, play
-from tests.helpers import unique_name, wait_until
+from tests.helpers import start_query, unique_name, wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.e2e]
 # What happens here is Spark's and the evaluator's; the store path runs on both stores elsewhere.
@@ -76,21 +76,6 @@ def transitions(engine):
             .order_by(AlertEvent.id)
         )
         return [tuple(row) for row in rows]
-
-
-def start_query(
-    spark, scenario, log_dir, checkpoint, query_name, each_batch=None, every="500 milliseconds"
-):
-    """The scenario's records read, measured and deduplicated, a batch `every` so often;
-    written nowhere, or handed to `each_batch` (a foreachBatch function)."""
-    source = spark.readStream.format("partitioned_log").options(**scenario.source_options(log_dir))
-    measured = monitor.instrument(source.load(), checkpoint=checkpoint, delay="10 seconds")
-    deduplicated = measured.withWatermark("timestamp", "10 seconds").dropDuplicates(
-        ["key", "timestamp"]
-    )
-    writer = deduplicated.writeStream.queryName(query_name).option("checkpointLocation", checkpoint)
-    writer = writer.foreachBatch(each_batch) if each_batch else writer.format("noop")
-    return writer.trigger(processingTime=every).start()
 
 
 @contextmanager

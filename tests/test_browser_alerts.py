@@ -22,7 +22,7 @@ from monitor.store.models import AlertEvent, AlertRow
 from streaming.demo import stop_between_batches
 from streaming.log import PartitionedLog
 from streaming.scenarios import STALLED, play
-from tests.helpers import unique_name, wait_until
+from tests.helpers import start_query, unique_name, wait_until
 from tests.test_alert_runner import RULES, rewrite
 from tests.test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, assert_not_reloaded, mark_page
 from web import alerting, create_app, db, live
@@ -124,19 +124,8 @@ def stalled_query(spark, database_url, log_dir, checkpoint):
             scenario = play("stalled_partition", log, start_ms=now_ms, partitions=3, records=900)
             handle = monitor.attach(spark, database_url, idle_timeout=1, stall_timeout=2)
             running.callback(handle.detach)
-            options = scenario.source_options(log_dir)
-            source = spark.readStream.format("partitioned_log").options(**options).load()
-            measured = monitor.instrument(source, checkpoint=checkpoint, delay="10 seconds")
             name = unique_name("stalled")
-            query = (
-                measured.withWatermark("timestamp", "10 seconds")
-                .dropDuplicates(["key", "timestamp"])
-                .writeStream.queryName(name)
-                .format("noop")
-                .option("checkpointLocation", checkpoint)
-                .trigger(processingTime="500 milliseconds")
-                .start()
-            )
+            query = start_query(spark, scenario, log_dir, checkpoint, name)
             running.callback(stop_between_batches, query)
             return scenario, name
 
