@@ -59,6 +59,7 @@ from monitor.store.changes import alert_event_watch, batch_watch, query_watch, t
 from monitor.store.engine import error_reason
 from monitor.store.models import AlertEvent, AlertRow, Batch, Query, TimerSnapshotRow
 from monitor.store.reads import QueryNotFound, find_query, list_queries
+from monitor.store.summary import latest_batch
 from web import db, socketio
 from web.alerts import alert_json, silences_in_force
 from web.payloads import Lens, batch_events, overview, timers_json
@@ -209,8 +210,8 @@ class Watcher:
         self.prime(session)
         if after_batch is None:
             return [], True
-        newest_id = _newest_batch_id(session, query_id)
-        if newest_id is not None and newest_id < after_batch:
+        latest = latest_batch(session, query_id)
+        if latest is not None and latest.batch_id < after_batch:
             return [], False
         newest = session.scalars(
             sa.select(Batch)
@@ -224,10 +225,6 @@ class Watcher:
             if self._batches.seen(batch.id, self._batches.fingerprint(batch))
         ]
         return batch_events(session, pushed[::-1]), len(newest) <= CATCH_UP_LIMIT
-
-
-def _newest_batch_id(session: so.Session, query_id: str) -> int | None:
-    return session.scalar(sa.select(sa.func.max(Batch.batch_id)).where(Batch.query_id == query_id))
 
 
 def init_app(app: Flask) -> None:
