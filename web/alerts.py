@@ -209,8 +209,7 @@ def silence_json(found: Silence) -> dict[str, Any]:
 
 def silences_in_force(session: so.Session, now_ms: int) -> list[dict[str, Any]]:
     """The silences in force at `now_ms`, oldest first."""
-    found = sorted(active_silences(session, now_ms), key=lambda s: s.id)
-    return [silence_json(s) for s in found]
+    return [silence_json(s) for s in active_silences(session, now_ms)]
 
 
 @bp.get("/silences")

@@ -165,8 +165,10 @@ def _receivers_of(session: so.Session, event_ids: Sequence[int]) -> set[tuple[in
 
 
 def active_silences(session: so.Session, now_ms: int) -> Sequence[Silence]:
-    """The silences in force at `now_ms`."""
-    return session.scalars(sa.select(Silence).where(Silence.until_ms > now_ms)).all()
+    """The silences in force at `now_ms`, oldest first."""
+    return session.scalars(
+        sa.select(Silence).where(Silence.until_ms > now_ms).order_by(Silence.id)
+    ).all()
 
 
 def silenced(alert: AlertRow, silence: Silence) -> bool:
