@@ -16,6 +16,7 @@ demo: setup
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 test: setup lint
 	$(BIN)/pytest $(PYTEST_ARGS)

@@ -3,21 +3,21 @@
 One query per scenario (skewed backfill, idle partition, stalled partition, late burst), each
 reading its own topic that :func:`~streaming.player.play_in_rounds` writes round after round,
 each the offline-scooter pipeline of the Bird story with the monitor attached; the dashboard
-serves the store they write. Everything stops cleanly on Ctrl-C.
+(served by whoever runs the demo: `wmon demo`) shows the store they write. Everything stops
+cleanly on Ctrl-C.
 """
 
 from __future__ import annotations
 
 import os
 import signal
-import socket
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from streaming.log import PartitionedLog
 from streaming.player import play_in_rounds
@@ -33,6 +33,20 @@ REPORT_EVERY_S = 10.0
 
 class DemoError(Exception):
     """The demo cannot start; the message says why."""
+
+
+class Dashboard(Protocol):
+    """What the demo needs of the dashboard beside it: its port, its overview, a way to stop."""
+
+    port: int
+
+    def overview(self) -> dict[str, Any]:
+        """The body of GET /api/queries: `queries`, or `error` when the store cannot be read."""
+        ...
+
+    def stop(self) -> None:
+        """Stop serving."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -59,10 +73,11 @@ class DemoOptions:
             raise ValueError(f"unknown scenario {', '.join(unknown) or '(none)'}; known: {known}")
 
 
-def run_demo(options: DemoOptions) -> None:
-    """Run the demo until Ctrl-C (or options.seconds), printing each query's status."""
+def run_demo(options: DemoOptions, serve: Callable[[DemoOptions], Dashboard]) -> None:
+    """Run the demo, with the dashboard that `serve` starts, until Ctrl-C (or options.seconds),
+    printing each query's status."""
     workdir = options.workdir.resolve()
-    server = serve_dashboard(options)
+    server = serve(options)
     stop = threading.Event()
     sources = _start_players(PartitionedLog(workdir / "log"), stop, options)
     spark = _start_spark()
@@ -71,7 +86,7 @@ def run_demo(options: DemoOptions) -> None:
     try:
         queries = [_start_query(spark, workdir, name, options, sources[name]) for name in sources]
         _print_running(handle.database_url, server.port, options)
-        _watch(queries, server.app, options.seconds)
+        _watch(queries, server, options.seconds)
     finally:
         _shut_down(stop, queries, handle, server, spark)
 
@@ -120,17 +135,14 @@ def _print_running(database_url: str, port: int, options: DemoOptions) -> None:
 
 
 def _shut_down(
-    stop: threading.Event, queries: list[Any], handle: Any, server: Any, spark: Any
+    stop: threading.Event, queries: list[Any], handle: Any, server: Dashboard, spark: Any
 ) -> None:
     """Stop the players, the queries between batches, the monitor, the dashboard and Spark."""
-    from web import alerting
-
     stop.set()
     for query in queries:
         stop_between_batches(query)
     detached = handle.detach()
-    alerting.evaluator(server.app).stop()
-    server.shutdown()
+    server.stop()
     spark.stop()
     _print_summary(handle, detached)
 
@@ -198,40 +210,14 @@ def spark_session(app_name: str = "wmon-demo", shuffle_partitions: int = 4) -> A
         SparkSession.builder.master("local[*]")
         .appName(app_name)
         .config("spark.ui.enabled", "false")
+        # Spark's console progress bars would interleave with the demo's own status lines.
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
     return spark
-
-
-def serve_dashboard(options: DemoOptions) -> Any:
-    """The dashboard over the demo's store, served from a background thread."""
-    from werkzeug.serving import make_server
-
-    from web import alerting, create_app
-
-    config: dict[str, Any] = {"STALL_TIMEOUT_MS": int(options.stall_timeout * 1000)}
-    if options.database_url:
-        config["DATABASE_URL"] = options.database_url
-    # Bind here: Werkzeug exits the process when it cannot, rather than raising.
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        listener.bind((options.host, options.port))
-    except OSError as error:
-        listener.close()
-        raise DemoError(
-            f"cannot serve the dashboard on {options.host}:{options.port}: {error.strerror} "
-            "(choose another with --port)"
-        ) from error
-    listener.listen(128)
-    app = create_app(config)
-    alerting.evaluator(app).start()
-    server = make_server(options.host, options.port, app, threaded=True, fd=listener.fileno())
-    threading.Thread(target=server.serve_forever, name="dashboard", daemon=True).start()
-    return server
 
 
 def stop_between_batches(query: Any, timeout: float = 15.0) -> None:
@@ -254,7 +240,7 @@ def _stop_on_signals() -> None:
     signal.signal(signal.SIGTERM, _interrupt)
 
 
-def _watch(queries: list[Any], app: Any, seconds: int) -> None:
+def _watch(queries: list[Any], dashboard: Dashboard, seconds: int) -> None:
     """Print every query's status as the dashboard's overview has it, until stopped."""
     _stop_on_signals()
     deadline = time.monotonic() + seconds if seconds else None
@@ -265,7 +251,7 @@ def _watch(queries: list[Any], app: Any, seconds: int) -> None:
         ):
             if time.monotonic() >= next_report:
                 next_report += REPORT_EVERY_S
-                for line in status_lines(app):
+                for line in status_lines(dashboard):
                     print(line, flush=True)
             time.sleep(0.2)
     except KeyboardInterrupt:
@@ -275,12 +261,12 @@ def _watch(queries: list[Any], app: Any, seconds: int) -> None:
             print(f"demo: {query.name} failed: {query.exception()}", file=sys.stderr)
 
 
-def status_lines(app: Any) -> list[str]:
+def status_lines(dashboard: Dashboard) -> list[str]:
     """One line per query of the dashboard's overview: status, batch, skew, late records."""
-    response = app.test_client().get("/api/queries")
-    if response.status_code != 200:
-        return [f"demo: the dashboard cannot read the store: {response.get_json()['error']}"]
-    return [_status_line(entry) for entry in response.get_json()["queries"]]
+    overview = dashboard.overview()
+    if "error" in overview:
+        return [f"demo: the dashboard cannot read the store: {overview['error']}"]
+    return [_status_line(entry) for entry in overview["queries"]]
 
 
 def _status_line(entry: dict[str, Any]) -> str:

@@ -1,6 +1,6 @@
 """Scooter telemetry for a :class:`~streaming.log.PartitionedLog`, deterministic from a seed.
 
-The story of the Bird case (DESIGN.md): scooters report position and battery; the key is the
+The Bird scooter case: scooters report position and battery; the key is the
 scooter id, the partition ``crc32(key) % partitions`` (stable across processes, unlike hash()).
 
 Generation is a small pipeline, so scenarios (skewed backfill, idle or stalled partitions,

@@ -1,4 +1,4 @@
-"""Offline-scooter detection, the pipeline of the Bird story (seeds/003): one event-time timer
+"""Offline-scooter detection, the pipeline of the Bird scooter story: one event-time timer
 per scooter, `offline_after_ms` after the newest report seen from it.
 
 This is the *naive* processor Bird first wrote: every batch's newest record resets the timer.
@@ -168,7 +168,7 @@ def scooter_pipeline(
     `options` go to the source beside path and subscribe (read limits, say). Needs the RocksDB
     state store (`ROCKSDB_PROVIDER`), as transformWithState does.
     """
-    from monitor.instrument import instrument
+    from monitor.spark.instrument import instrument
 
     reader = (
         spark.readStream.format("partitioned_log")

@@ -42,7 +42,7 @@ def spark():
 
 @pytest.fixture
 def rocksdb(spark):
-    """transformWithState needs the RocksDB state store (DESIGN.md); others keep the default."""
+    """transformWithState needs the RocksDB state store; other queries keep the default."""
     from streaming.scooters import ROCKSDB_PROVIDER
 
     spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)

@@ -5,10 +5,10 @@ import json
 import pytest
 
 from monitor.alerts.runner import AlertRunner
-from monitor.cli import build_parser, main
 from monitor.store.engine import display_url
 from tests.test_alert_evaluate import stalled
 from tests.test_alert_notify import LocalReceiver
+from wmon.main import build_parser, main
 
 
 def run(capsys, *argv):

@@ -10,19 +10,14 @@ import pytest
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.alerts import notify
+from monitor.alerts import delivery as notify  # the sender, whose internals tests use below
 from monitor.alerts.actions import lift_silence, silence
+from monitor.alerts.delivery import CLAIM_MS, GIVE_UP_AFTER_MS, deliver_due
 from monitor.alerts.evaluate import evaluate
-from monitor.alerts.notify import (
-    CLAIM_MS,
-    GIVE_UP_AFTER_MS,
-    Sent,
-    deliver_due,
-    http_post,
-    silenced,
-)
 from monitor.alerts.rulefile import Receiver, RuleSet, load_rules
 from monitor.alerts.runner import AlertRunner
+from monitor.alerts.silences import silenced
+from monitor.alerts.transport import Sent, http_post
 from monitor.store.models import (
     AlertEvent,
     AlertRow,
@@ -438,3 +433,35 @@ def test_a_sender_whose_claim_ran_out_leaves_the_delivery_to_the_one_that_took_i
         assert delivery.next_attempt_at_ms == at(26) + CLAIM_MS + 2_000, (
             "the late sender changed nothing"
         )
+
+
+@pytest.mark.parametrize(
+    "status, ok, refused",
+    [
+        (200, True, False),
+        (204, True, False),
+        (301, False, False),
+        (400, False, True),
+        (404, False, True),
+        (408, False, False),
+        (425, False, False),
+        (429, False, False),
+        (500, False, False),
+        (None, False, False),
+    ],
+    ids=[
+        "ok",
+        "no-content",
+        "redirect",
+        "bad-request",
+        "not-found",
+        "timeout",
+        "too-early",
+        "too-many",
+        "server-error",
+        "unreachable",
+    ],
+)
+def test_what_an_answer_means_for_the_delivery(status, ok, refused):
+    sent = Sent(status)
+    assert (sent.ok, sent.refused) == (ok, refused)

@@ -2,14 +2,8 @@
 
 import pytest
 
-from monitor.alerts.rules import (
-    RULES,
-    PartitionFacts,
-    QueryFacts,
-    Severity,
-    failure_reason,
-    rule,
-)
+from monitor.alerts.rules import RULES, Severity, failure_reason, rule
+from monitor.health.facts import PartitionFacts, QueryFacts
 
 NOW = 1_800_000_000_000
 MINUTE = 60_000

@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from monitor.cli import main
+from monitor.collect.progress import parse_progress
 from monitor.events import QueryStarted, QueryTerminated
-from monitor.progress import parse_progress
 from monitor.store.engine import create_engine, display_url, parse_url
 from monitor.store.migrate import current_revision, head_revision
 from monitor.store.writes import write_event
 from streaming.log import PartitionedLog
 from tests.helpers import closed_port, progress_doc
+from wmon.main import main
 
 QUERY, RUN = "11111111-1111-1111-1111-111111111111", "run-1"
 OTHER, OTHER_RUN = "22222222-2222-2222-2222-222222222222", "run-2"
@@ -296,8 +296,8 @@ BAD_ARGUMENTS = [
     ),
     (
         ["watch"],
-        "wmon: error: argument command: invalid choice: 'watch' (choose from 'db', 'queries',"
-        " 'batches', 'partitions', 'timers', 'alerts', 'generate', 'demo', 'serve', 'prune',"
+        "wmon: error: argument command: invalid choice: 'watch' (choose from 'db', 'prune',"
+        " 'queries', 'batches', 'partitions', 'timers', 'alerts', 'generate', 'demo', 'serve',"
         " 'bench')"
         " (see wmon --help)",
     ),

@@ -8,7 +8,7 @@ import jsonschema
 import pytest
 import yaml
 
-from monitor.cli import build_parser
+from wmon.main import build_parser
 
 ROOT = Path(__file__).parent.parent
 # The compose-spec JSON schema, from the npm registry (web/package.json's devDependencies).
@@ -70,3 +70,27 @@ def test_the_services_run_commands_wmon_accepts(compose):
     assert [command[0] for command in commands] == ["db", "serve", "demo"]
     for command in commands:
         build_parser().parse_args(command)
+
+
+def dockerfile_stages(path: Path) -> dict[str, str]:
+    """The text of each named stage of a Dockerfile, with the stages it is built FROM."""
+    stages: dict[str, str] = {}
+    name = None
+    for line in path.read_text().splitlines():
+        words = line.split()
+        if words[:1] == ["FROM"]:
+            base, name = words[1], words[-1]
+            stages[name] = stages.get(base, "")
+        elif name is not None:
+            stages[name] += line + "\n"
+    return stages
+
+
+def test_the_dashboard_image_has_neither_java_nor_spark(compose):
+    build = compose["services"]["dashboard"]["build"]
+    stages = dockerfile_stages(ROOT / build["context"] / build["dockerfile"])
+    dashboard = stages[build["target"]]
+    assert "pip install" in dashboard
+    assert "openjdk" not in dashboard and "[spark]" not in dashboard
+    demo = stages[compose["services"]["demo"]["build"]["target"]]
+    assert "openjdk" in demo and "[spark]" in demo

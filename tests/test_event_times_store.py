@@ -7,7 +7,7 @@ import pytest
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.progress import parse_progress
+from monitor.collect.progress import parse_progress
 from monitor.store.models import Batch, PartitionEventTime
 from monitor.store.writes import write_event
 from tests.helpers import progress_doc

@@ -1,15 +1,15 @@
 import pytest
 
-from monitor.health import (
+from monitor.health.predicates import (
     Progress,
     Timeouts,
     advance,
     backlog,
     flink_watermark,
-    partition_idle,
-    partition_stalled,
-    rewound,
-    watermark_skew,
+    is_idle,
+    is_rewound,
+    is_stalled,
+    skew_between,
 )
 
 T = Timeouts(idle_ms=10_000, stall_ms=20_000)
@@ -62,8 +62,8 @@ def test_advance(before, position, available, now, expected):
     ],
 )
 def test_partition_idle_and_stalled(state, now, idle, stalled):
-    assert partition_idle(state, now, T) is idle
-    assert partition_stalled(state, now, T) is stalled
+    assert is_idle(state, now, T) is idle
+    assert is_stalled(state, now, T) is stalled
     assert not (idle and backlog(state) > 0), "a partition with a backlog is never idle"
 
 
@@ -79,7 +79,7 @@ def test_partition_idle_and_stalled(state, now, idle, stalled):
     ids=["first", "backwards", "same", "unknown-before", "unknown-now"],
 )
 def test_rewound(before, position, expected):
-    assert rewound(before, position) is expected
+    assert is_rewound(before, position) is expected
 
 
 @pytest.mark.parametrize(
@@ -94,5 +94,5 @@ def test_rewound(before, position, expected):
     ids=["all-active", "idle-excluded", "unknown-ignored", "all-idle", "none"],
 )
 def test_skew_and_flink_watermark(watermarks, idle, skew, flink):
-    assert watermark_skew(watermarks, idle) == skew
+    assert skew_between(watermarks, idle) == skew
     assert flink_watermark(watermarks, idle) == flink

@@ -5,8 +5,8 @@ import json
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.health import Timeouts
-from monitor.progress import parse_progress
+from monitor.collect.progress import parse_progress
+from monitor.health.predicates import Timeouts
 from monitor.store.models import Batch, Partition, PartitionEventTime, Query
 from monitor.store.writes import write_event
 from tests.helpers import progress_doc

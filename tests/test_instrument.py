@@ -12,7 +12,7 @@ import sqlalchemy.orm as so
 from pyspark.sql import functions as F
 
 import monitor
-from monitor.instrument import instrument
+from monitor.spark.instrument import instrument
 from monitor.store.models import Batch, PartitionEventTime
 from streaming.log import LogRecord, PartitionedLog
 from tests.helpers import expected_late, unique_name

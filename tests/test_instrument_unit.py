@@ -11,8 +11,10 @@ import re
 import pyarrow as pa
 import pytest
 
+from monitor.collect.observed import ObservationError, partition_event_times
+from monitor.collect.progress import parse_progress
 from monitor.events import SAMPLES_PER_PARTITION, PartitionEventTimes
-from monitor.instrument import (
+from monitor.spark.instrument import (
     TaskStats,
     effective_times_ms,
     event_times_us,
@@ -21,8 +23,6 @@ from monitor.instrument import (
     measure,
     partition_keys,
 )
-from monitor.observed import ObservationError, partition_event_times
-from monitor.progress import parse_progress
 from tests.helpers import progress_doc
 
 T0 = 1_700_000_000_000
@@ -447,7 +447,7 @@ def test_partition_event_times_rejects_malformed_figures(observed, message):
 @pytest.mark.parametrize("observed, message", MALFORMED, ids=MALFORMED_IDS)
 def test_a_batch_with_malformed_figures_is_kept_and_the_figures_logged(caplog, observed, message):
     doc = progress_doc(batchId=9, observedMetrics=observed)
-    with caplog.at_level(logging.ERROR, logger="monitor.progress"):
+    with caplog.at_level(logging.ERROR, logger="monitor.collect.progress"):
         progress = parse_progress(doc)
     assert (progress.batch_id, progress.num_input_rows, progress.event_times) == (9, 40, ())
     assert progress.observed_metrics == observed

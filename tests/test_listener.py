@@ -14,11 +14,11 @@ from pyspark.sql.streaming.listener import (
     QueryTerminatedEvent,
 )
 
-from monitor.attach import MonitorHandle
+from monitor.collect.writer import StoreWriter
 from monitor.events import BatchProgress, QueryIdle, QueryStarted, QueryTerminated
-from monitor.listener import CallbackTimes, JavaEventBridge, WatermarkListener
+from monitor.spark.attach import MonitorHandle
+from monitor.spark.listener import CallbackTimes, JavaEventBridge, WatermarkListener
 from monitor.store.engine import create_engine
-from monitor.writer import StoreWriter
 from tests.helpers import FIXTURES, fixture, progress_doc
 
 NOW_S = 1_795_316_300.5  # exact in binary, so the terminated time is exactly ..._500 ms
@@ -214,7 +214,7 @@ def assert_rejected_and_logged(
 ) -> None:
     assert submitted == []
     assert (listener.rejected, listener.times.count) == (1, 1)
-    [record] = [r for r in caplog.records if r.name == "monitor.listener"]
+    [record] = [r for r in caplog.records if r.name == "monitor.spark.listener"]
     assert record.levelno == logging.ERROR
     assert record.getMessage().startswith(f"wmon: ignored a {kind} event it could not read: ")
 
@@ -276,7 +276,7 @@ def test_a_failing_submit_never_escapes_the_callback(
         text = (FIXTURES / "progress_kafka.json").read_text()
         JavaEventBridge(listener).onQueryProgress(FakeJavaEvent(text))
     assert (listener.rejected, listener.times.count) == (1, 1)
-    [record] = [r for r in caplog.records if r.name == "monitor.listener"]
+    [record] = [r for r in caplog.records if r.name == "monitor.spark.listener"]
     assert record.getMessage() == (
         "wmon: ignored a progress event it could not read: writer is gone"
     )

@@ -1,6 +1,6 @@
 import pytest
 
-from monitor.offsets import decode, encode, parse_partitions, source_kind
+from monitor.collect.offsets import decode, encode, parse_partitions, source_kind
 
 
 def _table(partitions):

@@ -1,6 +1,11 @@
 import pytest
 
-from monitor.progress import ProgressError, parse_progress, parse_progress_json, parse_time_ms
+from monitor.collect.progress import (
+    ProgressError,
+    parse_progress,
+    parse_progress_json,
+    parse_time_ms,
+)
 from tests.helpers import fixture, progress_doc
 
 

@@ -9,7 +9,6 @@ import pytest
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.cli import main
 from monitor.events import TimerSnapshot
 from monitor.store.engine import create_engine
 from monitor.store.models import (
@@ -31,6 +30,7 @@ from monitor.store.prune import MAX_PAUSE_S, TABLES, cutoff_ms, prune
 from monitor.store.synthetic import fill
 from monitor.store.writes import write_event
 from tests.web_events import batch_event
+from wmon.main import main
 
 DAY = 86_400_000
 NOW = 1_795_316_400_000

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from monitor.observed import partition_event_times
-from monitor.progress import parse_time_ms
+from monitor.collect.observed import partition_event_times
+from monitor.collect.progress import parse_time_ms
 from streaming.log import PartitionedLog
 from streaming.scenarios import FAST, SLOW, Scenario, play
 from streaming.scooters import (

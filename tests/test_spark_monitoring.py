@@ -13,7 +13,7 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import functions as F
 
 import monitor
-from monitor.progress import parse_time_ms
+from monitor.collect.progress import parse_time_ms
 from monitor.store.engine import parse_url
 from monitor.store.models import Batch, Partition, Query, Run
 from streaming.generator import DEFAULT_START_MS, generate

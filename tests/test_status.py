@@ -2,63 +2,93 @@
 
 import pytest
 
-from monitor.status import Facts, Status, query_status
+from monitor.health.facts import PartitionFacts, QueryFacts, Thresholds, TrendPoint
+from monitor.health.status import Status, query_status
 
 NOW = 1_000_000_000
-STALL = 120_000
+SILENCE = 120_000
 RECENT = NOW - 1_000
 
 
 def facts(**changes):
-    return Facts(**({"stored_status": "active", "last_progress_ms": RECENT} | changes))
+    base = {
+        "query_id": "q",
+        "name": "orders",
+        "status": "active",
+        "last_progress_ms": RECENT,
+        "thresholds": Thresholds(silence_ms=SILENCE),
+    }
+    return QueryFacts(**(base | changes))
+
+
+def partitions(*flags, late=0):
+    """Partitions of the latest batch with the given flags ('idle', 'stalled' or '')."""
+    return tuple(
+        PartitionFacts(f"t/{i}", idle=f == "idle", stalled=f == "stalled", late_records=late)
+        for i, f in enumerate(flags)
+    )
+
+
+def trend(*lags):
+    return tuple(TrendPoint(i, NOW - 1000 * i, None, lag) for i, lag in enumerate(lags))
 
 
 CASES = [
     ("a quiet healthy query", facts(), Status.HEALTHY),
-    (
-        "failed beats everything",
-        facts(stored_status="failed", watermark_stalled=True),
-        Status.FAILED,
-    ),
+    ("failed beats everything", facts(status="failed", watermark_stalled=True), Status.FAILED),
     (
         "terminated beats a stalled last batch",
-        facts(stored_status="terminated", stalled_partitions=2),
+        facts(status="terminated", partitions=partitions("stalled", "stalled")),
         Status.TERMINATED,
     ),
     ("a stalled watermark", facts(watermark_stalled=True), Status.STALLED),
-    ("one stalled partition", facts(partitions=4, stalled_partitions=1), Status.STALLED),
+    ("one stalled partition", facts(partitions=partitions("", "stalled", "", "")), Status.STALLED),
     (
-        "an active query silent for the stall timeout",
-        facts(last_progress_ms=NOW - STALL),
-        Status.STALLED,
-    ),
-    (
-        "silent just under the stall timeout",
-        facts(last_progress_ms=NOW - STALL + 1),
+        "a partition stalled only in an older batch",
+        facts(partitions=(PartitionFacts("t/0", stalled=True, in_latest_batch=False),)),
         Status.HEALTHY,
     ),
     (
-        "an idle query may stay silent",
-        facts(stored_status="idle", last_progress_ms=NOW - 10 * STALL),
-        Status.IDLE,
+        "an active query silent past the silence threshold",
+        facts(last_progress_ms=NOW - SILENCE - 1),
+        Status.STALLED,
     ),
-    ("stalled beats lagging", facts(watermark_stalled=True, late_records=5), Status.STALLED),
-    ("late records in the window", facts(late_records=1), Status.LAGGING),
-    ("offset lag grew", facts(offset_lag_trend=[10, 5, None, 12]), Status.LAGGING),
-    ("offset lag shrank", facts(offset_lag_trend=[12, 30, 10]), Status.HEALTHY),
-    ("offset lag steady", facts(offset_lag_trend=[7, 7]), Status.HEALTHY),
-    ("one known lag point is no trend", facts(offset_lag_trend=[None, 9]), Status.HEALTHY),
-    ("lagging beats idle", facts(stored_status="idle", late_records=3), Status.LAGGING),
-    ("Spark says idle", facts(stored_status="idle"), Status.IDLE),
-    ("every partition idle", facts(partitions=3, idle_partitions=3), Status.IDLE),
-    ("some partitions idle", facts(partitions=3, idle_partitions=2), Status.HEALTHY),
-    ("no partitions is not all idle", facts(partitions=0), Status.HEALTHY),
+    ("silent just to the threshold", facts(last_progress_ms=NOW - SILENCE), Status.HEALTHY),
+    (
+        "an idle query silent past the threshold, as no_progress fires for it",
+        facts(status="idle", last_progress_ms=NOW - 10 * SILENCE),
+        Status.STALLED,
+    ),
+    (
+        "stalled beats lagging",
+        facts(watermark_stalled=True, partitions=partitions("", late=5)),
+        Status.STALLED,
+    ),
+    ("late records in the window", facts(partitions=partitions("", late=1)), Status.LAGGING),
+    (
+        "late records of a partition not in the latest batch",
+        facts(partitions=(PartitionFacts("t/9", late_records=2, in_latest_batch=False),)),
+        Status.LAGGING,
+    ),
+    ("offset lag grew", facts(trend=trend(10, 5, None, 12)), Status.LAGGING),
+    ("offset lag shrank", facts(trend=trend(12, 30, 10)), Status.HEALTHY),
+    ("offset lag steady", facts(trend=trend(7, 7)), Status.HEALTHY),
+    ("one known lag point is no trend", facts(trend=trend(None, 9)), Status.HEALTHY),
+    (
+        "lagging beats idle",
+        facts(status="idle", partitions=partitions("idle", late=3)),
+        Status.LAGGING,
+    ),
+    ("Spark says idle", facts(status="idle"), Status.IDLE),
+    ("every partition idle", facts(partitions=partitions("idle", "idle", "idle")), Status.IDLE),
+    ("some partitions idle", facts(partitions=partitions("idle", "idle", "")), Status.HEALTHY),
+    ("no partitions is not all idle", facts(partitions=()), Status.HEALTHY),
 ]
 
 
 @pytest.mark.parametrize(("given", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_query_status(given, expected):
-    assert query_status(given, NOW, STALL) is expected
+    assert query_status(given, NOW) is expected
 
 
 def test_statuses_sort_by_urgency_with_terminated_last():

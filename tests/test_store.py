@@ -1,8 +1,8 @@
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
+from monitor.collect.progress import parse_progress
 from monitor.events import QueryIdle, QueryStarted, QueryTerminated
-from monitor.progress import parse_progress
 from monitor.store.models import Batch, Partition, Query, Run, Source, StateOperator
 from monitor.store.reads import batch_partitions, find_query, list_queries, recent_batches
 from monitor.store.writes import write_event

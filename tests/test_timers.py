@@ -5,11 +5,11 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 import monitor
-from monitor.cli import main
 from monitor.store.models import TimerSnapshotRow
 from streaming.log import LogRecord, PartitionedLog
 from streaming.scooters import OFFLINE_EVENTS, NaiveOfflineDetector
 from tests.helpers import unique_name
+from wmon.main import main
 
 pytestmark = pytest.mark.spark
 START_MS = 1_700_000_000_000

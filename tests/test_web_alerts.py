@@ -10,7 +10,7 @@ from monitor.store.models import AlertEvent, Delivery, Silence
 from tests.helpers import wait_until
 from tests.test_alert_evaluate import at, moves_again, stalled
 from tests.test_alert_runner import RULES, rewrite
-from web import alerting, create_app, db
+from web import create_app, db, evaluation
 
 TOKEN = "s3cret"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -153,7 +153,7 @@ def test_the_server_evaluates_once_started(database_url, engine):
     app = create_app(
         {"DATABASE_URL": database_url, "CLOCK": lambda: at(26), "ALERT_INTERVAL_S": 0.05}
     )
-    evaluator = alerting.evaluator(app)
+    evaluator = evaluation.evaluator(app)
     evaluator.start()
     try:
         listed = wait_until(
@@ -187,7 +187,7 @@ def test_a_rules_file_broken_while_serving_is_reported_until_it_is_fixed(
         return client.get("/api/alerts").get_json()
 
     assert listed()["rules_error"] is None, "nothing to say before evaluation starts"
-    evaluator = alerting.evaluator(app)
+    evaluator = evaluation.evaluator(app)
     evaluator.start()
     try:
         wait_until(lambda: listed()["alerts"], 10, "the server to evaluate the rules")

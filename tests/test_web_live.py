@@ -297,7 +297,7 @@ def test_bad_subscriptions_are_refused_with_a_reason(writer, browsers):
 def evaluate_in_another_process(database_url):
     """One pass of `wmon alerts run --once` in a process of its own; when it ended."""
     done = subprocess.run(
-        [sys.executable, "-m", "monitor.cli", "alerts", "run", "--once"]
+        [sys.executable, "-m", "wmon", "alerts", "run", "--once"]
         + ["--database-url", database_url],
         cwd=ROOT,
         capture_output=True,

@@ -8,10 +8,10 @@ import urllib.request
 
 import pytest
 
-from monitor.cli import main
 from monitor.store.writes import write_event
 from tests.helpers import closed_port, wait_until
 from tests.web_events import batch_event
+from wmon.main import main
 
 
 def get_json(url):
@@ -26,7 +26,7 @@ def test_serve_answers_the_api_until_interrupted(engine, database_url):
         [
             sys.executable,
             "-m",
-            "monitor.cli",
+            "wmon",
             "serve",
             "--port",
             str(port),

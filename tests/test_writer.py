@@ -11,13 +11,13 @@ import pytest
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
+from monitor.collect.progress import parse_progress
+from monitor.collect.writer import StoreWriter
 from monitor.events import Event, QueryStarted, QueryTerminated
-from monitor.progress import parse_progress
 from monitor.store.engine import create_engine
 from monitor.store.migrate import is_current, upgrade
 from monitor.store.models import Batch, Query, Run
 from monitor.store.writes import write_events
-from monitor.writer import StoreWriter
 from tests.helpers import closed_port, progress_doc, sqlite_locked, wait_until
 
 QUERY, RUN = "11111111-1111-1111-1111-111111111111", "run-1"
@@ -107,7 +107,7 @@ def test_a_full_buffer_drops_the_oldest_waiting_events(
     assert (stats.written, stats.pending, stats.dropped, stats.rejected) == (4, 0, 6, 0)
     assert written == [0, 7, 8, 9]
     assert stored_batch_ids(engine) == [0, 7, 8, 9]
-    warnings = [r.getMessage() for r in caplog.records if r.name == "monitor.writer"]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "monitor.collect.writer"]
     assert warnings == ["wmon: store buffer full, 1 events dropped so far"]
 
 
@@ -143,7 +143,7 @@ def test_sqlite_locked_then_released_loses_and_repeats_nothing(
     assert stats.store_available is True
     assert stored_batch_ids(engine) == [0, 1, 2]
     assert stored_query(engine) == ("terminated", "telemetry_windows", 2, 9_000, 1)
-    messages = [r.getMessage() for r in caplog.records if r.name == "monitor.writer"]
+    messages = [r.getMessage() for r in caplog.records if r.name == "monitor.collect.writer"]
     assert len(messages) == 2
     assert messages[0].startswith("wmon: store unavailable, retrying: ")
     assert messages[1] == "wmon: store available again"
@@ -158,7 +158,7 @@ def test_the_last_error_says_why_the_store_is_unavailable(
         writer.submit(QueryStarted(QUERY, RUN, "telemetry_windows", 1_000))
         wait_until(lambda: writer.stats().retries >= 1, WAIT_S, "the writer has retried once")
         last_error = writer.stats().last_error
-        [warning] = [r.getMessage() for r in caplog.records if r.name == "monitor.writer"]
+        [warning] = [r.getMessage() for r in caplog.records if r.name == "monitor.collect.writer"]
     assert last_error is not None and "database is locked" in last_error
     assert warning.startswith("wmon: store unavailable, retrying: ")
     assert "database is locked" in warning

@@ -3,7 +3,7 @@
 import json
 from datetime import datetime, timezone
 
-from monitor.progress import parse_progress
+from monitor.collect.progress import parse_progress
 from tests.helpers import progress_doc
 
 TOPIC = "t"

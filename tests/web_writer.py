@@ -9,9 +9,9 @@ import json
 import sys
 import time
 
+from monitor.collect.writer import StoreWriter
 from monitor.events import QueryTerminated, TimerSnapshot
 from monitor.store.engine import create_engine
-from monitor.writer import StoreWriter
 from tests.web_events import batch_event
 
 KINDS = {"batch": batch_event, "timers": TimerSnapshot, "terminated": QueryTerminated}

@@ -7,15 +7,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from flask import Flask
-from flask_socketio import SocketIO
 
 from monitor.config import load_settings
+from web import alerts_api, api, db, evaluation, live, pages, retention, vendor
+from web.sockets import socketio
 
-socketio = SocketIO()
+__all__ = ["create_app", "socketio"]
 
 POLL_INTERVAL_S = 0.25
 OVERVIEW_REFRESH_S = 5.0
-LATE_WINDOW_MS = 5 * 60_000
 PRUNE_INTERVAL_S = 3600.0
 
 
@@ -26,21 +26,17 @@ def now_ms() -> int:
 
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     """The app: DATABASE_URL (default: WMON_DATABASE_URL or the embedded store),
-    POLL_INTERVAL_S, OVERVIEW_REFRESH_S, LATE_WINDOW_MS, STALL_TIMEOUT_MS, RETENTION_DAYS
+    POLL_INTERVAL_S, OVERVIEW_REFRESH_S, RETENTION_DAYS
     (default: WMON_RETENTION_DAYS), PRUNE_INTERVAL_S, ALERT_RULES, ALERT_INTERVAL_S (defaults:
     WMON_ALERT_RULES, WMON_ALERT_INTERVAL), API_TOKEN (default: WMON_API_TOKEN;
     without one, actions on alerts are refused) and CLOCK (a function returning epoch
     milliseconds) may be set in `config`."""
-    from web import alerting, alerts, api, db, live, pages, retention, vendor
-
     app = Flask(__name__)
     settings = load_settings()
     app.config.from_mapping(
         DATABASE_URL=settings.database_url,
         POLL_INTERVAL_S=POLL_INTERVAL_S,
         OVERVIEW_REFRESH_S=OVERVIEW_REFRESH_S,
-        LATE_WINDOW_MS=LATE_WINDOW_MS,
-        STALL_TIMEOUT_MS=settings.stall_timeout_s * 1000,
         RETENTION_DAYS=settings.retention_days,
         PRUNE_INTERVAL_S=PRUNE_INTERVAL_S,
         ALERT_RULES=settings.alert_rules,
@@ -52,9 +48,9 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     db.init_app(app)
     live.init_app(app)
     retention.init_app(app)
-    alerting.init_app(app)
+    evaluation.init_app(app)
     app.register_blueprint(api.bp)
-    app.register_blueprint(alerts.bp)
+    app.register_blueprint(alerts_api.bp)
     app.register_blueprint(pages.bp)
     app.register_blueprint(vendor.bp)
     socketio.init_app(app, async_mode="threading")

@@ -11,12 +11,13 @@ import sqlalchemy.exc as sa_exc
 import sqlalchemy.orm as so
 from flask import Blueprint, Response, current_app, request, stream_with_context
 
-from monitor.status import query_status
+from monitor.health.status import query_status
 from monitor.store.engine import StoreError, error_reason
+from monitor.store.facts import latest_batch
 from monitor.store.history import CSV_COLUMNS, batch_series, csv_rows, partition_series
 from monitor.store.models import Batch, Query
 from monitor.store.reads import QueryNotFound, find_query, list_queries, recent_timer_snapshots
-from monitor.store.summary import latest_batch, partition_details, rows_dropped, summarize
+from monitor.store.summary import partition_details, rows_dropped
 from web import db
 from web.params import MAX_LIMIT, BadParameter, bounded, time_range, window
 from web.payloads import (
@@ -72,12 +73,12 @@ def queries() -> dict[str, Any]:
     return {"queries": overview(session, list_queries(session), lens)}
 
 
-def _latest(session: so.Session, latest: Batch | None, lens: Lens) -> dict[str, Any]:
+def _latest(session: so.Session, latest: Batch | None, since_ms: int) -> dict[str, Any]:
     """The latest batch and its partition table, with the late window's figures."""
     if latest is None:
         return {"latest_batch": None, "partitions": []}
     dropped = rows_dropped(session, latest.query_id, [latest.batch_id])
-    details = partition_details(session, latest, lens.since_ms)
+    details = partition_details(session, latest, since_ms)
     return {
         "latest_batch": batch_json(latest, dropped.get(latest.batch_id)),
         "partitions": [partition_detail_json(detail) for detail in details],
@@ -88,14 +89,17 @@ def _latest(session: so.Session, latest: Batch | None, lens: Lens) -> dict[str, 
 def query(ref: str) -> dict[str, Any]:
     """One query: status, failure, latest batch, partition table and pending timers."""
     session, lens, found = db.session(), Lens.of(current_app), _query(ref)
-    summary = summarize(session, found, lens.since_ms)
-    status = query_status(summary.facts(), lens.now_ms, lens.stall_timeout_ms)
+    summary = lens.summarize(session, found)
+    status, late_window_ms = (
+        query_status(summary.facts, lens.now_ms),
+        summary.facts.thresholds.late_window_ms,
+    )
     return {
         "query": fields(found, QUERY_FIELDS)
         | {"status": status.label, "stored_status": found.status},
-        **_latest(session, summary.latest, lens),
-        "late_records": summary.late_records,
-        "late_window_ms": lens.late_window_ms,
+        **_latest(session, summary.latest, lens.now_ms - late_window_ms),
+        "late_records": summary.facts.late_records,
+        "late_window_ms": late_window_ms,
         "timers": timers_json(summary.timers),
         "now_ms": lens.now_ms,
     }

@@ -1,43 +1,10 @@
 """Live push over Socket.IO: what anyone writes to the store reaches the browsers watching it.
 
 A background task, started once on the first connection, looks at the store every
-POLL_INTERVAL_S (0.25 s by default) with a few cheap reads (see monitor/store/changes.py), so
+POLL_INTERVAL_S (0.25 s by default) with a few cheap reads (:mod:`monitor.store.changes`), so
 it sees rows written by any listener, in this process or on another machine, and pushes them
-to the rooms of the queries they belong to.
-
-Client to server:
-
-- `subscribe` `{"query": "<id or name>", "after_batch": <batch id> | null}`: join the query's
-  room. With `after_batch`, first receive as `batch` events the stored batches after it (the
-  newest CATCH_UP_LIMIT at most), so that a reconnecting page catches up on what it missed;
-  then live updates. The acknowledgement is `{"query": "<id>", "caught_up": <batches sent>,
-  "complete": <false when more were missed than sent>}` or `{"error": "<why>"}`.
-- `unsubscribe` `{"query": "<id>"}`: leave the query's room.
-- `subscribe_overview`: join the overview room and receive `overview` with every query at once.
-- `subscribe_alerts`: join the alerts room, which hears every `alert` and `silences` event and
-  nothing else (for pages that show every query's alerts without the overview); first receive
-  `silences` with the silences in force.
-
-Server to client:
-
-- `batch` `{"query": "<id>", "batch": {...}, "partitions": [...]}` to the query's room: a new
-  batch, or a replayed one (the same batch id again, to replace what the page shows), in the
-  shapes of GET /api/queries/<ref> (`latest_batch`) and its partition rows.
-- `timers` `{"query": "<id>", "snapshot": {...}}` to the query's room: a new pending-timer snapshot.
-- `summary` `{...}` to the query's room: the query's entry of GET /api/queries, whenever its
-  row, batches or timers change, and every OVERVIEW_REFRESH_S as time moves the late window.
-- `overview` `{"queries": [...], "full": <bool>}` to the overview room: entries of
-  GET /api/queries for the queries that changed; `full` when it lists every query (on
-  `subscribe_overview`, and every OVERVIEW_REFRESH_S).
-- `alert` `{"alert": {...}, "transition": "<pending | firing | resolved | cancelled |
-  acknowledged>", "at_ms": <when>}` to the overview room, the alerts room and the room of the
-  alert's query, once per client however many of them it joined: a row in alert_events, stored
-  by whichever process evaluates (this server, another one, `wmon alerts run`) or acts on the
-  alert. `alert` is the alert's entry of GET /api/alerts as it stands when the event is pushed,
-  so after two quick transitions both events carry the later state.
-- `silences` `{"silences": [...]}` to the alerts room: the silences in force, as GET
-  /api/silences lists them, whenever they change: one created, changed or lifted (through the
-  API or straight in the store, by any process) or one that just ran out.
+to the rooms of the queries they belong to. The events each side sends, and their payloads,
+are the live protocol of docs/live.md.
 """
 
 from __future__ import annotations
@@ -54,16 +21,17 @@ import sqlalchemy.orm as so
 from flask import Flask, current_app
 from flask_socketio import emit, join_room, leave_room
 
-from monitor.alerts.notify import active_silences
+from monitor.alerts.silences import active_silences
 from monitor.store.changes import alert_event_watch, batch_watch, query_watch, timer_watch
 from monitor.store.engine import error_reason
 from monitor.store.models import AlertEvent, AlertRow, Batch, Query, TimerSnapshotRow
 from monitor.store.reads import QueryNotFound, find_query, list_queries
 from monitor.store.summary import latest_batch
-from web import db, socketio
-from web.alerts import alert_json, silences_in_force
+from web import db
+from web.alerts_api import alert_json, silences_in_force
 from web.payloads import Lens, batch_events, overview, timers_json
 from web.periodic import Periodic
+from web.sockets import socketio
 
 CATCH_UP_LIMIT = 1_000
 OVERVIEW_ROOM = "overview"

@@ -10,7 +10,8 @@ from typing import Any
 import sqlalchemy.orm as so
 from flask import Flask
 
-from monitor.status import Status, query_status
+from monitor.alerts.rulefile import RuleSet
+from monitor.health.status import Status, query_status
 from monitor.store.models import Batch, Query, TimerSnapshotRow
 from monitor.store.summary import (
     PartitionDetail,
@@ -19,6 +20,7 @@ from monitor.store.summary import (
     rows_dropped,
     summarize,
 )
+from web import evaluation
 
 QUERY_FIELDS = (
     "id",
@@ -55,22 +57,20 @@ TIMER_FIELDS = ("taken_at_ms", "watermark_ms", "pending", "next_expiry_ms", "due
 
 @dataclass(frozen=True)
 class Lens:
-    """How the app looks at the store now: the time, the late window, the stall timeout."""
+    """How the app looks at the store now: the time, and the rules whose parameters set the
+    facts' thresholds (the same the alert evaluation uses, so status and alerts agree)."""
 
     now_ms: int
-    late_window_ms: int
-    stall_timeout_ms: int
+    rules: RuleSet
 
     @classmethod
     def of(cls, app: Flask) -> Lens:
-        """The app's settings, at the app clock's current time."""
-        config = app.config
-        return cls(config["CLOCK"](), config["LATE_WINDOW_MS"], config["STALL_TIMEOUT_MS"])
+        """The app's rules in force, at the app clock's current time."""
+        return cls(app.config["CLOCK"](), evaluation.evaluator(app).rules)
 
-    @property
-    def since_ms(self) -> int:
-        """Where the late window starts."""
-        return self.now_ms - self.late_window_ms
+    def summarize(self, session: so.Session, query: Query) -> QuerySummary:
+        """The query's summary, its facts read over its rules' thresholds."""
+        return summarize(session, query, self.now_ms, self.rules.thresholds_for(query.name))
 
 
 def fields(row: Any, names: Sequence[str]) -> dict[str, Any]:
@@ -95,8 +95,8 @@ def _age(now_ms: int, watermark_ms: int | None) -> int | None:
 
 def summary_json(summary: QuerySummary, lens: Lens) -> dict[str, Any]:
     """A query as the overview lists it."""
-    query, latest, timers = summary.query, summary.latest, summary.timers
-    status = query_status(summary.facts(), lens.now_ms, lens.stall_timeout_ms)
+    query, latest, timers, facts = summary.query, summary.latest, summary.timers, summary.facts
+    status = query_status(facts, lens.now_ms)
     watermark = latest.watermark_ms if latest else None
     return {
         "id": query.id,
@@ -109,16 +109,16 @@ def summary_json(summary: QuerySummary, lens: Lens) -> dict[str, Any]:
         "watermark_ms": watermark,
         "watermark_age_ms": _age(lens.now_ms, watermark),
         "skew_ms": latest.watermark_skew_ms if latest else None,
-        "late_records": summary.late_records,
-        "late_window_ms": lens.late_window_ms,
+        "late_records": facts.late_records,
+        "late_window_ms": facts.thresholds.late_window_ms,
         "pending_timers": timers.pending if timers else None,
         "next_timer_ms": timers.next_expiry_ms if timers else None,
-        "offset_lag": summary.offset_lag,
+        "offset_lag": facts.offset_lag,
         "trend": {
-            "batch_id": [p.batch_id for p in summary.trend],
-            "batch_time_ms": [p.batch_time_ms for p in summary.trend],
-            "watermark_age_ms": [_age(p.batch_time_ms, p.watermark_ms) for p in summary.trend],
-            "offset_lag": [p.offset_lag for p in summary.trend],
+            "batch_id": [p.batch_id for p in facts.trend],
+            "batch_time_ms": [p.batch_time_ms for p in facts.trend],
+            "watermark_age_ms": [_age(p.batch_time_ms, p.watermark_ms) for p in facts.trend],
+            "offset_lag": [p.offset_lag for p in facts.trend],
         },
         "updated_at_ms": query.updated_at_ms,
         "now_ms": lens.now_ms,
@@ -127,7 +127,7 @@ def summary_json(summary: QuerySummary, lens: Lens) -> dict[str, Any]:
 
 def overview(session: so.Session, queries: Sequence[Query], lens: Lens) -> list[dict[str, Any]]:
     """Queries as the overview lists them, the most urgent status first, then by name."""
-    rows = [summary_json(summarize(session, query, lens.since_ms), lens) for query in queries]
+    rows = [summary_json(lens.summarize(session, query), lens) for query in queries]
     return sorted(
         rows, key=lambda row: (Status[row["status"].upper()], row["name"] or "", row["id"])
     )

@@ -11,7 +11,7 @@ from typing import Any
 import sqlalchemy.exc as sa_exc
 
 from monitor.store.engine import error_reason
-from web import socketio
+from web.sockets import socketio
 
 
 class Task:

@@ -9,8 +9,9 @@ import logging
 from flask import Flask
 
 from monitor.store.prune import Pruned, cutoff_ms, prune
-from web import db, socketio
+from web import db
 from web.periodic import Periodic
+from web.sockets import socketio
 
 log = logging.getLogger(__name__)
 

@@ -1,78 +1,25 @@
 """One evaluation: every rule over every stored query, alerts moved along their lifecycle.
 
-Facts come from the store as the listener left it (the latest batch's health flags; late
-records and rewinds per partition in their rules' windows), so the evaluator can run in any
-process. Each transition is stored as an :class:`~monitor.store.models.AlertEvent`, in the
+Facts come from the store as the listener left it, through the one reader the dashboard uses
+too (the latest batch's health flags; late records and rewinds per partition over the windows
+the rules' parameters set), so the evaluator can run in any process. Each transition is
+stored as an :class:`~monitor.store.models.AlertEvent`, in the
 same transaction as the alerts it changes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.alerts.lifecycle import Alert, State, Transition, step
-from monitor.alerts.notify import enqueue
+from monitor.alerts.outbox import enqueue
 from monitor.alerts.rulefile import RuleConfig, RuleSet
-from monitor.alerts.rules import RULES, Finding, PartitionFacts, QueryFacts
-from monitor.store.models import LIVE_ALERT_STATES, AlertEvent, AlertRow, Partition, Query
-from monitor.store.reads import batch_partitions, list_queries
-from monitor.store.summary import late_by_partition, latest_batch, rewound_since
-
-
-def query_facts(
-    session: so.Session,
-    query: Query,
-    now_ms: int,
-    configs: Mapping[str, RuleConfig],
-    alerting: frozenset[str] = frozenset(),
-) -> QueryFacts:
-    """What the rules know of `query` at `now_ms`, with `alerting` the rules whose alert on the
-    query itself is live; late records and rewinds over the windows of the rules
-    `late_records` and `rewound`."""
-    batch = latest_batch(session, query.id)
-    late_window_ms = configs["late_records"].params["window"]
-    rewound_window_ms = configs["rewound"].params["window"]
-    watermark_rewound, rewound = rewound_since(session, query.id, now_ms - rewound_window_ms)
-    return QueryFacts(
-        query_id=query.id,
-        name=query.name,
-        status=query.status,
-        last_progress_ms=query.updated_at_ms,
-        ended_at_ms=query.terminated_at_ms,
-        exception=query.exception,
-        watermark_ms=batch.watermark_ms if batch else None,
-        watermark_stalled=bool(batch and batch.watermark_stalled),
-        watermark_rewound=watermark_rewound,
-        skew_ms=batch.watermark_skew_ms if batch else None,
-        late_window_ms=late_window_ms,
-        partitions=_partitions(
-            batch_partitions(session, query.id, batch.batch_id) if batch else [],
-            late_by_partition(session, query.id, now_ms - late_window_ms),
-            rewound,
-        ),
-        alerting=alerting,
-    )
-
-
-def _partitions(
-    rows: Sequence[Partition], late: Mapping[str, int], rewound: set[str]
-) -> tuple[PartitionFacts, ...]:
-    """The facts of every partition in the latest batch, or with late records or a rewind in
-    the windows."""
-    by_name = {row.partition: row for row in rows}
-    names = sorted(set(by_name) | set(late) | rewound)
-    return tuple(
-        _partition(name, by_name.get(name), late.get(name, 0), name in rewound) for name in names
-    )
-
-
-def _partition(name: str, row: Partition | None, late: int, rewound: bool) -> PartitionFacts:
-    if row is None:
-        return PartitionFacts(name, rewound=rewound, late_records=late)
-    return PartitionFacts(name, row.idle, row.stalled, rewound, row.offset_lag, late)
+from monitor.alerts.rules import RULES, Finding
+from monitor.health.facts import QueryFacts
+from monitor.store.facts import read_facts
+from monitor.store.models import LIVE_ALERT_STATES, AlertEvent, AlertRow
+from monitor.store.reads import list_queries
 
 
 def evaluate(session: so.Session, rules: RuleSet, now_ms: int) -> list[AlertEvent]:
@@ -86,7 +33,7 @@ def evaluate(session: so.Session, rules: RuleSet, now_ms: int) -> list[AlertEven
     for query in list_queries(session):
         configs = rules.for_query(query.name)
         alerting = frozenset(r for (r, q, p) in live if q == query.id and not p)
-        facts = query_facts(session, query, now_ms, configs, alerting)
+        facts = read_facts(session, query, now_ms, rules.thresholds_for(query.name), alerting)
         for name, config in configs.items():
             events += _apply(
                 session,

@@ -4,7 +4,7 @@ then resolved once the condition clears. One alert per rule and subject, never a
 :func:`step` is pure: given the alert as it stands (or None), what the rule finds now (or None)
 and the time, it returns the alert as it becomes and the transition, if any, to record.
 Acknowledging and silencing are kept beside the state and do not change it (a silence holds
-notifications back, see :mod:`monitor.alerts.notify`; an acknowledgement only records who is
+notifications back, see :mod:`monitor.alerts.outbox`; an acknowledgement only records who is
 on it).
 """
 

@@ -26,7 +26,9 @@ from typing import Any
 
 import yaml
 
-from monitor.alerts.rules import RULES, Kind
+from monitor.alerts.receivers import kinds as registered_kinds
+from monitor.alerts.rules import RULES, Kind, thresholds
+from monitor.health.facts import Thresholds
 
 _DURATION = re.compile(r"^(\d+)\s*(ms|s|m|h|d)$")
 _UNIT_MS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -67,14 +69,11 @@ Patches = dict[str, Patch]
 
 @dataclass(frozen=True)
 class Receiver:
-    """Where notifications go: a name, a message kind (webhook, slack) and a URL."""
+    """Where notifications go: a name, a kind from monitor.alerts.receivers, and a URL."""
 
     name: str
     kind: str
     url: str
-
-
-RECEIVER_KINDS = ("webhook", "slack")
 
 
 @dataclass(frozen=True)
@@ -94,6 +93,10 @@ class RuleSet:
             for rule_name, patch in patches.items():
                 configs[rule_name] = patch.applied(configs[rule_name])
         return configs
+
+    def thresholds_for(self, name: str | None) -> Thresholds:
+        """The facts' thresholds for the query called `name`, as its rules' parameters set them."""
+        return thresholds({rule: config.params for rule, config in self.for_query(name).items()})
 
 
 def load_rules_file(path: str | Path) -> RuleSet:
@@ -177,8 +180,9 @@ def _receivers(node: yaml.Node) -> tuple[Receiver, ...]:
         if set(fields) != {"name", "kind", "url"}:
             raise _Problem(entry, "a receiver needs name, kind and url")
         receiver = Receiver(*(_text(fields[key], key) for key in ("name", "kind", "url")))
-        if receiver.kind not in RECEIVER_KINDS:
-            raise _Problem(fields["kind"], f"kind must be one of {', '.join(RECEIVER_KINDS)}")
+        known = registered_kinds()
+        if receiver.kind not in known:
+            raise _Problem(fields["kind"], f"kind must be one of {', '.join(known)}")
         if not _is_http_url(receiver.url):
             raise _Problem(
                 fields["url"], f"url must be an http:// or https:// URL, not {receiver.url!r}"

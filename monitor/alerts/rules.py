@@ -1,9 +1,12 @@
-"""Alert rules: small pure predicates over what the store says about one query, now.
+"""Alert rules: what to tell about one query, now, from the facts its health is judged on.
 
-A rule looks at :class:`QueryFacts` and its parameters and returns a :class:`Finding` for each
-subject it finds wrong: the query itself (``partition`` None) or one of its partitions. Rules
-register themselves in :data:`RULES` with their default parameters and ``for`` duration; a
-rules file overrides them per query (:mod:`monitor.alerts.rulefile`). Durations are in ms.
+A rule looks at :class:`~monitor.health.facts.QueryFacts` and its parameters and returns a
+:class:`Finding` for each subject it finds wrong: the query itself (``partition`` None) or one
+of its partitions; the conditions are :mod:`monitor.health.predicates`, which the dashboard's
+status uses too. Rules register themselves in :data:`RULES` with their default parameters and
+``for`` duration, and name the :class:`~monitor.health.facts.Thresholds` their parameters set
+(how far back the facts look); a rules file overrides them per query
+(:mod:`monitor.alerts.rulefile`). Durations are in ms.
 """
 
 from __future__ import annotations
@@ -12,6 +15,9 @@ import enum
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+
+from monitor.health.facts import QueryFacts, Thresholds
+from monitor.health.predicates import has_stalled_work, is_silent
 
 
 class Severity(enum.Enum):
@@ -26,50 +32,6 @@ class Kind(enum.Enum):
 
     DURATION = "duration"
     COUNT = "count"
-
-
-@dataclass(frozen=True)
-class PartitionFacts:
-    """One source partition in the query's latest batch; its late records and whether it went
-    back, in the rules' windows."""
-
-    name: str
-    idle: bool = False
-    stalled: bool = False
-    rewound: bool = False
-    offset_lag: int | None = None
-    late_records: int = 0
-
-
-@dataclass(frozen=True)
-class QueryFacts:
-    """What the rules know of one query: its stored state and its latest batch."""
-
-    query_id: str
-    name: str | None
-    status: str
-    last_progress_ms: int
-    ended_at_ms: int | None = None
-    exception: str | None = None
-    watermark_ms: int | None = None
-    watermark_stalled: bool = False
-    watermark_rewound: bool = False
-    skew_ms: int | None = None
-    late_window_ms: int = 300_000
-    partitions: tuple[PartitionFacts, ...] = ()
-    # The rules with a live alert on the query itself: what is already being told.
-    alerting: frozenset[str] = frozenset()
-
-    @property
-    def active(self) -> bool:
-        """Whether the query is running (Spark may have called it idle)."""
-        return self.status in ("active", "idle")
-
-    @property
-    def offset_lag(self) -> int | None:
-        """The total offset lag of the latest batch, None when no partition knows it."""
-        known = [p.offset_lag for p in self.partitions if p.offset_lag is not None]
-        return sum(known) if known else None
 
 
 @dataclass(frozen=True)
@@ -95,6 +57,8 @@ class Rule:
     for_ms: int
     check: Check
     params: dict[str, tuple[Kind, int]] = field(default_factory=dict)
+    # Which of the facts' thresholds each parameter sets: {threshold: parameter}.
+    sets: dict[str, str] = field(default_factory=dict)
 
     def defaults(self) -> dict[str, int]:
         """The parameters' default values."""
@@ -108,18 +72,33 @@ def rule(
     description: str,
     severity: Severity,
     for_ms: int = 0,
+    sets: Mapping[str, str] | None = None,
     **params: tuple[Kind, int],
 ) -> Callable[[Check], Check]:
-    """Register the decorated check as a rule named after it; names are unique."""
+    """Register the decorated check as a rule named after it; names are unique. `sets` names
+    the facts' thresholds its parameters set, as {threshold: parameter}."""
 
     def register(check: Check) -> Check:
         name = check.__name__
         if name in RULES:
             raise ValueError(f"a rule named {name!r} is already registered")
-        RULES[name] = Rule(name, description, severity, for_ms, check, dict(params))
+        RULES[name] = Rule(
+            name, description, severity, for_ms, check, dict(params), dict(sets or {})
+        )
         return check
 
     return register
+
+
+def thresholds(params: Mapping[str, Params]) -> Thresholds:
+    """The facts' thresholds that the rules' parameters set, given each rule's parameters."""
+    return Thresholds(
+        **{
+            threshold: params[name][param]
+            for name, known in RULES.items()
+            for threshold, param in known.sets.items()
+        }
+    )
 
 
 def _seconds(ms: float) -> str:
@@ -137,9 +116,10 @@ def watermark_stalled(facts: QueryFacts, now_ms: int, params: Params) -> list[Fi
 @rule("a partition with work waiting does not advance", Severity.CRITICAL)
 def partition_stalled(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
     """Every partition of the latest batch marked stalled."""
-    if not facts.active:
+    if not (facts.active and has_stalled_work(facts)):
         return []
-    return [Finding(p.name, None, f"{p.name} is stalled") for p in facts.partitions if p.stalled]
+    stalled = [p for p in facts.latest_partitions if p.stalled]
+    return [Finding(p.name, None, f"{p.name} is stalled") for p in stalled]
 
 
 @rule("a partition has had no new records for the idle timeout", Severity.WARNING)
@@ -147,12 +127,13 @@ def partition_idle(facts: QueryFacts, now_ms: int, params: Params) -> list[Findi
     """Every partition of the latest batch marked idle."""
     if not facts.active:
         return []
-    return [Finding(p.name, None, f"{p.name} is idle") for p in facts.partitions if p.idle]
+    return [Finding(p.name, None, f"{p.name} is idle") for p in facts.latest_partitions if p.idle]
 
 
 @rule(
     "the watermark or a partition's offset went backwards within `window`",
     Severity.CRITICAL,
+    sets={"rewound_window_ms": "window"},
     window=(Kind.DURATION, 300_000),
 )
 def rewound(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
@@ -183,13 +164,14 @@ def watermark_skew(facts: QueryFacts, now_ms: int, params: Params) -> list[Findi
 @rule(
     "records are dropped as late: more than `count` within `window`",
     Severity.CRITICAL,
+    sets={"late_window_ms": "window"},
     count=(Kind.COUNT, 0),
     window=(Kind.DURATION, 300_000),
 )
 def late_records(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
     """Every partition that lost more than `count` records in the late window (the facts'
     late counts are taken over this rule's `window`)."""
-    window = _seconds(facts.late_window_ms)
+    window = _seconds(facts.thresholds.late_window_ms)
     return [
         Finding(
             p.name, p.late_records, f"{p.name} dropped {p.late_records:,} late records in {window}"
@@ -282,12 +264,13 @@ def query_terminated(facts: QueryFacts, now_ms: int, params: Params) -> list[Fin
 @rule(
     "a running query has reported nothing for longer than the threshold",
     Severity.CRITICAL,
+    sets={"silence_ms": "threshold"},
     threshold=(Kind.DURATION, 300_000),
 )
 def no_progress(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
-    """No progress, idle or termination event for `threshold` from a query that runs
-    (Spark sends idle events while a query waits for data, so a quiet query is not silent)."""
-    silent = now_ms - facts.last_progress_ms
-    if not facts.active or silent <= params["threshold"]:
+    """No progress, idle or termination event for `threshold` from a query that runs: it is
+    silent (the facts' silence threshold is this rule's `threshold`)."""
+    if not is_silent(facts, now_ms):
         return []
+    silent = now_ms - facts.last_progress_ms
     return [Finding(None, silent, f"no progress for {_seconds(silent)}")]

@@ -20,10 +20,11 @@ import sqlalchemy as sa
 import sqlalchemy.exc as sa_exc
 import sqlalchemy.orm as so
 
+from monitor.alerts.delivery import deliver_due
 from monitor.alerts.evaluate import evaluate
 from monitor.alerts.lease import acquire, release
-from monitor.alerts.notify import Post, deliver_due, http_post
 from monitor.alerts.rulefile import RuleSet, RulesFileError, load_rules_file
+from monitor.alerts.transport import Post, http_post
 from monitor.store.engine import error_reason
 from monitor.store.models import AlertEvent, DeliveryAttempt
 

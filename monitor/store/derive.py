@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from monitor import health
-from monitor.health import Timeouts
+from monitor.health import predicates as health
+from monitor.health.predicates import Timeouts
 from monitor.store.models import Batch, Partition
 
 Row = dict[str, Any]
@@ -33,9 +33,9 @@ def partitions(
             state.last_arrival_ms,
             state.last_advance_ms,
         )
-        row["idle"] = health.partition_idle(state, now, timeouts)
-        row["stalled"] = health.partition_stalled(state, now, timeouts)
-        row["rewound"] = health.rewound(previous, row["end_offset"])
+        row["idle"] = health.is_idle(state, now, timeouts)
+        row["stalled"] = health.is_stalled(state, now, timeouts)
+        row["rewound"] = health.is_rewound(previous, row["end_offset"])
 
 
 def query_watermark(
@@ -84,7 +84,7 @@ def event_times(batch: Row, time_rows: list[Row], partition_rows: list[Row]) -> 
     """Skew and Flink's watermark over the non-idle partitions; each partition's time lag."""
     idle = {r["partition"] for r in partition_rows if r["idle"]}
     watermarks = {r["partition"]: r["partition_watermark_ms"] for r in time_rows}
-    batch["watermark_skew_ms"] = health.watermark_skew(watermarks, idle)
+    batch["watermark_skew_ms"] = health.skew_between(watermarks, idle)
     batch["flink_watermark_ms"] = health.flink_watermark(watermarks, idle)
     for row in time_rows:
         newest = row["max_event_time_ms"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import importlib.util
 
 import sqlalchemy as sa
 from alembic import command
@@ -10,16 +10,22 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
-import migrations
-
 
 def alembic_config(connection: sa.Connection | None = None) -> Config:
     """An Alembic configuration over migrations/, bound to a connection when given."""
     config = Config()
-    config.set_main_option("script_location", str(Path(migrations.__file__).parent))
+    config.set_main_option("script_location", _scripts_folder())
     if connection is not None:
         config.attributes["connection"] = connection
     return config
+
+
+def _scripts_folder() -> str:
+    """Where the migration scripts are; found, not imported, as they import the models."""
+    spec = importlib.util.find_spec("migrations")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the migrations package is not installed beside monitor")
+    return str(next(iter(spec.submodule_search_locations)))
 
 
 def head_revision() -> str | None:

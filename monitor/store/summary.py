@@ -1,8 +1,5 @@
-"""The live state of a query as the dashboard shows it: latest batch, partitions, late records.
-
-Windows over time are turned into batch id ranges first, so that every read uses the
-`(query_id, batch_id, ...)` unique indexes however long the stored history is.
-"""
+"""The live state of a query as the dashboard shows it: its facts, latest batch, partitions,
+late records and pending timers."""
 
 from __future__ import annotations
 
@@ -13,7 +10,8 @@ from typing import Any
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.status import Facts
+from monitor.health.facts import QueryFacts, Thresholds
+from monitor.store.facts import first_batch_since, late_by_partition, latest_batch, read_facts
 from monitor.store.models import (
     Batch,
     Partition,
@@ -22,18 +20,6 @@ from monitor.store.models import (
     StateOperator,
     TimerSnapshotRow,
 )
-
-TREND_POINTS = 30
-
-
-@dataclass(frozen=True)
-class TrendPoint:
-    """One recent batch in a query's small trend line."""
-
-    batch_id: int
-    batch_time_ms: int
-    watermark_ms: int | None
-    offset_lag: int | None
 
 
 @dataclass(frozen=True)
@@ -62,56 +48,22 @@ class PartitionState:
 
 @dataclass(frozen=True)
 class QuerySummary:
-    """What the overview shows of one query."""
+    """What the overview shows of one query: its facts, latest batch and pending timers."""
 
     query: Query
     latest: Batch | None
-    partitions: Sequence[Partition]
-    late_records: int
+    facts: QueryFacts
     timers: TimerSnapshotRow | None
-    trend: Sequence[TrendPoint]
-
-    @property
-    def offset_lag(self) -> int | None:
-        """Total offset lag of the latest batch's partitions, None when none is known."""
-        known = [p.offset_lag for p in self.partitions if p.offset_lag is not None]
-        return sum(known) if known else None
-
-    def facts(self) -> Facts:
-        """The facts the status rule decides on."""
-        return Facts(
-            stored_status=self.query.status,
-            last_progress_ms=self.query.updated_at_ms,
-            watermark_stalled=bool(self.latest and self.latest.watermark_stalled),
-            partitions=len(self.partitions),
-            stalled_partitions=sum(p.stalled for p in self.partitions),
-            idle_partitions=sum(p.idle for p in self.partitions),
-            late_records=self.late_records,
-            offset_lag_trend=[point.offset_lag for point in self.trend],
-        )
 
 
-def summarize(session: so.Session, query: Query, since_ms: int) -> QuerySummary:
-    """The overview of one query; late records are counted from `since_ms` on."""
-    latest = latest_batch(session, query.id)
-    partitions: Sequence[Partition] = []
-    if latest is not None:
-        partitions = session.scalars(
-            sa.select(Partition).where(
-                Partition.query_id == query.id, Partition.batch_id == latest.batch_id
-            )
-        ).all()
-    late = sum(late_by_partition(session, query.id, since_ms).values())
+def summarize(
+    session: so.Session, query: Query, now_ms: int, thresholds: Thresholds
+) -> QuerySummary:
+    """The overview of one query at `now_ms`, its facts read over the thresholds' windows."""
+    facts = read_facts(session, query, now_ms, thresholds)
     return QuerySummary(
-        query, latest, partitions, late, latest_timers(session, query.id), trend(session, query.id)
+        query, latest_batch(session, query.id), facts, latest_timers(session, query.id)
     )
-
-
-def latest_batch(session: so.Session, query_id: str) -> Batch | None:
-    """The query's batch with the highest batch id."""
-    return session.scalars(
-        sa.select(Batch).where(Batch.query_id == query_id).order_by(Batch.batch_id.desc()).limit(1)
-    ).first()
 
 
 def latest_timers(session: so.Session, query_id: str) -> TimerSnapshotRow | None:
@@ -122,51 +74,6 @@ def latest_timers(session: so.Session, query_id: str) -> TimerSnapshotRow | None
         .order_by(TimerSnapshotRow.taken_at_ms.desc(), TimerSnapshotRow.id.desc())
         .limit(1)
     ).first()
-
-
-def first_batch_since(session: so.Session, query_id: str, since_ms: int) -> int | None:
-    """The id of the query's first batch at or after `since_ms`, None when there is none."""
-    # Read on its own: as a literal, the batch id lets PostgreSQL plan an index range scan.
-    return session.scalar(
-        sa.select(Batch.batch_id)
-        .where(Batch.query_id == query_id, Batch.batch_time_ms >= since_ms)
-        .order_by(Batch.batch_time_ms, Batch.batch_id)
-        .limit(1)
-    )
-
-
-def late_by_partition(session: so.Session, query_id: str, since_ms: int) -> dict[str, int]:
-    """Late records per partition in the batches stored from `since_ms` on."""
-    first = first_batch_since(session, query_id, since_ms)
-    if first is None:
-        return {}
-    rows = session.execute(
-        sa.select(PartitionEventTime.partition, sa.func.sum(PartitionEventTime.late_records))
-        .where(PartitionEventTime.query_id == query_id, PartitionEventTime.batch_id >= first)
-        .group_by(PartitionEventTime.partition)
-    )
-    return {partition: int(late or 0) for partition, late in rows}
-
-
-def rewound_since(session: so.Session, query_id: str, since_ms: int) -> tuple[bool, set[str]]:
-    """Whether the watermark went back in the batches stored from `since_ms` on, and the
-    partitions that did."""
-    first = first_batch_since(session, query_id, since_ms)
-    if first is None:
-        return False, set()
-    watermark = session.scalar(
-        sa.select(
-            sa.exists().where(
-                Batch.query_id == query_id, Batch.batch_id >= first, Batch.watermark_rewound
-            )
-        )
-    )
-    partitions = session.scalars(
-        sa.select(Partition.partition)
-        .distinct()
-        .where(Partition.query_id == query_id, Partition.batch_id >= first, Partition.rewound)
-    )
-    return bool(watermark), set(partitions)
 
 
 def recent_late_samples(session: so.Session, query_id: str, since_ms: int) -> dict[str, list[Any]]:
@@ -194,32 +101,6 @@ def recent_late_samples(session: so.Session, query_id: str, since_ms: int) -> di
         sa.select(ranked.c.partition, ranked.c.late_samples).where(ranked.c.newest == 1)
     )
     return {partition: samples for partition, samples in rows}
-
-
-def trend(session: so.Session, query_id: str, points: int = TREND_POINTS) -> list[TrendPoint]:
-    """The last `points` batches: watermark and total offset lag, oldest first."""
-    recent = (
-        sa.select(Batch.batch_id)
-        .where(Batch.query_id == query_id)
-        .order_by(Batch.batch_id.desc())
-        .limit(points)
-    )
-    rows = session.execute(
-        sa.select(
-            Batch.batch_id,
-            Batch.batch_time_ms,
-            Batch.watermark_ms,
-            sa.func.sum(Partition.offset_lag),
-        )
-        .outerjoin(
-            Partition,
-            sa.and_(Partition.query_id == Batch.query_id, Partition.batch_id == Batch.batch_id),
-        )
-        .where(Batch.query_id == query_id, Batch.batch_id.in_(recent))
-        .group_by(Batch.batch_id, Batch.batch_time_ms, Batch.watermark_ms)
-        .order_by(Batch.batch_id)
-    )
-    return [TrendPoint(b, t, w, None if lag is None else int(lag)) for b, t, w, lag in rows]
 
 
 def rows_dropped(session: so.Session, query_id: str, batch_ids: Collection[int]) -> dict[int, int]:

@@ -24,7 +24,7 @@ from monitor.events import (
     QueryTerminated,
     TimerSnapshot,
 )
-from monitor.health import Timeouts
+from monitor.health.predicates import Timeouts
 from monitor.store import derive
 from monitor.store.models import (
     Base,

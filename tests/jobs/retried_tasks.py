@@ -14,7 +14,7 @@ import sys
 from pyspark.sql import SparkSession
 
 import monitor
-from monitor.instrument import instrument
+from monitor.spark.instrument import instrument
 from streaming.partitioned_log import register
 
 

@@ -1,15 +1,19 @@
-"""Health of partitions and watermarks: small pure predicates over state carried batch to batch.
+"""Health as small pure predicates: over a partition's state carried batch to batch (applied as
+a batch is stored), and over the facts about a query (applied by its status and the alert rules).
 
-Definitions are DESIGN.md's: a partition is *idle* when no new records have become available
-in it for the idle timeout and it has no backlog; *stalled* when it has a backlog or keeps
-receiving records yet has not advanced for the stall timeout; *rewound* when its offset went
-backwards. The query watermark is stalled or rewound by the same rules.
+A partition is *idle* when no new records have become available in it for the idle timeout and
+it has no backlog; *stalled* when it has a backlog or keeps receiving records yet has not
+advanced for the stall timeout; *rewound* when its offset went backwards. The query watermark
+is stalled or rewound by the same rules. A running query is *silent* when it has reported
+nothing (no progress, no idle event) for the silence threshold.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+from monitor.health.facts import QueryFacts
 
 
 @dataclass(frozen=True)
@@ -58,18 +62,18 @@ def backlog(state: Progress) -> int:
     return max(state.available - state.position, 0)
 
 
-def partition_idle(state: Progress, now_ms: int, timeouts: Timeouts) -> bool:
+def is_idle(state: Progress, now_ms: int, timeouts: Timeouts) -> bool:
     """No new records available for the idle timeout, and nothing waiting in a backlog."""
     return backlog(state) == 0 and now_ms - state.last_arrival_ms >= timeouts.idle_ms
 
 
-def partition_stalled(state: Progress, now_ms: int, timeouts: Timeouts) -> bool:
+def is_stalled(state: Progress, now_ms: int, timeouts: Timeouts) -> bool:
     """Work is waiting or still arriving, yet the position has not moved for the stall timeout."""
     waiting = backlog(state) > 0 or state.last_arrival_ms > state.last_advance_ms
     return waiting and now_ms - state.last_advance_ms >= timeouts.stall_ms
 
 
-def rewound(before: Progress | None, position: int | None) -> bool:
+def is_rewound(before: Progress | None, position: int | None) -> bool:
     """The position went backwards, as after a restore from an older checkpoint."""
     return (
         before is not None
@@ -83,7 +87,7 @@ def _active(watermarks: Mapping[str, int | None], idle: set[str]) -> list[int]:
     return [w for p, w in watermarks.items() if w is not None and p not in idle]
 
 
-def watermark_skew(watermarks: Mapping[str, int | None], idle: set[str]) -> int | None:
+def skew_between(watermarks: Mapping[str, int | None], idle: set[str]) -> int | None:
     """max W_p - min W_p over the partitions that are not idle."""
     active = _active(watermarks, idle)
     return max(active) - min(active) if active else None
@@ -92,3 +96,27 @@ def watermark_skew(watermarks: Mapping[str, int | None], idle: set[str]) -> int 
 def flink_watermark(watermarks: Mapping[str, int | None], idle: set[str]) -> int | None:
     """The watermark Flink would have: the minimum of the non-idle partition watermarks."""
     return min(_active(watermarks, idle), default=None)
+
+
+def is_silent(facts: QueryFacts, now_ms: int) -> bool:
+    """A running query has reported nothing for longer than the silence threshold (Spark sends
+    idle events while a query waits for data, so a quiet query is not silent)."""
+    return facts.active and now_ms - facts.last_progress_ms > facts.thresholds.silence_ms
+
+
+def has_stalled_work(facts: QueryFacts) -> bool:
+    """The latest batch's watermark, or one of its partitions, is marked stalled."""
+    return facts.watermark_stalled or any(p.stalled for p in facts.latest_partitions)
+
+
+def lag_grew(trend: Sequence[int | None]) -> bool:
+    """The total offset lag grew over the trend (Burrow's rule: work arrives faster than it is
+    done)."""
+    known = [lag for lag in trend if lag is not None]
+    return len(known) >= 2 and known[-1] > known[0]
+
+
+def is_all_idle(facts: QueryFacts) -> bool:
+    """Spark called the query idle, or every partition of its latest batch is idle."""
+    latest = facts.latest_partitions
+    return facts.status == "idle" or (bool(latest) and all(p.idle for p in latest))

@@ -13,7 +13,7 @@ import threading
 
 from flask import Flask
 
-from monitor.alerts.rulefile import load_rules_file
+from monitor.alerts.rulefile import RuleSet, load_rules_file
 from monitor.alerts.runner import AlertRunner
 from web import db
 from web.periodic import Task
@@ -26,9 +26,10 @@ class Evaluator:
     as a plain Task rather than a Periodic one: the task's stop event is the runner's.
     """
 
-    def __init__(self, app: Flask) -> None:
+    def __init__(self, app: Flask, rules: RuleSet) -> None:
         self.app = app
         self.lock = threading.Lock()
+        self.initial_rules = rules
         self.runner: AlertRunner | None = None
         self._task: Task | None = None
 
@@ -54,6 +55,12 @@ class Evaluator:
             self._task.stop(timeout)
 
     @property
+    def rules(self) -> RuleSet:
+        """The rules in force: the runner's (it reloads a changed file) once it runs, else the
+        rules read when the app was made."""
+        return self.runner.rules if self.runner is not None else self.initial_rules
+
+    @property
     def rules_error(self) -> str | None:
         """Why the changed rules file is not used (the rules before it stay in force), if it
         is not; None before evaluation starts."""
@@ -61,13 +68,13 @@ class Evaluator:
 
 
 def init_app(app: Flask) -> None:
-    """Check the rules file now and give the app its evaluator, not started yet."""
-    if app.config["ALERT_RULES"] is not None:
-        load_rules_file(app.config["ALERT_RULES"])
-    app.extensions["wmon.alerting"] = Evaluator(app)
+    """Read the rules file now and give the app its evaluator, not started yet."""
+    path = app.config["ALERT_RULES"]
+    rules = RuleSet() if path is None else load_rules_file(path)
+    app.extensions["wmon.evaluation"] = Evaluator(app, rules)
 
 
 def evaluator(app: Flask) -> Evaluator:
     """The app's evaluator."""
-    found: Evaluator = app.extensions["wmon.alerting"]
+    found: Evaluator = app.extensions["wmon.evaluation"]
     return found

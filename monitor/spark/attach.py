@@ -10,14 +10,14 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from monitor.collect.writer import StoreWriter, WriterStats
 from monitor.config import load_settings
-from monitor.health import Timeouts
-from monitor.instrument import interval_ms
-from monitor.listener import WatermarkListener
+from monitor.health.predicates import Timeouts
+from monitor.spark.instrument import interval_ms
+from monitor.spark.listener import WatermarkListener
+from monitor.spark.timers import TimerWatch
 from monitor.store.engine import create_engine, display_url
 from monitor.store.writes import write_events
-from monitor.timers import TimerWatch
-from monitor.writer import StoreWriter, WriterStats
 
 log = logging.getLogger(__name__)
 

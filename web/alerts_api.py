@@ -21,12 +21,12 @@ from monitor.alerts.actions import (
     lift_silence,
     silence,
 )
-from monitor.alerts.notify import active_silences, silenced
 from monitor.alerts.rules import RULES
+from monitor.alerts.silences import active_silences, silenced
 from monitor.store.models import AlertEvent, AlertRow, Delivery, DeliveryAttempt, Query, Silence
 from monitor.store.reads import QueryNotFound, alerts_with_names, find_query
 from web import db
-from web.alerting import evaluator
+from web.evaluation import evaluator
 from web.params import MAX_LIMIT, BadParameter, bounded
 
 bp = Blueprint("alerts", __name__, url_prefix="/api")

@@ -8,9 +8,9 @@ import math
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from monitor.collect.observed import ObservationError, partition_event_times
+from monitor.collect.offsets import encode, parse_partitions, source_kind
 from monitor.events import BatchProgress, OperatorProgress, PartitionEventTimes, SourceProgress
-from monitor.observed import ObservationError, partition_event_times
-from monitor.offsets import encode, parse_partitions, source_kind
 
 log = logging.getLogger(__name__)
 

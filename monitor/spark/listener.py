@@ -19,8 +19,8 @@ from typing import Any
 
 from pyspark.sql.streaming import StreamingQueryListener
 
+from monitor.collect.progress import ProgressError, parse_progress, parse_time_ms
 from monitor.events import Event, QueryIdle, QueryStarted, QueryTerminated
-from monitor.progress import ProgressError, parse_progress, parse_time_ms
 
 log = logging.getLogger(__name__)
 

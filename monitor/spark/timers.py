@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from monitor.collect.progress import parse_time_ms
 from monitor.events import Event, TimerSnapshot
-from monitor.progress import parse_time_ms
 
 log = logging.getLogger(__name__)
 

@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from multiprocessing.synchronize import Event as EventType
 from typing import IO, Any
 
-from monitor.bench import synthetic_progress
-from monitor.progress import parse_progress
+from monitor.collect.progress import parse_progress
 from monitor.store.engine import create_engine
 from monitor.store.migrate import upgrade
 from monitor.store.scratch import scratch_database
 from monitor.store.writes import write_events
+from wmon.bench.synthetic import synthetic_progress
 
 QUERY = "bench-live"
 START_S = 30.0
@@ -84,7 +84,7 @@ def store_batch(engine: Any, batch_id: int, partitions: int) -> float:
 def _serve(database_url: str, port: int, log: IO[bytes]) -> subprocess.Popen[bytes]:
     """`wmon serve` on the store, once it answers; what it prints goes to `log`."""
     server = subprocess.Popen(
-        [sys.executable, "-m", "monitor.cli", "serve", "--port", str(port)]
+        [sys.executable, "-m", "wmon.main", "serve", "--port", str(port)]
         + ["--database-url", database_url],
         stdout=log,
         stderr=log,

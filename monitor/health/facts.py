@@ -1,0 +1,92 @@
+"""The facts about one query that every judgement of its health is made from: the stored
+status, the latest batch's health flags, and what happened within the look-back windows.
+
+One reader builds them from the store (:func:`monitor.store.facts.read_facts`); the dashboard's
+status (:mod:`monitor.health.status`) and the alert rules (:mod:`monitor.alerts.rules`) both
+decide on them, so the two cannot disagree about the same store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_WINDOW_MS = 300_000
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """How far back the facts look, and how long a running query may say nothing.
+
+    A late record or a rewind shows in one batch only, so the facts count them over a window;
+    the alert rules set these from their parameters (a rules file may change them per query).
+    """
+
+    late_window_ms: int = DEFAULT_WINDOW_MS
+    rewound_window_ms: int = DEFAULT_WINDOW_MS
+    silence_ms: int = DEFAULT_WINDOW_MS
+
+
+@dataclass(frozen=True)
+class TrendPoint:
+    """One recent batch in a query's small trend line."""
+
+    batch_id: int
+    batch_time_ms: int
+    watermark_ms: int | None
+    offset_lag: int | None
+
+
+@dataclass(frozen=True)
+class PartitionFacts:
+    """One source partition: its flags in the latest batch (when it is in it), its late
+    records and whether it went back, within the windows."""
+
+    name: str
+    idle: bool = False
+    stalled: bool = False
+    rewound: bool = False
+    offset_lag: int | None = None
+    late_records: int = 0
+    in_latest_batch: bool = True
+
+
+@dataclass(frozen=True)
+class QueryFacts:
+    """What is known of one query: its stored state, its latest batch, its recent trend."""
+
+    query_id: str
+    name: str | None
+    status: str
+    last_progress_ms: int
+    ended_at_ms: int | None = None
+    exception: str | None = None
+    watermark_ms: int | None = None
+    watermark_stalled: bool = False
+    watermark_rewound: bool = False
+    skew_ms: int | None = None
+    thresholds: Thresholds = Thresholds()
+    partitions: tuple[PartitionFacts, ...] = ()
+    trend: tuple[TrendPoint, ...] = ()
+    # The rules with a live alert on the query itself: what is already being told.
+    alerting: frozenset[str] = frozenset()
+
+    @property
+    def active(self) -> bool:
+        """Whether the query is running (Spark may have called it idle)."""
+        return self.status in ("active", "idle")
+
+    @property
+    def latest_partitions(self) -> tuple[PartitionFacts, ...]:
+        """The partitions of the latest batch."""
+        return tuple(p for p in self.partitions if p.in_latest_batch)
+
+    @property
+    def offset_lag(self) -> int | None:
+        """The total offset lag of the latest batch, None when no partition knows it."""
+        known = [p.offset_lag for p in self.partitions if p.offset_lag is not None]
+        return sum(known) if known else None
+
+    @property
+    def late_records(self) -> int:
+        """Records dropped as late within the late window, over every partition."""
+        return sum(p.late_records for p in self.partitions)

@@ -1,0 +1,54 @@
+"""A query's status at a glance: one small pure rule over the facts read from the store.
+
+The first rule that matches wins:
+
+1. `failed` — the run ended with an exception;
+2. `terminated` — the run ended without one;
+3. `stalled` — the latest batch's watermark or one of its partitions is stalled, or a running
+   query is silent: it has reported nothing for the silence threshold (a hung or killed
+   driver) — the conditions of the alert rules `watermark_stalled`, `partition_stalled` and
+   `no_progress`, on the same facts;
+4. `lagging` — records were dropped as late within the late window, or the total offset lag
+   of the recent batches grew (Burrow's rule: work arrives faster than it is done);
+5. `idle` — Spark reported the query idle, or every partition of its latest batch is idle;
+6. `healthy` otherwise.
+
+Statuses sort by urgency: failed, stalled, lagging, idle, healthy, then terminated (a query
+that ended cleanly needs no one's attention).
+"""
+
+from __future__ import annotations
+
+import enum
+
+from monitor.health.facts import QueryFacts
+from monitor.health.predicates import has_stalled_work, is_all_idle, is_silent, lag_grew
+
+
+class Status(enum.IntEnum):
+    """A query's status; a smaller value is more urgent and sorts first."""
+
+    FAILED = 0
+    STALLED = 1
+    LAGGING = 2
+    IDLE = 3
+    HEALTHY = 4
+    TERMINATED = 5
+
+    @property
+    def label(self) -> str:
+        """The status as the API and the pages name it."""
+        return self.name.lower()
+
+
+def query_status(facts: QueryFacts, now_ms: int) -> Status:
+    """The status of a query at `now_ms`, by the rules of this module's docstring."""
+    if facts.status == "failed":
+        return Status.FAILED
+    if facts.status == "terminated":
+        return Status.TERMINATED
+    if has_stalled_work(facts) or is_silent(facts, now_ms):
+        return Status.STALLED
+    if facts.late_records > 0 or lag_grew([point.offset_lag for point in facts.trend]):
+        return Status.LAGGING
+    return Status.IDLE if is_all_idle(facts) else Status.HEALTHY

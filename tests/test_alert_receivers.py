@@ -1,0 +1,163 @@
+"""Receiver kinds: one registry that the rules file and delivery both follow."""
+
+import pytest
+import sqlalchemy as sa
+import sqlalchemy.orm as so
+
+from monitor.alerts.delivery import deliver_due
+from monitor.alerts.evaluate import evaluate
+from monitor.alerts.receivers import BUILT_IN, kinds, lookup, register, unregister
+from monitor.alerts.receivers.slack import Slack
+from monitor.alerts.receivers.webhook import Webhook
+from monitor.alerts.rulefile import RulesFileError, load_rules
+from monitor.store.models import AlertEvent, AlertRow, Delivery, Query
+from tests.test_alert_evaluate import at, stalled
+from tests.test_alert_notify import LocalReceiver
+
+
+class Echo:
+    """A throwaway kind, as a new module would add one: its name and its message."""
+
+    kind = "echo"
+
+    def message(self, delivery, event, alert, query):
+        return {"echo": [delivery.id, event.transition, alert.rule]}
+
+
+@pytest.fixture
+def echo_kind():
+    registered = register(Echo())
+    yield registered
+    unregister("echo")
+
+
+@pytest.fixture
+def receiver():
+    server = LocalReceiver()
+    yield server
+    server.close()
+
+
+def rules_file(kind, url="http://127.0.0.1:9/"):
+    return (
+        'queries:\n  - match: "*"\n    rules:\n'
+        "      no_progress: {enabled: false}\n      watermark_age: {enabled: false}\n"
+        f"receivers:\n  - {{name: them, kind: {kind}, url: '{url}'}}\n"
+    )
+
+
+def test_the_built_in_kinds_are_registered_in_the_order_the_rules_file_names_them():
+    assert kinds() == ("webhook", "slack")
+    assert [lookup(kind) for kind in kinds()] == list(BUILT_IN)
+
+
+@pytest.mark.parametrize("kind", [Webhook(), Slack(), Echo()], ids=["webhook", "slack", "echo"])
+def test_the_registry_rejects_a_second_kind_of_the_same_name(echo_kind, kind):
+    before = lookup(kind.kind)
+    with pytest.raises(ValueError, match=f"^a receiver kind called '{kind.kind}' is registered"):
+        register(kind)
+    assert lookup(kind.kind) is before and kinds() == ("webhook", "slack", "echo")
+
+
+def test_an_unknown_kind_is_not_found():
+    with pytest.raises(KeyError):
+        lookup("email")
+
+
+@pytest.mark.parametrize("kind", ["webhook", "slack"], ids=["webhook", "slack"])
+def test_the_rules_file_accepts_each_built_in_kind(kind):
+    [receiver] = load_rules(rules_file(kind)).receivers
+    assert receiver.kind == kind
+
+
+def test_the_rules_file_accepts_a_registered_kind_and_names_it_among_the_known(echo_kind):
+    [receiver] = load_rules(rules_file("echo")).receivers
+    assert receiver.kind == "echo"
+    with pytest.raises(RulesFileError, match="kind must be one of webhook, slack, echo$"):
+        load_rules(rules_file("email"), "rules.yml")
+
+
+def test_the_rules_file_refuses_a_kind_once_it_is_unregistered():
+    register(Echo())
+    unregister("echo")
+    with pytest.raises(RulesFileError, match="line 7: kind must be one of webhook, slack$"):
+        load_rules(rules_file("echo"), "rules.yml")
+
+
+def test_delivery_posts_the_message_of_a_registered_kind(engine, receiver, echo_kind):
+    rules = load_rules(rules_file("echo", f"{receiver.url}/echo"))
+    stalled(engine)
+    with so.Session(engine, expire_on_commit=False) as session:
+        evaluate(session, rules, at(26))
+    [attempt] = deliver_due(engine, rules.receivers, at(26))
+    with so.Session(engine) as session:
+        delivery = session.scalars(sa.select(Delivery)).one()
+    assert attempt.ok
+    assert receiver.received == [("/echo", {"echo": [delivery.id, "firing", "partition_stalled"]})]
+
+
+DELIVERY = Delivery(id=7)
+ALERT = AlertRow(
+    id=3,
+    rule="partition_stalled",
+    severity="warning",
+    query_id="q-1",
+    partition="t/1",
+    active_since_ms=1_700_000_000_000,
+    fired_at_ms=1_700_000_030_000,
+    resolved_at_ms=None,
+)
+FIRING = AlertEvent(transition="firing", at_ms=1_700_000_030_000, value=25.0, message="t/1 <&>")
+RESOLVED = AlertEvent(transition="resolved", at_ms=1_700_000_090_500, value=None, message="ok")
+
+
+@pytest.mark.parametrize(
+    "kind, event, query, expected",
+    [
+        (
+            "webhook",
+            FIRING,
+            Query(name="orders"),
+            {
+                "version": 1,
+                "delivery_id": 7,
+                "status": "firing",
+                "at": "2023-11-14T22:13:50.000+00:00",
+                "alert": {
+                    "id": 3,
+                    "rule": "partition_stalled",
+                    "severity": "warning",
+                    "query_id": "q-1",
+                    "query": "orders",
+                    "partition": "t/1",
+                    "message": "t/1 <&>",
+                    "value": 25.0,
+                    "active_since": "2023-11-14T22:13:20.000+00:00",
+                    "fired_at": "2023-11-14T22:13:50.000+00:00",
+                    "resolved_at": None,
+                },
+            },
+        ),
+        (
+            "slack",
+            FIRING,
+            Query(name="orders"),
+            {
+                "text": ":rotating_light: [FIRING] orders: t/1 &lt;&amp;&gt; "
+                "(partition_stalled, warning; delivery 7)"
+            },
+        ),
+        (
+            "slack",
+            RESOLVED,
+            Query(name=None),
+            {
+                "text": ":white_check_mark: [RESOLVED] q-1: ok "
+                "(partition_stalled, warning; delivery 7)"
+            },
+        ),
+    ],
+    ids=["webhook-firing", "slack-firing-escaped", "slack-resolved-unnamed-query"],
+)
+def test_each_built_in_kind_makes_its_message(kind, event, query, expected):
+    assert lookup(kind).message(DELIVERY, event, ALERT, query) == expected

@@ -1,0 +1,106 @@
+"""One store, two readers: the dashboard's status and the alert rules agree on what is stalled
+and what drops records, because both decide on the same facts with the same thresholds."""
+
+import pytest
+import sqlalchemy as sa
+import sqlalchemy.orm as so
+
+from monitor.alerts.evaluate import evaluate
+from monitor.alerts.rulefile import load_rules, load_rules_file
+from monitor.health.predicates import Timeouts
+from monitor.store.models import LIVE_ALERT_STATES, AlertRow
+from monitor.store.writes import write_event
+from tests.test_alert_evaluate import at, healthy, moves_again, stalled
+from tests.test_health_store import QUERY
+from tests.web_events import batch_event
+from web import create_app
+
+STALLED_RULES = {"watermark_stalled", "partition_stalled", "no_progress"}
+# No `for`: a condition is an alert as soon as it holds, as it is a status.
+IMMEDIATE = "rules:\n" + "".join(
+    f"  {name}: {{for: 0s}}\n" for name in sorted(STALLED_RULES | {"late_records"})
+)
+
+
+def dashboard_status(database_url, rules_path, seconds):
+    """The query's status as GET /api/queries shows it at `seconds`."""
+    app = create_app(
+        {"DATABASE_URL": database_url, "CLOCK": lambda: at(seconds), "ALERT_RULES": rules_path}
+    )
+    [entry] = app.test_client().get("/api/queries").get_json()["queries"]
+    return entry["status"]
+
+
+def alerting(engine, rules_path, seconds):
+    """The rules with a live alert after an evaluation at `seconds`."""
+    with so.Session(engine) as session:
+        evaluate(session, load_rules_file(rules_path), at(seconds))
+        rows = session.scalars(sa.select(AlertRow).where(AlertRow.state.in_(LIVE_ALERT_STATES)))
+        return {row.rule for row in rows}
+
+
+@pytest.fixture
+def rules_path(tmp_path):
+    def write_rules(silence="5m"):
+        path = tmp_path / "rules.yml"
+        path.write_text(
+            IMMEDIATE.replace(
+                "no_progress: {for: 0s}", f"no_progress: {{for: 0s, threshold: {silence}}}"
+            )
+        )
+        return path
+
+    return write_rules
+
+
+def agree(engine, database_url, path, seconds):
+    """Assert that the dashboard says stalled exactly when a stalled rule fires; the status."""
+    status = dashboard_status(database_url, path, seconds)
+    fired = alerting(engine, path, seconds)
+    assert (status == "stalled") == bool(fired & STALLED_RULES), (seconds, status, fired)
+    return status, fired
+
+
+def test_a_stalled_partition_is_stalled_for_both(engine, database_url, rules_path):
+    path = rules_path()
+    stalled(engine)
+    assert agree(engine, database_url, path, 26) == ("stalled", {"partition_stalled"})
+    moves_again(engine)
+    assert agree(engine, database_url, path, 31)[0] == "healthy"
+
+
+@pytest.mark.parametrize(
+    "silence, silence_s",
+    [("5m", 300), ("1m", 60)],
+    ids=["default-threshold", "threshold-from-the-rules-file"],
+)
+def test_a_silent_query_turns_stalled_for_both_at_the_same_moment(
+    engine, database_url, rules_path, silence, silence_s
+):
+    # The last batch is stored at 10 s; the query reports nothing after it.
+    path = rules_path(silence)
+    healthy(engine)
+    for seconds in (11, 10 + silence_s // 2, 10 + silence_s):
+        assert agree(engine, database_url, path, seconds)[0] == "healthy"
+    assert agree(engine, database_url, path, 10 + silence_s + 1) == ("stalled", {"no_progress"})
+
+
+def test_late_records_make_the_query_lagging_and_fire_for_both(engine, database_url, rules_path):
+    path = rules_path(silence="10m")
+    # t/1 dropped 3 records as late in the batch stored at 0 s.
+    figures = {0: (5, at(-20), at(-10), 0), 1: (5, at(-30), at(-25), 3)}
+    write_event(engine, batch_event(QUERY, 0, at(0), event_times=figures), Timeouts())
+    status, fired = agree(engine, database_url, path, 1)
+    assert (status, fired) == ("lagging", {"late_records"})
+    assert agree(engine, database_url, path, 302) == ("healthy", set()), "past the late window"
+
+
+def test_the_rules_set_the_thresholds_the_facts_are_read_with():
+    rules = load_rules(
+        "rules:\n  no_progress: {threshold: 1m}\n  late_records: {window: 2m}\n"
+        "queries:\n  - match: orders\n    rules:\n      rewound: {window: 3m}\n"
+    )
+    assert rules.thresholds_for("other").silence_ms == 60_000
+    assert rules.thresholds_for("other").late_window_ms == 120_000
+    assert rules.thresholds_for("other").rewound_window_ms == 300_000
+    assert rules.thresholds_for("orders").rewound_window_ms == 180_000

@@ -1,0 +1,108 @@
+"""`wmon bench`: the listener's time per progress event, the store's sustained ingest rate, the
+instrumented operator's overhead, and the dashboard's latency and history.
+
+The benchmarks wire Spark, the store and the dashboard together, so they live with the command,
+not in the library; each module is imported only when its measurement runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
+
+
+def register(commands: Any) -> None:
+    """Add `wmon bench` and its options."""
+    parser = commands.add_parser(
+        "bench", help="benchmark the listener, the store and the dashboard"
+    )
+    parser.add_argument(
+        "--events", type=int, default=2_000, help="progress events per measurement (default 2000)"
+    )
+    parser.add_argument(
+        "--partitions", type=int, default=64, help="source partitions per event (default 64)"
+    )
+    parser.add_argument(
+        "--postgres-url",
+        default=os.environ.get("WMON_TEST_POSTGRES_URL", DEFAULT_POSTGRES),
+        help="a PostgreSQL server where a scratch database may be made",
+    )
+    parser.add_argument("--no-postgres", action="store_true", help="skip PostgreSQL")
+    parser.add_argument(
+        "--spark-seconds",
+        type=int,
+        default=60,
+        help="length of the real Spark run (default 60; 0 skips it)",
+    )
+    parser.add_argument(
+        "--overhead-records",
+        type=int,
+        default=100_000,
+        help="records per run of the instrumented-operator overhead test (default 100000; 0 skips)",
+    )
+    _add_dashboard_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def _add_dashboard_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--dashboard",
+        action="store_true",
+        help="measure only the dashboard: store-to-browser latency and opening a day of history",
+    )
+    parser.add_argument(
+        "--clients",
+        type=int,
+        default=100,
+        help="Socket.IO clients watching one query (default 100; 0 skips the latency test)",
+    )
+    parser.add_argument(
+        "--client-processes",
+        type=int,
+        default=4,
+        help="processes the clients are spread over (default 4)",
+    )
+    parser.add_argument(
+        "--live-seconds",
+        type=int,
+        default=60,
+        help="batches written, one a second, while the clients watch (default 60)",
+    )
+    parser.add_argument(
+        "--history-hours",
+        type=int,
+        default=24,
+        help="hours of 1-second batches the History page opens (default 24; 0 skips)",
+    )
+    parser.add_argument(
+        "--history-points",
+        type=int,
+        default=800,
+        help="points per series (default 800, what a History chart 1,600 pixels wide asks for)",
+    )
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=Path("var/bench"),
+        help="where the filled SQLite history store is kept for the next run (default var/bench)",
+    )
+
+
+def run(args: argparse.Namespace) -> None:
+    """Run every measurement asked for and print the figures the docs quote."""
+    from wmon.bench.collector import collector_figures
+    from wmon.bench.history import history_figures
+    from wmon.bench.live import live_figures
+    from wmon.bench.spark import spark_figures
+
+    if not args.dashboard:
+        collector_figures(args)
+        spark_figures(args)
+    if args.clients > 0:
+        live_figures(args)
+    if args.history_hours > 0:
+        history_figures(args)

@@ -1,0 +1,242 @@
+"""`wmon generate` and `wmon demo`: scooter telemetry into a partitioned log, and the scenarios
+played into monitored streaming queries with the dashboard."""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import threading
+from pathlib import Path
+from typing import Any
+
+from streaming.generator import DEFAULT_START_MS
+from streaming.scenarios import SCENARIOS
+from wmon.options import CliError, add_address, at_least, positive_float, store_option
+
+
+def register(commands: Any) -> None:
+    """Add `wmon generate` and `wmon demo`."""
+    _add_generate(
+        commands.add_parser("generate", help="write scooter telemetry into a partitioned log")
+    ).set_defaults(func=generate)
+    _add_demo(
+        commands.add_parser(
+            "demo",
+            parents=[store_option()],
+            help="play the scenarios into monitored streaming queries, with the dashboard",
+        )
+    ).set_defaults(func=demo)
+
+
+def generate(args: argparse.Namespace) -> None:
+    """Write deterministic scooter telemetry into a partitioned log, plainly or as a scenario."""
+    from streaming.generator import generate as generate_telemetry
+    from streaming.log import PartitionedLog
+    from streaming.scenarios import play
+
+    common = {
+        "topic": args.topic,
+        "partitions": args.partitions,
+        "scooters": args.scooters,
+        "records": args.records,
+        "rate": args.rate,
+        "start_ms": args.start_ms,
+        "seed": args.seed,
+        "max_disorder_ms": args.max_disorder_ms,
+    }
+    log = PartitionedLog(args.path)
+    if args.scenario is None:
+        written = generate_telemetry(log, **common).partitions
+        roles: dict[int, str] = {}
+        options: dict[str, str] = {}
+    else:
+        scenario = play(args.scenario, log, **common)
+        written, roles, options = scenario.partitions, scenario.roles, scenario.options
+    print(f"wrote {sum(p.records for p in written.values())} records to {args.path / args.topic}")
+    for partition, summary in sorted(written.items()):
+        role = f" ({roles[partition]})" if partition in roles else ""
+        print(f"  partition {partition}: {summary.records} records{role}")
+    for name, value in options.items():
+        print(f"  read it with .option({name!r}, {value!r})")
+
+
+def demo(args: argparse.Namespace) -> None:
+    """Play the scenarios into the monitored scooter pipeline and serve the dashboard."""
+    from streaming.demo import DemoError, DemoOptions, run_demo
+
+    try:
+        run_demo(
+            DemoOptions(
+                workdir=args.workdir,
+                seconds=args.seconds,
+                scenarios=tuple(args.scenarios),
+                partitions=args.partitions,
+                rate=args.rate,
+                round_seconds=args.round_seconds,
+                trigger_seconds=args.trigger_seconds,
+                idle_timeout=args.idle_timeout,
+                stall_timeout=args.stall_timeout,
+                host=args.host,
+                port=args.port,
+                database_url=args.database_url,
+            ),
+            DemoDashboard.serve,
+        )
+    except DemoError as error:
+        raise CliError(str(error)) from error
+
+
+class DemoDashboard:
+    """The dashboard beside the demo: served from a background thread, evaluating alerts."""
+
+    def __init__(self, app: Any, server: Any) -> None:
+        self.app, self.server, self.port = app, server, server.port
+
+    @classmethod
+    def serve(cls, options: Any) -> DemoDashboard:
+        """Serve the demo's store at the demo's address, with the demo's stall timeout."""
+        from werkzeug.serving import make_server
+
+        from web import create_app, evaluation
+
+        config: dict[str, Any] = {}
+        if options.database_url:
+            config["DATABASE_URL"] = options.database_url
+        listener = _bound_socket(options.host, options.port)
+        app = create_app(config)
+        evaluation.evaluator(app).start()
+        server = make_server(options.host, options.port, app, threaded=True, fd=listener.fileno())
+        threading.Thread(target=server.serve_forever, name="dashboard", daemon=True).start()
+        return cls(app, server)
+
+    def overview(self) -> dict[str, Any]:
+        """The body of GET /api/queries."""
+        body: dict[str, Any] = self.app.test_client().get("/api/queries").get_json()
+        return body
+
+    def stop(self) -> None:
+        """Stop evaluating and serving."""
+        from web import evaluation
+
+        evaluation.evaluator(self.app).stop()
+        self.server.shutdown()
+
+
+def _bound_socket(host: str, port: int) -> socket.socket:
+    """A listening socket on the address: bound here, as Werkzeug exits the process when it
+    cannot bind, rather than raising."""
+    from streaming.demo import DemoError
+
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((host, port))
+    except OSError as error:
+        listener.close()
+        raise DemoError(
+            f"cannot serve the dashboard on {host}:{port}: {error.strerror} "
+            "(choose another with --port)"
+        ) from error
+    listener.listen(128)
+    return listener
+
+
+def scenario_list(text: str) -> list[str]:
+    """An argparse type: comma-separated scenario names, each known."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in SCENARIOS]
+    if unknown or not names:
+        known = ", ".join(sorted(SCENARIOS))
+        raise argparse.ArgumentTypeError(
+            f"unknown scenario {', '.join(unknown) or '(none)'}; known: {known}"
+        )
+    return names
+
+
+def _add_generate(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser.add_argument("path", type=Path, help="the partitioned log's folder")
+    parser.add_argument(
+        "--scenario",
+        choices=sorted(SCENARIOS),
+        help="write one of the scenarios instead of plain telemetry",
+    )
+    parser.add_argument("--topic", default="telemetry", help="topic name (default telemetry)")
+    parser.add_argument("--partitions", type=at_least(1), default=4, help="default 4")
+    parser.add_argument("--scooters", type=at_least(1), default=50, help="default 50")
+    parser.add_argument("--records", type=at_least(1), default=10_000, help="default 10000")
+    parser.add_argument(
+        "--rate",
+        type=positive_float,
+        default=100.0,
+        help="records per second of event time (default 100)",
+    )
+    parser.add_argument(
+        "--start-ms",
+        type=at_least(0),
+        default=DEFAULT_START_MS,
+        help="event time of the first record, epoch ms",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="default 0")
+    parser.add_argument(
+        "--max-disorder-ms",
+        type=at_least(0),
+        default=2_000,
+        help="how far out of order event times may be (default 2000)",
+    )
+    return parser
+
+
+def _add_demo(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    from streaming.demo import DEMO_SCENARIOS
+
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=Path("var/demo"),
+        help="where the logs and checkpoints go (default var/demo)",
+    )
+    parser.add_argument(
+        "--seconds",
+        type=at_least(0),
+        default=0,
+        help="stop after this long (default 0: run until Ctrl-C)",
+    )
+    parser.add_argument(
+        "--scenarios",
+        type=scenario_list,
+        default=list(DEMO_SCENARIOS),
+        help=f"comma-separated, one query each (default {','.join(DEMO_SCENARIOS)})",
+    )
+    parser.add_argument("--partitions", type=at_least(2), default=4, help="default 4")
+    parser.add_argument(
+        "--rate",
+        type=positive_float,
+        default=20.0,
+        help="records per second of each scenario (default 20)",
+    )
+    parser.add_argument(
+        "--round-seconds",
+        type=positive_float,
+        default=60.0,
+        help="each scenario's telemetry is written in rounds this long (default 60)",
+    )
+    parser.add_argument(
+        "--trigger-seconds",
+        type=positive_float,
+        default=5.0,
+        help="the queries' trigger interval, and event time read per trigger (default 5)",
+    )
+    parser.add_argument(
+        "--idle-timeout",
+        type=positive_float,
+        default=10.0,
+        help="seconds without new records before a partition is idle (default 10)",
+    )
+    parser.add_argument(
+        "--stall-timeout",
+        type=positive_float,
+        default=30.0,
+        help="seconds without progress before a watermark or partition is stalled (default 30)",
+    )
+    add_address(parser)
+    return parser

@@ -1,0 +1,48 @@
+"""The `wmon` command: migrate the store, inspect stored history, serve the dashboard, evaluate
+alerts, generate data, run the demo and the benchmarks."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+import sqlalchemy.exc as sa_exc
+
+from monitor.store.engine import StoreError, error_reason
+from monitor.store.reads import QueryNotFound
+from wmon import alerts, bench, db, demo, queries, serve
+from wmon.options import CliError, Parser
+
+# Each group adds its own sub-commands, in the order `wmon --help` lists them.
+GROUPS = (db, queries, alerts, demo, serve, bench)
+
+
+def build_parser() -> Parser:
+    """The argument parser of every subcommand."""
+    parser = Parser(prog="wmon", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    for group in GROUPS:
+        group.register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one `wmon` command; errors are one line on stderr and a non-zero exit."""
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except (CliError, StoreError, QueryNotFound, ValueError) as error:
+        message = error.args[0] if isinstance(error, QueryNotFound) else str(error)
+        print(f"wmon: error: {message}", file=sys.stderr)
+        return 1
+    except sa_exc.DatabaseError as error:
+        print(f"wmon: error: cannot use the store: {error_reason(error)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`wmon batches q | head`): stop quietly, as other tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    return 0
