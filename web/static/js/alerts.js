@@ -24,7 +24,7 @@ const live = new AlertTable($("live-alerts"), {
 });
 const history = new AlertTable($("alert-history"), { actions: false });
 
-// As monitor/alerts/notify.py's silenced(): each of the silence's rule, query and partition,
+// As monitor/alerts/silences.py's silenced(): each of the silence's rule, query and partition,
 // when set, is the alert's (whose partition is null for the query as a whole).
 function covers(silence, alert) {
   return [

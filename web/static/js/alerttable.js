@@ -2,7 +2,7 @@
 // message, when, who acknowledged it; its buttons; and below it, on demand, its story
 // (transitions and notifications, from GET /api/alerts/<id>) or the silence form.
 import { NO_TOKEN, act, actor, hasToken } from "./actions.js";
-import { el, getJson, setText } from "./dom.js";
+import { el, getJson, setText, setWrappingText } from "./dom.js";
 import { clock, duration } from "./format.js";
 import { isLive } from "./alertbook.js";
 import { serverNow } from "./live.js";
@@ -17,14 +17,25 @@ function button(text, onClick) {
   return node;
 }
 
+// When, in two pieces that each keep to one line: the cell may wrap between them only.
 function when(alert) {
   const now = serverNow();
   if (isLive(alert)) {
     const since = alert.state === "firing" ? alert.fired_at_ms : alert.active_since_ms;
-    return `${clock(since)}, ${duration(now - since)} ago`;
+    return [`${clock(since)},`, `${duration(now - since)} ago`];
   }
   const end = alert.resolved_at_ms;
-  return `${clock(alert.active_since_ms)} to ${clock(end)} (${duration(end - alert.active_since_ms)})`;
+  return [
+    `${clock(alert.active_since_ms)} to ${clock(end)}`,
+    `(${duration(end - alert.active_since_ms)})`,
+  ];
+}
+
+function showWhen(cell, alert) {
+  const [first, second] = when(alert);
+  if (cell.children.length !== 2) cell.replaceChildren(el("span"), " ", el("span"));
+  setText(cell.children[0], first);
+  setText(cell.children[1], second);
 }
 
 function attemptsText(delivery) {
@@ -100,7 +111,7 @@ export class AlertTable {
   }
 
   tick() {
-    for (const row of this.rows.values()) setText(row.cells.when, when(row.alert));
+    for (const row of this.rows.values()) showWhen(row.cells.when, row.alert);
   }
 
   makeRow(alert) {
@@ -142,8 +153,8 @@ export class AlertTable {
       setText(row.link, alert.query || alert.query_id);
     }
     setText(cells.partition, alert.partition || "—");
-    setText(cells.message, alert.message);
-    setText(cells.when, when(alert));
+    setWrappingText(cells.message, alert.message);
+    showWhen(cells.when, alert);
     const acked = alert.acknowledged_at_ms !== null;
     setText(
       cells.acked,

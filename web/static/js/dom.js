@@ -14,6 +14,35 @@ export function setText(node, text) {
   if (node.textContent !== value) node.textContent = value;
 }
 
+// Long technical tokens (class names, paths, ids) in text that wraps: they may break after
+// their dots, slashes, underscores, colons, commas and equals signs, where a <wbr> goes; a
+// piece longer than LONG_PIECE without any (a hash), every LONG_TOKEN characters. The text
+// stays text: the node's textContent is `text`.
+const LONG_TOKEN = 24;
+const LONG_PIECE = 32;
+const BREAK_AFTER = /(?<=[./_:=,;\]\)])(?=.)/;
+const SLICE = new RegExp(`.{1,${LONG_TOKEN}}`, "gsu");
+
+function pieces(token) {
+  if (token.length < LONG_TOKEN) return [token];
+  return token
+    .split(BREAK_AFTER)
+    .flatMap((piece) => (piece.length <= LONG_PIECE ? [piece] : piece.match(SLICE)));
+}
+
+export function setWrappingText(node, text) {
+  const value = text === undefined || text === null ? "" : String(text);
+  if (node.textContent === value) return;
+  const parts = [""];
+  for (const token of value.split(/(\s+)/)) {
+    pieces(token).forEach((piece, i) => {
+      if (i > 0) parts.push(document.createElement("wbr"), "");
+      parts[parts.length - 1] += piece;
+    });
+  }
+  node.replaceChildren(...parts.filter((part) => part !== ""));
+}
+
 export function setBadge(node, status) {
   node.className = `badge badge-${status}`;
   setText(node, status);

@@ -9,9 +9,9 @@ import {
   pointsFor,
 } from "./charts.js";
 import { tokenForm } from "./actions.js";
-import { AlertBook, showAlertCount } from "./alertbook.js";
+import { AlertBook, bySeverity, showAlertCount } from "./alertbook.js";
 import { AlertTable } from "./alerttable.js";
-import { getJson, queryUrl, setBadge, setText, showError } from "./dom.js";
+import { el, getJson, queryUrl, setBadge, setText, showError } from "./dom.js";
 import { clock, count, duration, rate, watermark } from "./format.js";
 import { connect, heardServerTime, serverNow } from "./live.js";
 import { PartitionTable } from "./partitions.js";
@@ -130,7 +130,30 @@ function showLate(lateRecords, windowMs) {
 function showAlerts() {
   const live = book.live(queryId);
   alerts.render(live);
+  showStrip(live);
   $("query-alerts").hidden = live.length === 0;
+}
+
+// The alerts' strip: a badge per severity with its count, and the most urgent alert, its
+// message in full as the hint, for when the line cuts it short.
+function showStrip(live) {
+  const counts = bySeverity(live);
+  const worst = counts.length ? counts[0][0] : "none";
+  $("alert-strip").className = `alert-strip worst-${worst}`;
+  const badges = counts.map(([s, n]) => el("span", `severity severity-${s}`, `${n} ${s}`));
+  $("alert-strip-counts").replaceChildren(...badges);
+  const [top] = live;
+  setText($("alert-strip-top"), top ? top.message : "");
+  setText($("alert-strip-rule"), top ? `(${top.rule}, ${top.state})` : "");
+  $("alert-strip-urgent").title = top ? top.message : "";
+}
+
+// The strip's button opens and closes the full table, with its actions and the token form.
+function toggleAlertTable() {
+  const button = $("alerts-toggle");
+  const open = button.getAttribute("aria-expanded") !== "true";
+  button.setAttribute("aria-expanded", String(open));
+  $("alerts-panel").hidden = !open;
 }
 
 function tick() {
@@ -237,6 +260,7 @@ function subscribe(socket) {
 
 function listen() {
   tokenForm($("token-form"), () => alerts.refresh());
+  $("alerts-toggle").addEventListener("click", toggleAlertTable);
   showAlertCount(book);
   book.onChange(showAlerts);
   const socket = connect(subscribe);

@@ -23,9 +23,15 @@ from streaming.demo import stop_between_batches
 from streaming.log import PartitionedLog
 from streaming.scenarios import STALLED, play
 from tests.helpers import start_query, unique_name, wait_until
-from tests.test_alert_runner import RULES, rewrite
-from tests.test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, assert_not_reloaded, mark_page
-from web import alerting, create_app, db, live
+from tests.monitor.alerts.test_runner import RULES, rewrite
+from tests.web.test_browser import (
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    assert_not_reloaded,
+    mark_page,
+)
+from web import create_app, db, evaluation, live
 
 pytestmark = [
     pytest.mark.e2e,
@@ -55,11 +61,11 @@ def served(database_url, **config):
     http = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=http.serve_forever, daemon=True)
     thread.start()
-    alerting.evaluator(app).start()
+    evaluation.evaluator(app).start()
     try:
         yield f"http://127.0.0.1:{http.server_port}"
     finally:
-        alerting.evaluator(app).stop()
+        evaluation.evaluator(app).stop()
         live.watcher(app).stop()
         http.shutdown()
         thread.join(timeout=10)

@@ -6,17 +6,20 @@ import io
 import re
 import threading
 import time
-from pathlib import Path
 
 import pytest
+import sqlalchemy.orm as so
+from playwright.sync_api import expect
 from werkzeug.serving import make_server
 
 import monitor
-from monitor.events import QueryIdle, QueryStarted, QueryTerminated
-from monitor.instrument import instrument
+from monitor.alerts.evaluate import evaluate
+from monitor.alerts.rulefile import RuleSet
+from monitor.events import QueryIdle, QueryStarted, QueryTerminated, TimerSnapshot
+from monitor.spark.instrument import instrument
 from monitor.store.writes import write_event, write_events
 from streaming.log import LogRecord, PartitionedLog
-from tests.helpers import unique_name, wait_until
+from tests.helpers import ROOT, unique_name, wait_until
 from tests.web_events import batch_event
 from web import create_app, db, live
 
@@ -25,13 +28,14 @@ pytestmark = [
     pytest.mark.parametrize("database_url", ["sqlite"], indirect=True),
 ]
 
-ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "build" / "artifacts"
+SCREENSHOT = ROOT / "docs" / "dashboard.png"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 WAIT_MS = 20_000
 NOW = (time.time_ns() // 1_000_000) // 1_000 * 1_000
 HOSTILE = "<img src=x onerror=alert(1)>"
+SCREEN = {"width": 1400, "height": 900}
 
 
 @pytest.fixture(scope="module")
@@ -65,10 +69,10 @@ def serve(database_url):
         db.dispose(app)
 
 
-@pytest.fixture
-def page(chromium, request):
-    """A fresh page; script errors and dialogs are recorded, and a screenshot is saved."""
-    context = chromium.new_context(viewport={"width": 1600, "height": 1000})
+def open_page(chromium, request, viewport):
+    """A fresh page of `viewport`'s size; script errors and dialogs are recorded, and a
+    screenshot is saved."""
+    context = chromium.new_context(viewport=viewport)
     tab = context.new_page()
     tab.script_errors, tab.dialogs = [], []
     tab.on("pageerror", lambda error: tab.script_errors.append(error))
@@ -79,6 +83,18 @@ def page(chromium, request):
     tab.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
     context.close()
     assert not tab.script_errors, f"script errors on the page: {tab.script_errors}"
+
+
+@pytest.fixture
+def page(chromium, request):
+    """A page of 1,600 × 1,000, a wall screen's."""
+    yield from open_page(chromium, request, {"width": 1600, "height": 1000})
+
+
+@pytest.fixture
+def screen(chromium, request):
+    """A page of the README's screenshot's size, 1,400 × 900."""
+    yield from open_page(chromium, request, SCREEN)
 
 
 def mark_page(tab):
@@ -373,3 +389,206 @@ def test_a_restart_from_an_older_checkpoint_replaces_the_superseded_batches(engi
     assert chart_points(page, "batches-chart") == 5
     assert page.locator("#partitions .badge-rewound").count() == 0, "batch 4 moved on"
     assert page.script_errors == []
+
+
+DASHBOARD = "orders_enriched"
+DASHBOARD_ID = "5c0f9a52-7d1e-4b8a-9f36-2e4d7a1b8c90"
+FAILED_ID = "0b7e4d19-3a62-4f85-b1c7-9d2e8a5f6c34"
+STALL_BATCH = 20
+LATE_KEY = "order-{}"
+
+
+def read(partition, batch_id):
+    """Records partition `partition` read in batch `batch_id` of orders_enriched: some 30 a
+    second, give or take; none from t/2 after STALL_BATCH."""
+    if partition == 2 and batch_id > STALL_BATCH:
+        return 0
+    return 540 + 20 * partition + (batch_id * 37 + partition * 11) % 13 * 9
+
+
+def dashboard_batch(i):
+    """Batch `i` of orders_enriched, 20 s apart over the last 15 minutes, four partitions of
+    topic t: t/2 stops after STALL_BATCH while records pile up behind it; t/1 now and then
+    and t/3 in every one of the last batches get late records."""
+    at = NOW - 900_000 + i * 20_000
+    ends = tuple(sum(read(p, b) for b in range(i + 1)) for p in range(4))
+    starts = None if i == 0 else tuple(end - read(p, i) for p, end in enumerate(ends))
+    backlog = (40, 25, 6_000 * max(i - STALL_BATCH, 0), 35)
+    latests = tuple(end + waiting for end, waiting in zip(ends, backlog, strict=True))
+    late = {1: 3 if i >= 30 and i % 4 == 1 else 0, 3: 12 if i >= 36 else 0}
+    watermark_ms = None if i == 0 else at - 31_500
+    event_times = {}
+    for p in range(4):
+        if not read(p, i):
+            continue
+        samples = [(LATE_KEY.format(9_000 + i * 7 + n), at - 95_000, ends[p] - n) for n in (1, 2)]
+        event_times[p] = (
+            read(p, i),
+            at - 28_000,
+            at - 1_500 - 700 * p,
+            late.get(p, 0),
+            samples if late.get(p) else [],
+        )
+    rows = sum(figures[0] for figures in event_times.values())
+    return batch_event(
+        DASHBOARD_ID,
+        i,
+        at,
+        name=DASHBOARD,
+        watermark_ms=watermark_ms,
+        starts=starts,
+        ends=ends,
+        latests=latests,
+        rows=rows,
+        rate=rows / 20,
+        duration_ms=1_250 + i * 7 % 23 * 40,
+        dropped=sum(late.values()),
+        event_times=event_times,
+        late_watermark_ms=watermark_ms,
+    )
+
+
+def write_dashboard(engine):
+    """orders_enriched as the README shows it, and payments_dedup, which failed 4 minutes
+    ago. The rules, evaluated a minute apart as the server does, leave six alerts live, five
+    of them orders_enriched's: t/2 stalled, late records on t/1 and t/3, the watermark skew
+    and the offset lag."""
+    write_event(engine, QueryStarted(DASHBOARD_ID, "run-1", DASHBOARD, NOW - 905_000))
+    write_events(engine, [dashboard_batch(i) for i in range(42)])
+    write_events(
+        engine,
+        [
+            QueryStarted(FAILED_ID, "run-1", "payments_dedup", NOW - 600_000),
+            batch_event(FAILED_ID, 0, NOW - 300_000, name="payments_dedup"),
+            QueryTerminated(
+                FAILED_ID,
+                "run-1",
+                NOW - 240_000,
+                "org.apache.spark.sql.streaming.StreamingQueryException: [STREAM_FAILED] "
+                f"Query [id = {FAILED_ID}, runId = 9f1c] terminated with exception: Job "
+                "aborted due to stage failure: Task 3 in stage 41.0 failed 4 times\n\tat x",
+                "STREAM_FAILED",
+            ),
+        ],
+    )
+    with so.Session(engine) as session:
+        evaluate(session, RuleSet(), NOW - 61_000)
+    timers = TimerSnapshot(
+        DASHBOARD_ID, "run-1", NOW - 8_000, NOW - 51_500, 1_284, NOW - 43_000, 60_000, 212
+    )
+    write_events(engine, [*(dashboard_batch(i) for i in range(42, 45)), timers])
+    with so.Session(engine) as session:
+        evaluate(session, RuleSet(), NOW - 1_000)
+
+
+def open_dashboard(tab, url):
+    """The query page of orders_enriched, once its charts and its alerts are in."""
+    tab.goto(f"{url}/queries/{DASHBOARD}")
+    tab.wait_for_selector("#connection.connection-live", timeout=WAIT_MS)
+    tab.wait_for_function(
+        "() => Number(document.getElementById('event-time-chart').dataset.points) > 0",
+        timeout=WAIT_MS,
+    )
+    tab.wait_for_selector("#live-alerts tbody tr.alert >> nth=4", state="attached", timeout=WAIT_MS)
+
+
+def box(tab, selector):
+    return tab.locator(selector).bounding_box()
+
+
+def test_the_query_page_shows_its_cards_and_charts_first_and_its_alerts_as_a_strip(
+    engine, serve, screen
+):
+    """Five alerts take one line above the cards: their counts and the most urgent; the
+    table, with its actions, opens with the strip's button (from the keyboard too)."""
+    write_dashboard(engine)
+    open_dashboard(screen, serve(CLOCK=lambda: NOW))
+    assert screen.locator("#live-alerts tbody tr.alert").count() == 5
+    for selector in (".cards", "#event-time-chart"):
+        assert box(screen, selector)["y"] + box(screen, selector)["height"] <= SCREEN["height"], (
+            f"{selector} is not on the first screen"
+        )
+
+    strip = screen.locator("#alert-strip")
+    assert strip.is_visible() and box(screen, "#alert-strip")["height"] < 60, "one line"
+    assert strip.locator(".severity").all_text_contents() == ["3 critical", "2 warning"]
+    table = screen.locator("#live-alerts")
+    first = table.locator("tr.alert").first  # the table lists the most urgent first
+    assert first.locator(".severity").text_content() == "critical"
+    assert text_of(screen, "#alert-strip-top") == first.locator("td.message").text_content()
+    assert text_of(screen, "#alert-strip-rule") == f"({text_of(first, 'td.rule')}, firing)"
+    toggle = strip.get_by_role("button", name="Alert table")
+    assert table.is_hidden() and toggle.get_attribute("aria-expanded") == "false"
+
+    toggle.focus()
+    screen.keyboard.press("Enter")
+    expect(table).to_be_visible()
+    assert toggle.get_attribute("aria-expanded") == "true"
+    assert screen.locator("#token-form").is_visible()
+    assert table.locator("tr.alert").first.get_by_role("button", name="Acknowledge").is_visible()
+    toggle.click()
+    expect(table).to_be_hidden()
+    assert toggle.get_attribute("aria-expanded") == "false"
+
+
+def test_the_readme_screenshot_shows_a_query_with_a_stalled_partition_and_alerts(
+    engine, serve, screen
+):
+    """docs/dashboard.png, taken afresh on each run: orders_enriched's page on a 1,400 × 900
+    screen."""
+    write_dashboard(engine)
+    open_dashboard(screen, serve(CLOCK=lambda: NOW))
+    expect(screen.locator("#status")).to_have_text("stalled")
+    expect(screen.locator("#partitions tbody tr")).to_have_count(4)
+    expect(screen.locator("#partitions .badge-stalled")).to_have_count(1)
+    screen.wait_for_function(
+        "() => ['skew-chart', 'batches-chart'].every("
+        "(id) => Number(document.getElementById(id).dataset.points) > 0)",
+        timeout=WAIT_MS,
+    )
+    SCREENSHOT.parent.mkdir(exist_ok=True)
+    screen.screenshot(path=str(SCREENSHOT))
+
+
+# The words (runs of letters and digits) of the matched cells that the browser laid out over
+# more than one line.
+BROKEN_WORDS = """(selector) => {
+    const broken = [];
+    let words = 0;
+    for (const cell of document.querySelectorAll(selector)) {
+        const texts = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+        for (let node = texts.nextNode(); node; node = texts.nextNode()) {
+            for (const word of node.data.matchAll(/[\\p{L}\\p{N}]+/gu)) {
+                const range = document.createRange();
+                range.setStart(node, word.index);
+                range.setEnd(node, word.index + word[0].length);
+                const lines = new Set(
+                    [...range.getClientRects()].filter((r) => r.width > 0).map((r) => r.bottom),
+                );
+                words += 1;
+                if (lines.size > 1) broken.push(word[0]);
+            }
+        }
+    }
+    return { words, broken };
+}"""
+
+
+@pytest.mark.parametrize("where", ["alerts", "query"])
+def test_alert_messages_break_only_between_words_at_1400_pixels(engine, serve, screen, where):
+    write_dashboard(engine)
+    url = serve(CLOCK=lambda: NOW)
+    if where == "query":
+        open_dashboard(screen, url)
+        screen.get_by_role("button", name="Alert table").click()
+        rows = 5
+    else:
+        screen.goto(f"{url}/alerts")
+        rows = 6
+    messages = screen.locator("#live-alerts td.message")
+    expect(messages).to_have_count(rows, timeout=WAIT_MS)
+    expect(messages.first).to_be_visible()
+    found = screen.evaluate(BROKEN_WORDS, "#live-alerts td.message")
+    assert found["words"] > 5 * rows and found["broken"] == []
+    width = screen.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    assert width[0] <= width[1], "the page scrolls sideways"
