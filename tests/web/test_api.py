@@ -17,15 +17,8 @@ SINCE = NOW - 300_000  # the default late window: five minutes
 
 
 @pytest.fixture
-def app(database_url):
-    app = create_app({"DATABASE_URL": database_url, "CLOCK": lambda: NOW, "TESTING": True})
-    yield app
-    db.dispose(app)
-
-
-@pytest.fixture
-def client(app):
-    return app.test_client()
+def app_config():
+    return {"CLOCK": lambda: NOW, "TESTING": True}
 
 
 def ok(response):

@@ -9,7 +9,6 @@ import threading
 import time
 import urllib.request
 from functools import partial
-from pathlib import Path
 
 import pytest
 import socketio
@@ -19,10 +18,9 @@ from werkzeug.serving import make_server
 
 from monitor.alerts.actions import lift_silence, silence
 from monitor.store.models import Silence
-from tests.helpers import wait_until
-from web import create_app, db, live
+from tests.helpers import ROOT, wait_until
+from web import live
 
-ROOT = Path(__file__).resolve().parent.parent
 T0 = 1_795_316_400_000
 LATENCY_S = 1.0
 WAIT_S = 10.0
@@ -111,10 +109,8 @@ def writer(database_url):
 
 
 @pytest.fixture
-def app(database_url):
-    app = create_app({"DATABASE_URL": database_url, "POLL_INTERVAL_S": 0.2, "API_TOKEN": TOKEN})
-    yield app
-    db.dispose(app)
+def app_config():
+    return {"POLL_INTERVAL_S": 0.2, "API_TOKEN": TOKEN}
 
 
 @pytest.fixture

@@ -2,32 +2,19 @@
 stores; and static checks of the front end's modules."""
 
 import re
-from pathlib import Path
 
 import pytest
 
 from monitor.events import QueryTerminated
 from monitor.store.writes import write_events
-from tests.helpers import closed_port
+from tests.helpers import ROOT, closed_port
 from tests.web_events import batch_event
 from web import create_app, db, vendor
 
 T0 = 1_795_316_400_000
-STATIC_JS = Path(__file__).resolve().parent.parent / "web" / "static" / "js"
+STATIC_JS = ROOT / "web" / "static" / "js"
 HOSTILE = "<img src=x onerror=alert(1)>"
 JAVASCRIPT = ("text/javascript", "application/javascript")  # by Python's version and mime.types
-
-
-@pytest.fixture
-def app(database_url):
-    app = create_app({"DATABASE_URL": database_url, "TESTING": True})
-    yield app
-    db.dispose(app)
-
-
-@pytest.fixture
-def client(app):
-    return app.test_client()
 
 
 def page(response, status=200):

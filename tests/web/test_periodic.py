@@ -15,7 +15,7 @@ log = logging.getLogger("tests.periodic")
 
 
 @pytest.fixture(autouse=True)
-def app(tmp_path):
+def bound_socketio(tmp_path):
     """An app binds the Socket.IO server that starts the tasks; nothing here uses its store."""
     return create_app({"DATABASE_URL": f"sqlite:///{tmp_path / 'wmon.db'}"})
 

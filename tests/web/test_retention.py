@@ -7,17 +7,13 @@ import sqlalchemy as sa
 
 from monitor.store.models import Batch, TimerSnapshotRow
 from tests.helpers import wait_until
-from tests.test_prune import CUTOFF, NEW, NOW, OLD, write_batch, write_snapshot
+from tests.monitor.store.test_prune import CUTOFF, NEW, NOW, OLD, write_batch, write_snapshot
 from web import create_app, db, retention
 
 
 @pytest.fixture
-def app(database_url):
-    config = {"CLOCK": lambda: NOW, "RETENTION_DAYS": 30, "PRUNE_INTERVAL_S": 0.05}
-    app = create_app({"DATABASE_URL": database_url} | config)
-    yield app
-    retention.pruner(app).stop()
-    db.dispose(app)
+def app_config():
+    return {"CLOCK": lambda: NOW, "RETENTION_DAYS": 30, "PRUNE_INTERVAL_S": 0.05}
 
 
 def rows(engine, column):

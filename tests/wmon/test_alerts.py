@@ -6,8 +6,8 @@ import pytest
 
 from monitor.alerts.runner import AlertRunner
 from monitor.store.engine import display_url
-from tests.test_alert_evaluate import stalled
-from tests.test_alert_notify import LocalReceiver
+from tests.monitor.alerts.test_delivery import LocalReceiver
+from tests.monitor.alerts.test_evaluate import stalled
 from wmon.main import build_parser, main
 
 

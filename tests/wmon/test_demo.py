@@ -63,11 +63,18 @@ def test_the_demo_plays_scenarios_into_monitored_queries_with_the_dashboard(tmp_
         shown = wait_until(batches_shown, 240, "both queries on the dashboard, 3 batches each")
         assert shown["scooters_stalled_partition"]["status"] == "stalled"
         demo.send_signal(signal.SIGINT)
-        assert demo.wait(90) == 0, demo.stderr.read()[-3_000:]
+        code = demo.wait(90)
+        errors = demo.stderr.read()
+        assert code == 0, errors[-3_000:]
     finally:
         if demo.poll() is None:
             demo.kill()
     assert any(line.startswith("demo: stopping") for line in lines), lines
+    assert "[Stage " not in errors + "".join(lines), "Spark's console progress bars are off"
+    theirs = [
+        line for line in lines if line.strip() and not line.startswith(("demo:", "scooters_"))
+    ]
+    assert theirs == [], "the demo's output is its own lines only"
 
     engine = create_engine(f"sqlite:///{tmp_path / 'home' / 'wmon.db'}")
     with so.Session(engine) as session:

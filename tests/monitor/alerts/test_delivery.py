@@ -27,7 +27,7 @@ from monitor.store.models import (
     Silence,
 )
 from tests.helpers import closed_port, wait_until
-from tests.test_alert_evaluate import at, moves_again, stalled
+from tests.monitor.alerts.test_evaluate import at, moves_again, stalled
 
 ONLY_STALLED = load_rules("""\
 queries:

@@ -8,7 +8,7 @@ from monitor.alerts.rulefile import load_rules
 from monitor.events import QueryStarted, QueryTerminated
 from monitor.store.models import AlertEvent, AlertRow
 from monitor.store.writes import write_event
-from tests.test_health_store import EPOCH, QUERY, write
+from tests.monitor.store.test_health_flags import EPOCH, QUERY, write
 
 DEFAULTS = load_rules("")
 

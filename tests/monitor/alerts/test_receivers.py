@@ -11,8 +11,8 @@ from monitor.alerts.receivers.slack import Slack
 from monitor.alerts.receivers.webhook import Webhook
 from monitor.alerts.rulefile import RulesFileError, load_rules
 from monitor.store.models import AlertEvent, AlertRow, Delivery, Query
-from tests.test_alert_evaluate import at, stalled
-from tests.test_alert_notify import LocalReceiver
+from tests.monitor.alerts.test_delivery import LocalReceiver
+from tests.monitor.alerts.test_evaluate import at, stalled
 
 
 class Echo:

@@ -10,8 +10,8 @@ from monitor.alerts.rulefile import load_rules, load_rules_file
 from monitor.health.predicates import Timeouts
 from monitor.store.models import LIVE_ALERT_STATES, AlertRow
 from monitor.store.writes import write_event
-from tests.test_alert_evaluate import at, healthy, moves_again, stalled
-from tests.test_health_store import QUERY
+from tests.monitor.alerts.test_evaluate import at, healthy, moves_again, stalled
+from tests.monitor.store.test_health_flags import QUERY
 from tests.web_events import batch_event
 from web import create_app
 

@@ -4,7 +4,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -15,7 +14,7 @@ import monitor
 from monitor.spark.instrument import instrument
 from monitor.store.models import Batch, PartitionEventTime
 from streaming.log import LogRecord, PartitionedLog
-from tests.helpers import expected_late, unique_name
+from tests.helpers import ROOT, expected_late, unique_name
 
 pytestmark = pytest.mark.spark
 WAIT = 180
@@ -199,7 +198,7 @@ def test_a_retried_task_is_counted_once(
 ):
     markers = tmp_path / "failed-attempts"
     markers.mkdir()
-    job = Path(__file__).parent / "jobs" / "retried_tasks.py"
+    job = ROOT / "tests" / "jobs" / "retried_tasks.py"
     arguments = [str(log_dir), checkpoint, database_url, str(markers)]
     done = subprocess.run(
         [sys.executable, str(job), *arguments], capture_output=True, text=True, timeout=WAIT
