@@ -14,10 +14,10 @@ import sqlalchemy.orm as so
 
 from monitor.alerts.lifecycle import Alert, State, Transition, step
 from monitor.alerts.outbox import enqueue
-from monitor.alerts.rulefile import RuleConfig, RuleSet
+from monitor.alerts.rulefile import RuleConfig, RuleSet, thresholds_of
 from monitor.alerts.rules import RULES, Finding
 from monitor.health.facts import QueryFacts
-from monitor.store.facts import read_facts
+from monitor.store.facts import latest_batch, read_facts
 from monitor.store.models import LIVE_ALERT_STATES, AlertEvent, AlertRow
 from monitor.store.reads import list_queries
 
@@ -33,7 +33,8 @@ def evaluate(session: so.Session, rules: RuleSet, now_ms: int) -> list[AlertEven
     for query in list_queries(session):
         configs = rules.for_query(query.name)
         alerting = frozenset(r for (r, q, p) in live if q == query.id and not p)
-        facts = read_facts(session, query, now_ms, rules.thresholds_for(query.name), alerting)
+        latest = latest_batch(session, query.id)
+        facts = read_facts(session, query, latest, now_ms, thresholds_of(configs), alerting)
         for name, config in configs.items():
             events += _apply(
                 session,

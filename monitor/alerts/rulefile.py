@@ -20,6 +20,7 @@ from __future__ import annotations
 import fnmatch
 import re
 import urllib.parse
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -96,7 +97,12 @@ class RuleSet:
 
     def thresholds_for(self, name: str | None) -> Thresholds:
         """The facts' thresholds for the query called `name`, as its rules' parameters set them."""
-        return thresholds({rule: config.params for rule, config in self.for_query(name).items()})
+        return thresholds_of(self.for_query(name))
+
+
+def thresholds_of(configs: Mapping[str, RuleConfig]) -> Thresholds:
+    """The facts' thresholds that these rule settings (one query's) set."""
+    return thresholds({rule: config.params for rule, config in configs.items()})
 
 
 def load_rules_file(path: str | Path) -> RuleSet:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from monitor.health.facts import QueryFacts, Thresholds
-from monitor.health.predicates import has_stalled_work, is_silent
+from monitor.health.predicates import is_silent
 
 
 class Severity(enum.Enum):
@@ -116,7 +116,7 @@ def watermark_stalled(facts: QueryFacts, now_ms: int, params: Params) -> list[Fi
 @rule("a partition with work waiting does not advance", Severity.CRITICAL)
 def partition_stalled(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
     """Every partition of the latest batch marked stalled."""
-    if not (facts.active and has_stalled_work(facts)):
+    if not facts.active:
         return []
     stalled = [p for p in facts.latest_partitions if p.stalled]
     return [Finding(p.name, None, f"{p.name} is stalled") for p in stalled]

@@ -22,13 +22,14 @@ TREND_POINTS = 30
 def read_facts(
     session: so.Session,
     query: Query,
+    batch: Batch | None,
     now_ms: int,
     thresholds: Thresholds,
     alerting: frozenset[str] = frozenset(),
 ) -> QueryFacts:
-    """What is known of `query` at `now_ms`: late records and rewinds over the thresholds'
-    windows; `alerting`, the rules whose alert on the query itself is live."""
-    batch = latest_batch(session, query.id)
+    """What is known of `query` at `now_ms`, `batch` being its latest (:func:`latest_batch`,
+    which the caller has read for its own use too): late records and rewinds over the
+    thresholds' windows; `alerting`, the rules whose alert on the query itself is live."""
     since_rewound = now_ms - thresholds.rewound_window_ms
     watermark_rewound, rewound = rewound_since(session, query.id, since_rewound)
     late = late_by_partition(session, query.id, now_ms - thresholds.late_window_ms)

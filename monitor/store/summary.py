@@ -60,10 +60,9 @@ def summarize(
     session: so.Session, query: Query, now_ms: int, thresholds: Thresholds
 ) -> QuerySummary:
     """The overview of one query at `now_ms`, its facts read over the thresholds' windows."""
-    facts = read_facts(session, query, now_ms, thresholds)
-    return QuerySummary(
-        query, latest_batch(session, query.id), facts, latest_timers(session, query.id)
-    )
+    latest = latest_batch(session, query.id)
+    facts = read_facts(session, query, latest, now_ms, thresholds)
+    return QuerySummary(query, latest, facts, latest_timers(session, query.id))
 
 
 def latest_timers(session: so.Session, query_id: str) -> TimerSnapshotRow | None:
