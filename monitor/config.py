@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from monitor.numbers import whole
+
 DEFAULT_BUFFER_SIZE = 10_000
 DEFAULT_IDLE_TIMEOUT_S = 60
 DEFAULT_STALL_TIMEOUT_S = 120
@@ -35,17 +37,17 @@ class Settings:
     alert_rules: Path | None = None
     alert_interval_s: int = DEFAULT_ALERT_INTERVAL_S
     api_token: str | None = None
+    allowed_hosts: tuple[str, ...] = ()
 
 
-def _whole_number(environ: Mapping[str, str], name: str, default: int, minimum: int) -> int:
-    raw = environ.get(name) or str(default)
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError(f"{name} must be a whole number, not {raw!r}") from None
-    if value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, not {value}")
-    return value
+DAY_S = 86_400
+
+
+def _whole_number(
+    environ: Mapping[str, str], name: str, default: int, minimum: int, maximum: int
+) -> int:
+    raw = environ.get(name)
+    return default if not raw else whole(raw, name, minimum, maximum)
 
 
 def load_settings(environ: Mapping[str, str] = os.environ) -> Settings:
@@ -53,11 +55,24 @@ def load_settings(environ: Mapping[str, str] = os.environ) -> Settings:
     return Settings(
         database_url=environ.get("WMON_DATABASE_URL")
         or f"sqlite:///{default_database_path(environ)}",
-        buffer_size=_whole_number(environ, "WMON_BUFFER_SIZE", DEFAULT_BUFFER_SIZE, 1),
-        idle_timeout_s=_whole_number(environ, "WMON_IDLE_TIMEOUT", DEFAULT_IDLE_TIMEOUT_S, 0),
-        stall_timeout_s=_whole_number(environ, "WMON_STALL_TIMEOUT", DEFAULT_STALL_TIMEOUT_S, 0),
-        retention_days=_whole_number(environ, "WMON_RETENTION_DAYS", DEFAULT_RETENTION_DAYS, 1),
+        buffer_size=_whole_number(environ, "WMON_BUFFER_SIZE", DEFAULT_BUFFER_SIZE, 1, 10_000_000),
+        idle_timeout_s=_whole_number(
+            environ, "WMON_IDLE_TIMEOUT", DEFAULT_IDLE_TIMEOUT_S, 0, 365 * DAY_S
+        ),
+        stall_timeout_s=_whole_number(
+            environ, "WMON_STALL_TIMEOUT", DEFAULT_STALL_TIMEOUT_S, 0, 365 * DAY_S
+        ),
+        retention_days=_whole_number(
+            environ, "WMON_RETENTION_DAYS", DEFAULT_RETENTION_DAYS, 1, 36_500
+        ),
         alert_rules=Path(environ["WMON_ALERT_RULES"]) if environ.get("WMON_ALERT_RULES") else None,
-        alert_interval_s=_whole_number(environ, "WMON_ALERT_INTERVAL", DEFAULT_ALERT_INTERVAL_S, 1),
+        alert_interval_s=_whole_number(
+            environ, "WMON_ALERT_INTERVAL", DEFAULT_ALERT_INTERVAL_S, 1, DAY_S
+        ),
         api_token=environ.get("WMON_API_TOKEN") or None,
+        allowed_hosts=tuple(
+            name.strip()
+            for name in environ.get("WMON_ALLOWED_HOSTS", "").split(",")
+            if name.strip()
+        ),
     )

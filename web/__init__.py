@@ -9,7 +9,7 @@ from typing import Any
 from flask import Flask
 
 from monitor.config import load_settings
-from web import alerts_api, api, db, evaluation, live, pages, retention, vendor
+from web import alerts_api, api, db, evaluation, live, pages, retention, sockets, vendor
 from web.sockets import socketio
 
 __all__ = ["create_app", "socketio"]
@@ -53,5 +53,5 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(alerts_api.bp)
     app.register_blueprint(pages.bp)
     app.register_blueprint(vendor.bp)
-    socketio.init_app(app, async_mode="threading")
+    sockets.init_app(app)
     return app

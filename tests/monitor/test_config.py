@@ -77,7 +77,7 @@ def test_the_default_location_uses_the_home_of_the_given_environ() -> None:
 
 @pytest.mark.parametrize(
     ("raw", "size"),
-    [(None, 10_000), ("42", 42), ("1", 1), (" 250 ", 250), ("", 10_000)],
+    [(None, 10_000), ("42", 42), ("1", 1), ("10000000", 10_000_000), ("", 10_000)],
     ids=["unset is the default", "a number", "the minimum", "surrounding spaces", "empty is unset"],
 )
 def test_buffer_size(raw: str | None, size: int) -> None:
@@ -91,10 +91,24 @@ def test_buffer_size(raw: str | None, size: int) -> None:
         ("abc", "WMON_BUFFER_SIZE must be a whole number, not 'abc'"),
         ("1.5", "WMON_BUFFER_SIZE must be a whole number, not '1.5'"),
         ("1e3", "WMON_BUFFER_SIZE must be a whole number, not '1e3'"),
-        ("0", "WMON_BUFFER_SIZE must be at least 1, not 0"),
-        ("-3", "WMON_BUFFER_SIZE must be at least 1, not -3"),
+        (" 250 ", "WMON_BUFFER_SIZE must be a whole number, not ' 250 '"),
+        ("1_000", "WMON_BUFFER_SIZE must be a whole number, not '1_000'"),
+        ("\u0664\u0662", "WMON_BUFFER_SIZE must be a whole number, not '\u0664\u0662'"),
+        ("0", "WMON_BUFFER_SIZE must be between 1 and 10000000, not 0"),
+        ("-3", "WMON_BUFFER_SIZE must be between 1 and 10000000, not -3"),
+        ("10000001", "WMON_BUFFER_SIZE must be between 1 and 10000000, not 10000001"),
     ],
-    ids=["letters", "fraction", "exponent", "zero", "negative"],
+    ids=[
+        "letters",
+        "fraction",
+        "exponent",
+        "spaces",
+        "underscore",
+        "arabic-indic",
+        "zero",
+        "negative",
+        "too-big",
+    ],
 )
 def test_a_bad_buffer_size_is_a_clear_error(raw: str, message: str) -> None:
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
@@ -103,8 +117,8 @@ def test_a_bad_buffer_size_is_a_clear_error(raw: str, message: str) -> None:
 
 @pytest.mark.parametrize(
     ("raw", "days"),
-    [(None, 30), ("7", 7), ("1", 1), (" 90 ", 90), ("", 30)],
-    ids=["unset is the default", "a number", "the minimum", "surrounding spaces", "empty is unset"],
+    [(None, 30), ("7", 7), ("1", 1), ("36500", 36_500), ("", 30)],
+    ids=["unset is the default", "a number", "the minimum", "the maximum", "empty is unset"],
 )
 def test_retention_days(raw: str | None, days: int) -> None:
     environ = {} if raw is None else {"WMON_RETENTION_DAYS": raw}
@@ -116,10 +130,14 @@ def test_retention_days(raw: str | None, days: int) -> None:
     [
         ("a month", "WMON_RETENTION_DAYS must be a whole number, not 'a month'"),
         ("0.5", "WMON_RETENTION_DAYS must be a whole number, not '0.5'"),
-        ("0", "WMON_RETENTION_DAYS must be at least 1, not 0"),
-        ("-30", "WMON_RETENTION_DAYS must be at least 1, not -30"),
+        ("0", "WMON_RETENTION_DAYS must be between 1 and 36500, not 0"),
+        ("-30", "WMON_RETENTION_DAYS must be between 1 and 36500, not -30"),
+        (
+            "99999999999999999999",
+            "WMON_RETENTION_DAYS must be between 1 and 36500, not 99999999999999999999",
+        ),
     ],
-    ids=["words", "fraction", "zero", "negative"],
+    ids=["words", "fraction", "zero", "negative", "beyond 64 bits"],
 )
 def test_a_bad_retention_is_a_clear_error(raw: str, message: str) -> None:
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
@@ -132,5 +150,6 @@ def test_alert_settings() -> None:
         {"WMON_ALERT_RULES": "/etc/wmon/rules.yml", "WMON_ALERT_INTERVAL": "3"}
     )
     assert (settings.alert_rules, settings.alert_interval_s) == (Path("/etc/wmon/rules.yml"), 3)
-    with pytest.raises(ValueError, match="^WMON_ALERT_INTERVAL must be at least 1, not 0$"):
+    interval = "^WMON_ALERT_INTERVAL must be between 1 and 86400, not 0$"
+    with pytest.raises(ValueError, match=interval):
         load_settings({"WMON_ALERT_INTERVAL": "0"})
