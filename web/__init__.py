@@ -10,6 +10,7 @@ from flask import Flask
 
 from monitor.config import load_settings
 from web import alerts_api, api, db, evaluation, live, pages, retention, sockets, vendor
+from web.hosts import allowed_hosts
 from web.sockets import socketio
 
 __all__ = ["create_app", "socketio"]
@@ -30,7 +31,9 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     (default: WMON_RETENTION_DAYS), PRUNE_INTERVAL_S, ALERT_RULES, ALERT_INTERVAL_S (defaults:
     WMON_ALERT_RULES, WMON_ALERT_INTERVAL), API_TOKEN (default: WMON_API_TOKEN;
     without one, actions on alerts are refused) and CLOCK (a function returning epoch
-    milliseconds) may be set in `config`."""
+    milliseconds) and ALLOWED_HOSTS (the names besides IP addresses that requests and Socket.IO
+    origins may use; default: localhost, this machine's names and WMON_ALLOWED_HOSTS) may be set
+    in `config`."""
     app = Flask(__name__)
     settings = load_settings()
     app.config.from_mapping(
@@ -43,6 +46,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         ALERT_INTERVAL_S=settings.alert_interval_s,
         API_TOKEN=settings.api_token,
         CLOCK=now_ms,
+        ALLOWED_HOSTS=allowed_hosts(settings.allowed_hosts),
     )
     app.config.update(config or {})
     db.init_app(app)
