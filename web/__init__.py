@@ -9,8 +9,9 @@ from typing import Any
 from flask import Flask
 
 from monitor.config import load_settings
-from web import alerts_api, api, db, evaluation, live, pages, retention, sockets, vendor
+from web import alerts_api, api, db, errors, evaluation, live, pages, retention, sockets, vendor
 from web.hosts import allowed_hosts
+from web.params import MAX_BODY_BYTES, IdConverter
 from web.sockets import socketio
 
 __all__ = ["create_app", "socketio"]
@@ -47,9 +48,12 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         API_TOKEN=settings.api_token,
         CLOCK=now_ms,
         ALLOWED_HOSTS=allowed_hosts(settings.allowed_hosts),
+        MAX_CONTENT_LENGTH=MAX_BODY_BYTES,
     )
     app.config.update(config or {})
+    app.url_map.converters["id"] = IdConverter
     db.init_app(app)
+    errors.init_app(app)
     live.init_app(app)
     retention.init_app(app)
     evaluation.init_app(app)

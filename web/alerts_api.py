@@ -23,11 +23,20 @@ from monitor.alerts.actions import (
 )
 from monitor.alerts.rules import RULES
 from monitor.alerts.silences import active_silences, silenced
+from monitor.numbers import NumberError, json_whole, shown
 from monitor.store.models import AlertEvent, AlertRow, Delivery, DeliveryAttempt, Query, Silence
-from monitor.store.reads import QueryNotFound, alerts_with_names, find_query
+from monitor.store.reads import alerts_with_names, find_query
 from web import db
 from web.evaluation import evaluator
-from web.params import MAX_LIMIT, BadParameter, bounded
+from web.params import (
+    COMMENT_LENGTH,
+    MAX_LIMIT,
+    NAME_LENGTH,
+    BadParameter,
+    bounded,
+    json_body,
+    text_field,
+)
 
 bp = Blueprint("alerts", __name__, url_prefix="/api")
 
@@ -54,24 +63,12 @@ def not_possible(error: ActionError) -> tuple[dict[str, str], int]:
     return {"error": str(error)}, 404 if isinstance(error, NotFound) else 409
 
 
-@bp.errorhandler(BadParameter)
-def bad_parameter(error: BadParameter) -> tuple[dict[str, str], int]:
-    """A malformed or out-of-range parameter: 400 naming it."""
-    return {"error": str(error)}, 400
-
-
-@bp.errorhandler(QueryNotFound)
-def query_not_found(error: QueryNotFound) -> tuple[dict[str, str], int]:
-    """An unknown query id or name: 404."""
-    return {"error": str(error.args[0])}, 404
-
-
 def _check_token() -> None:
     token = current_app.config["API_TOKEN"]
     if not token:
         raise Refused("actions are disabled: the server has no token (set WMON_API_TOKEN)", 403)
-    given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
-    if not hmac.compare_digest(given.encode(), token.encode()):
+    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(given.encode(), token.encode()):
         raise Refused("a valid token is needed: send Authorization: Bearer <token>", 401)
 
 
@@ -109,7 +106,7 @@ def list_alerts() -> dict[str, Any]:
     session = db.session()
     state = request.args.get("state", "live")
     if state not in ("live", "all"):
-        raise BadParameter(f"state must be live or all, not {state!r}")
+        raise BadParameter(f"state must be live or all, not {shown(state)}")
     limit = bounded(request.args, "limit", 100, 1, MAX_LIMIT)
     query_id = find_query(session, request.args["query"]).id if "query" in request.args else None
     rows = alerts_with_names(session, state == "live", limit, query_id)
@@ -120,7 +117,7 @@ def list_alerts() -> dict[str, Any]:
     }
 
 
-@bp.get("/alerts/<int:alert_id>")
+@bp.get("/alerts/<id:alert_id>")
 def one_alert(alert_id: int) -> dict[str, Any]:
     """One alert with its transitions and every notification attempt: an incident's story."""
     session = db.session()
@@ -166,27 +163,11 @@ def _deliveries(session: so.Session, alert_id: int) -> list[dict[str, Any]]:
     ]
 
 
-def _body() -> dict[str, Any]:
-    body = request.get_json(silent=True)
-    if body is None and request.data:
-        raise BadParameter("the body must be a JSON object")
-    if body is not None and not isinstance(body, dict):
-        raise BadParameter("the body must be a JSON object")
-    return body or {}
-
-
-def _text(body: dict[str, Any], name: str, default: str | None = None) -> str | None:
-    value = body.get(name, default)
-    if value is not None and (not isinstance(value, str) or not value.strip()):
-        raise BadParameter(f"{name} must be a non-empty text")
-    return value
-
-
-@bp.post("/alerts/<int:alert_id>/acknowledge")
+@bp.post("/alerts/<id:alert_id>/acknowledge")
 def acknowledge_alert(alert_id: int) -> dict[str, Any]:
     """Acknowledge a live alert (token needed); `by` names who did (default: dashboard)."""
     _check_token()
-    by = _text(_body(), "by", "dashboard") or "dashboard"
+    by = text_field(json_body(), "by", NAME_LENGTH, "dashboard") or "dashboard"
     session = db.session()
     alert = acknowledge(session, alert_id, by, _now())
     name = session.scalar(sa.select(Query.name).where(Query.id == alert.query_id))
@@ -223,31 +204,30 @@ def create_silence() -> tuple[dict[str, Any], int]:
     """Silence the alerts that match `rule`, `query`, `partition` (each optional) for
     `minutes` (token needed)."""
     _check_token()
-    body, session = _body(), db.session()
-    minutes = body.get("minutes")
-    if isinstance(minutes, bool) or not isinstance(minutes, int):
-        raise BadParameter("minutes must be a whole number")
-    if not 1 <= minutes <= MAX_SILENCE_MINUTES:
-        raise BadParameter(f"minutes must be between 1 and {MAX_SILENCE_MINUTES}, not {minutes}")
-    rule = _text(body, "rule")
+    body, session = json_body(), db.session()
+    try:
+        minutes = json_whole(body.get("minutes"), "minutes", 1, MAX_SILENCE_MINUTES)
+    except NumberError as error:
+        raise BadParameter(str(error)) from None
+    rule = text_field(body, "rule", NAME_LENGTH)
     if rule is not None and rule not in RULES:
-        raise BadParameter(f"no rule named {rule!r}")
-    query = _text(body, "query")
+        raise BadParameter(f"no rule named {shown(rule)}")
+    query = text_field(body, "query", NAME_LENGTH)
     now = _now()
     created = silence(
         session,
         rule=rule,
         query_id=find_query(session, query).id if query else None,
-        partition=_text(body, "partition"),
+        partition=text_field(body, "partition", NAME_LENGTH),
         until_ms=now + minutes * 60_000,
         now_ms=now,
-        by=_text(body, "by", "dashboard") or "dashboard",
-        comment=_text(body, "comment"),
+        by=text_field(body, "by", NAME_LENGTH, "dashboard") or "dashboard",
+        comment=text_field(body, "comment", COMMENT_LENGTH),
     )
     return {"silence": silence_json(created)}, 201
 
 
-@bp.delete("/silences/<int:silence_id>")
+@bp.delete("/silences/<id:silence_id>")
 def delete_silence(silence_id: int) -> dict[str, Any]:
     """End a silence now (token needed)."""
     _check_token()

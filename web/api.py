@@ -7,19 +7,17 @@ import io
 from collections.abc import Iterator
 from typing import Any
 
-import sqlalchemy.exc as sa_exc
 import sqlalchemy.orm as so
 from flask import Blueprint, Response, current_app, request, stream_with_context
 
 from monitor.health.status import query_status
-from monitor.store.engine import StoreError, error_reason
 from monitor.store.facts import latest_batch
 from monitor.store.history import CSV_COLUMNS, batch_series, csv_rows, partition_series
 from monitor.store.models import Batch, Query
-from monitor.store.reads import QueryNotFound, find_query, list_queries, recent_timer_snapshots
+from monitor.store.reads import find_query, list_queries, recent_timer_snapshots
 from monitor.store.summary import partition_details, rows_dropped
 from web import db
-from web.params import MAX_LIMIT, BadParameter, bounded, time_range, window
+from web.params import MAX_LIMIT, bounded, time_range, window
 from web.payloads import (
     QUERY_FIELDS,
     Lens,
@@ -33,26 +31,6 @@ from web.payloads import (
 bp = Blueprint("api", __name__, url_prefix="/api")
 
 DEFAULT_TIMER_LIMIT = 100
-
-
-@bp.errorhandler(BadParameter)
-def bad_parameter(error: BadParameter) -> tuple[dict[str, str], int]:
-    """A malformed or out-of-range parameter: 400 with a message that names it."""
-    return {"error": str(error)}, 400
-
-
-@bp.errorhandler(QueryNotFound)
-def query_not_found(error: QueryNotFound) -> tuple[dict[str, str], int]:
-    """An unknown query id or name: 404."""
-    return {"error": str(error.args[0])}, 404
-
-
-@bp.errorhandler(StoreError)
-@bp.errorhandler(sa_exc.DatabaseError)
-def store_unavailable(error: Exception) -> tuple[dict[str, str], int]:
-    """The store cannot be read: 503, saying why in one line."""
-    reason = str(error) if isinstance(error, StoreError) else error_reason(error)
-    return {"error": f"cannot use the store: {reason}"}, 503
 
 
 def _query(ref: str) -> Query:

@@ -9,6 +9,7 @@ import sqlalchemy.orm as so
 from flask import Flask, current_app, g
 
 from monitor.store.engine import create_engine
+from monitor.store.models import Query
 
 _ENGINE_LOCK = threading.Lock()
 
@@ -19,11 +20,14 @@ def init_app(app: Flask) -> None:
 
 
 def engine(app: Flask | None = None) -> sa.Engine:
-    """The app's engine on its DATABASE_URL; nothing connects before the first request."""
+    """The app's engine on its DATABASE_URL; nothing connects before the first request, and
+    the dashboard never creates a store (`wmon db upgrade` and a job's listener do)."""
     app = app or current_app
     with _ENGINE_LOCK:
         if "wmon.engine" not in app.extensions:
-            app.extensions["wmon.engine"] = create_engine(app.config["DATABASE_URL"])
+            app.extensions["wmon.engine"] = create_engine(
+                app.config["DATABASE_URL"], may_create=False
+            )
         store: sa.Engine = app.extensions["wmon.engine"]
         return store
 
@@ -34,6 +38,11 @@ def session() -> so.Session:
         g.db_session = so.Session(engine())
     current: so.Session = g.db_session
     return current
+
+
+def check() -> None:
+    """Read the store once, so that a store that cannot be used fails the request now."""
+    session().execute(sa.select(Query.id).limit(1))
 
 
 def close_session(_error: BaseException | None = None) -> None:

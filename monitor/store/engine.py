@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import sqlite3
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import sqlalchemy as sa
 import sqlalchemy.exc as sa_exc
@@ -43,25 +46,87 @@ def _enable_wal(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-def create_engine(database_url: str, **options: Any) -> sa.Engine:
-    """An engine for the store; for SQLite the file's folder is created and WAL switched on."""
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    try:
+        found = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+class _SameFile:
+    """Hands out a pooled SQLite connection only while its file is still the store's file.
+
+    A connection keeps writing into a file that was deleted or moved away, where nothing will
+    ever read it, and reports success; so each checkout compares the file at the path with
+    the one the connection opened, and a mismatch makes the pool connect afresh.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def connected(self, _dbapi_connection: Any, record: Any) -> None:
+        record.info["wmon.file"] = _file_identity(self.path)
+
+    def checked_out(self, _dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        if _file_identity(self.path) != record.info.get("wmon.file"):
+            raise sa_exc.DisconnectionError(f"the store file {self.path} was moved or replaced")
+
+
+def _refuse_missing(path: Path) -> Any:
+    def check(*_args: Any) -> None:
+        # The driver's own error type, so that it is met like any other store failure.
+        if not path.exists():
+            raise sqlite3.OperationalError(
+                f"no store at {path} (`wmon db upgrade` creates one, as does a job's listener)"
+            )
+
+    return check
+
+
+def _sqlite_engine(url: sa.URL, may_create: bool, options: dict[str, Any]) -> sa.Engine:
+    path = Path(url.database).expanduser() if url.database and url.database != ":memory:" else None
+    if path is not None and may_create:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    elif path is not None:
+        # mode=rw: a file that went missing between the check and the open is an error too,
+        # never a new, empty store.
+        url = url.set(database=f"file:{quote(str(path))}?mode=rw", query={"uri": "true"})
+    engine = sa.create_engine(url, **options)
+    if path is not None and not may_create:
+        sa.event.listen(engine, "do_connect", _refuse_missing(path))
+    sa.event.listen(engine, "connect", _enable_wal)
+    if path is not None:
+        same_file = _SameFile(path)
+        sa.event.listen(engine, "connect", same_file.connected)
+        sa.event.listen(engine, "checkout", same_file.checked_out)
+    return engine
+
+
+def create_engine(database_url: str, *, may_create: bool = True, **options: Any) -> sa.Engine:
+    """An engine for the store. For SQLite, WAL is switched on, and a missing file and its
+    folder are created only when `may_create` (a job's listener, `wmon db upgrade`); a reader
+    such as the dashboard gets an error instead."""
     url = parse_url(database_url)
     if url.get_backend_name() == "sqlite":
-        if url.database and url.database != ":memory:":
-            Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        engine = sa.create_engine(url, **options)
-        sa.event.listen(engine, "connect", _enable_wal)
-        return engine
+        return _sqlite_engine(url, may_create, options)
     options.setdefault("pool_pre_ping", True)
     options.setdefault("connect_args", {"connect_timeout": 5})
     return sa.create_engine(url, **options)
 
 
+_NO_SCHEMA = ("no such table", "does not exist")
+
+
 def error_reason(error: BaseException) -> str:
-    """The first line of what the database driver said, without SQLAlchemy's preamble."""
+    """The first line of what the database driver said, without SQLAlchemy's preamble; for a
+    missing table, with what to do about it."""
     cause = error.orig if isinstance(error, sa_exc.DBAPIError) and error.orig else error
     lines = str(cause).strip().splitlines()
-    return lines[0] if lines else type(cause).__name__
+    reason = lines[0] if lines else type(cause).__name__
+    if isinstance(error, sa_exc.DatabaseError) and any(sign in reason for sign in _NO_SCHEMA):
+        return f"{reason} (is the store migrated? run `wmon db upgrade`)"
+    return reason
 
 
 def display_url(engine_or_url: sa.Engine | str) -> str:

@@ -2,6 +2,7 @@
 
 import csv
 import io
+import sqlite3
 
 import pytest
 
@@ -460,11 +461,27 @@ def test_an_unknown_query_gets_a_404(client, path):
     assert "nosuchquery" in response.get_json()["error"]
 
 
-def test_an_unmigrated_store_gets_a_503(tmp_path):
+def test_an_unmigrated_store_gets_a_503_saying_what_to_do(tmp_path):
+    sqlite3.connect(tmp_path / "empty.db").close()
     app = create_app({"DATABASE_URL": f"sqlite:///{tmp_path / 'empty.db'}"})
     response = app.test_client().get("/api/queries")
     assert response.status_code == 503
-    assert response.get_json()["error"].startswith("cannot use the store: no such table")
+    error = response.get_json()["error"]
+    assert error.startswith("cannot use the store: no such table")
+    assert error.endswith("(is the store migrated? run `wmon db upgrade`)")
+    db.dispose(app)
+
+
+def test_a_missing_store_gets_a_503_and_is_not_created(tmp_path):
+    path = tmp_path / "absent" / "wmon.db"
+    app = create_app({"DATABASE_URL": f"sqlite:///{path}"})
+    response = app.test_client().get("/api/queries")
+    assert response.status_code == 503
+    assert response.get_json()["error"] == (
+        f"cannot use the store: no store at {path} "
+        "(`wmon db upgrade` creates one, as does a job's listener)"
+    )
+    assert not path.parent.exists()
     db.dispose(app)
 
 

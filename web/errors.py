@@ -1,0 +1,88 @@
+"""How the dashboard answers what went wrong, in one place for every route: JSON under /api/,
+an error page elsewhere. A store that cannot be used is a 503 saying why, for reads and writes
+alike; every response carries the security headers.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy.exc as sa_exc
+from flask import Flask, Response, current_app, render_template, request
+from werkzeug.exceptions import BadRequest, HTTPException
+
+from monitor.numbers import shown
+from monitor.store.engine import StoreError, error_reason
+from monitor.store.reads import QueryNotFound
+from web.hosts import is_trusted
+from web.params import BadParameter
+
+# Scripts only from this server and never inline: even a name that slipped into the page as
+# HTML could not run anything.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+def answer(message: str, status: int) -> tuple[dict[str, str] | str, int]:
+    """`message` as the API's JSON error or as an error page, with `status`."""
+    if request.path.startswith("/api/") or request.path == "/api":
+        return {"error": message}, status
+    return render_template("error.html", message=message), status
+
+
+def http_error(error: HTTPException) -> Response:
+    """404, 405, 413, 415 and the rest, keeping their headers (such as Allow)."""
+    body, status = answer(error.description or error.name, error.code or 500)
+    response = current_app.make_response((body, status))
+    for name, value in error.get_headers():
+        if name.lower() != "content-type":
+            response.headers[name] = value
+    return response
+
+
+def bad_parameter(error: BadParameter) -> tuple[dict[str, str] | str, int]:
+    """A malformed or out-of-range parameter or field: 400 naming it."""
+    return answer(str(error), 400)
+
+
+def query_not_found(error: QueryNotFound) -> tuple[dict[str, str] | str, int]:
+    """An unknown query id or name: 404."""
+    return answer(str(error.args[0]), 404)
+
+
+def store_unavailable(error: Exception) -> tuple[dict[str, str] | str, int]:
+    """The store cannot be used: 503, saying why in one line."""
+    reason = str(error) if isinstance(error, StoreError) else error_reason(error)
+    return answer(f"cannot use the store: {reason}", 503)
+
+
+def check_host() -> None:
+    """Refuse a request for a name this server was not told it has (DNS rebinding)."""
+    if not is_trusted(request.host, current_app.config["ALLOWED_HOSTS"]):
+        raise BadRequest(
+            f"this server does not answer to {shown(request.host)}: "
+            "add the name to WMON_ALLOWED_HOSTS to use it"
+        )
+
+
+def secure(response: Response) -> Response:
+    """Every response gets the security headers."""
+    response.headers.update(SECURITY_HEADERS)
+    return response
+
+
+def init_app(app: Flask) -> None:
+    """Answer every error of `app` here and give every response the security headers."""
+    app.register_error_handler(HTTPException, http_error)
+    app.register_error_handler(BadParameter, bad_parameter)
+    app.register_error_handler(QueryNotFound, query_not_found)
+    app.register_error_handler(StoreError, store_unavailable)
+    app.register_error_handler(sa_exc.DBAPIError, store_unavailable)
+    app.register_error_handler(sa_exc.TimeoutError, store_unavailable)
+    app.before_request(check_host)
+    app.after_request(secure)
