@@ -14,7 +14,8 @@ import re
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 
-_WHOLE = re.compile(r"-?[0-9]{1,20}")
+_WHOLE = re.compile(r"-?[0-9]+")
+_MAX_DIGITS = 20
 _DECIMAL = re.compile(r"-?[0-9]{1,20}(\.[0-9]{1,20})?")
 _SHOWN = 40
 
@@ -32,22 +33,28 @@ def _plain(value: int | float) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def _within(name: str, value: int | float, low: int | float, high: int | float) -> None:
-    if low <= value <= high:
-        return
+def _bounds(low: int | float, high: int | float) -> str:
+    if low <= INT64_MIN and high >= INT64_MAX:
+        return f"between {_plain(low)} and {_plain(high)}"
     if high >= INT64_MAX:
-        bounds = f"at least {_plain(low)}"
-    elif low <= INT64_MIN:
-        bounds = f"at most {_plain(high)}"
-    else:
-        bounds = f"between {_plain(low)} and {_plain(high)}"
-    raise NumberError(f"{name} must be {bounds}, not {_plain(value)}")
+        return f"at least {_plain(low)}"
+    if low <= INT64_MIN:
+        return f"at most {_plain(high)}"
+    return f"between {_plain(low)} and {_plain(high)}"
+
+
+def _within(name: str, value: int | float, low: int | float, high: int | float) -> None:
+    if not low <= value <= high:
+        raise NumberError(f"{name} must be {_bounds(low, high)}, not {_plain(value)}")
 
 
 def whole(text: str, name: str, low: int = INT64_MIN, high: int = INT64_MAX) -> int:
     """`text` as a whole number between `low` and `high`."""
     if not _WHOLE.fullmatch(text):
         raise NumberError(f"{name} must be a whole number, not {shown(text)}")
+    if len(text.lstrip("-")) > _MAX_DIGITS:
+        # Beyond any bound, and not worth converting: int() of a long enough text is slow.
+        raise NumberError(f"{name} must be {_bounds(low, high)}, not {shown(text)}")
     value = int(text)
     _within(name, value, low, high)
     return value

@@ -1,6 +1,7 @@
 """Shared fixtures: one SparkSession per test session, real SQLite and PostgreSQL stores."""
 
 import os
+import sqlite3
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -121,6 +122,7 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
 def empty_database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """The URL of a store with no schema at all: once on SQLite, once on PostgreSQL."""
     if request.param == "sqlite":
+        sqlite3.connect(tmp_path / "empty.db").close()
         yield f"sqlite:///{tmp_path / 'empty.db'}"
     else:
         yield from _postgres_database(None)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sqlalchemy.exc as sa_exc
 from flask import Flask, Response, current_app, render_template, request
-from werkzeug.exceptions import BadRequest, HTTPException
+from werkzeug.exceptions import BadRequest, HTTPException, RequestEntityTooLarge
 
 from monitor.numbers import shown
 from monitor.store.engine import StoreError, error_reason
@@ -45,6 +45,12 @@ def http_error(error: HTTPException) -> Response:
     return response
 
 
+def too_large(_error: RequestEntityTooLarge) -> tuple[dict[str, str] | str, int]:
+    """A body over the limit: 413, saying the limit."""
+    limit_kib = current_app.config["MAX_CONTENT_LENGTH"] // 1024
+    return answer(f"the request body is too large: the limit is {limit_kib} KiB", 413)
+
+
 def bad_parameter(error: BadParameter) -> tuple[dict[str, str] | str, int]:
     """A malformed or out-of-range parameter or field: 400 naming it."""
     return answer(str(error), 400)
@@ -79,6 +85,7 @@ def secure(response: Response) -> Response:
 def init_app(app: Flask) -> None:
     """Answer every error of `app` here and give every response the security headers."""
     app.register_error_handler(HTTPException, http_error)
+    app.register_error_handler(RequestEntityTooLarge, too_large)
     app.register_error_handler(BadParameter, bad_parameter)
     app.register_error_handler(QueryNotFound, query_not_found)
     app.register_error_handler(StoreError, store_unavailable)

@@ -9,6 +9,7 @@ from typing import Any
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
+from monitor.numbers import shown
 from monitor.store.models import (
     LIVE_ALERT_STATES,
     AlertRow,
@@ -29,15 +30,32 @@ def list_queries(session: so.Session) -> Sequence[Query]:
     return session.scalars(sa.select(Query).order_by(Query.updated_at_ms.desc())).all()
 
 
+MAX_REF_LENGTH = 255
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def find_query(session: so.Session, ref: str) -> Query:
-    """A query by its id or, failing that, by its name (the most recently updated one)."""
+    """A query by its id or, failing that, by its name (the most recently updated one).
+
+    A ref no stored name could be (too long, with a NUL, which PostgreSQL refuses in a query,
+    or not encodable as UTF-8) is not looked up at all.
+    """
+    if len(ref) > MAX_REF_LENGTH or "\x00" in ref or not _encodable(ref):
+        raise QueryNotFound(f"no query with id or name {shown(ref)} (see `wmon queries`)")
     query = session.get(Query, ref)
     if query is None:
         query = session.scalars(
             sa.select(Query).where(Query.name == ref).order_by(Query.updated_at_ms.desc())
         ).first()
     if query is None:
-        raise QueryNotFound(f"no query with id or name {ref!r} (see `wmon queries`)")
+        raise QueryNotFound(f"no query with id or name {shown(ref)} (see `wmon queries`)")
     return query
 
 
