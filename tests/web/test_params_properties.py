@@ -1,7 +1,7 @@
 """Whatever a query string holds, the API answers 200, 400 or 404, and the parameter readers
 return values within their bounds or raise BadParameter; nothing else escapes."""
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from monitor.store.writes import write_event
@@ -21,6 +21,7 @@ VALUES = st.one_of(
     st.integers(-(2**70), 2**70).map(str),
     st.datetimes().map(lambda moment: moment.isoformat()),
     st.sampled_from(["inf", "nan", "1e3", "1_000", " 5", "\u0661\u0662", "Z", "2024-02-30"]),
+    st.sampled_from(["99999999999999999999", str(2**63), str(-(2**63) - 1), "9" * 5_000]),
 )
 PARAMETERS = st.dictionaries(
     st.sampled_from(["from", "to", "points", "limit", "state", "query"]), VALUES, max_size=4
@@ -52,6 +53,8 @@ def test_ranges_and_counts_are_within_bounds_or_a_bad_parameter(args):
 
 @PROPERTY
 @given(args=PARAMETERS, path=st.sampled_from(["/batches", "/partitions/history", "/timers", ""]))
+@example(args={"to": "99999999999999999999"}, path="/batches")
+@example(args={"limit": str(2**63)}, path="/timers")
 def test_the_api_answers_any_query_string_with_200_400_or_404(client, engine, args, path):
     write_event(engine, batch_event("q0", 0, NOW - 1_000, name="orders"))
     for url in (f"/api/queries/q0{path}", "/api/alerts"):
