@@ -80,9 +80,7 @@ def offset_log(checkpoint: str) -> dict[int, tuple[int, dict[int, int]]]:
     return batches
 
 
-def records_read(
-    log: Any, checkpoint: str, window_ms: int | None = None
-) -> Iterator[tuple[int, int, Any, bool]]:
+def records_read(log: Any, checkpoint: str) -> Iterator[tuple[int, int, Any, bool]]:
     """Every record a query read, from the files and the offset log alone: its batch, its
     partition, the record, and whether Spark dropped it as late (at or below W_{N-1})."""
     batches = offset_log(checkpoint)
@@ -91,18 +89,26 @@ def records_read(
         for partition, end in batches[batch_id][1].items():
             start = previous[1].get(partition, 0) if previous else 0
             for _, record in log.read("telemetry", partition, start, end):
-                t = record.timestamp_ms
-                compared = t if window_ms is None else t - t % window_ms + window_ms
-                late = previous is not None and compared <= previous[0]
+                late = previous is not None and record.timestamp_ms <= previous[0]
                 yield batch_id, partition, record, late
 
 
-def expected_late(
-    log: Any, checkpoint: str, window_ms: int | None = None
-) -> dict[tuple[int, str], int]:
+def expected_late(log: Any, checkpoint: str) -> dict[tuple[int, str], int]:
     """Late records per (batch, partition), from the files and the offset log alone."""
-    read = records_read(log, checkpoint, window_ms)
+    read = records_read(log, checkpoint)
     return dict(Counter((batch, f"telemetry/{p}") for batch, p, _, late in read if late))
+
+
+def read_by_spark(query: Any) -> dict[tuple[int, str], int]:
+    """Records each batch read per partition, from the offsets its progress reports as text."""
+    read: dict[tuple[int, str], int] = {}
+    for progress in query.recentProgress:
+        source = progress["sources"][0]
+        start = json.loads(source["startOffset"] or "null") or {"telemetry": {}}
+        for partition, end in json.loads(source["endOffset"])["telemetry"].items():
+            begin = start["telemetry"].get(partition, 0)
+            read[(progress["batchId"], f"telemetry/{partition}")] = end - begin
+    return read
 
 
 def start_query(
