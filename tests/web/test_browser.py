@@ -8,6 +8,7 @@ import threading
 import time
 
 import pytest
+import sqlalchemy as sa
 import sqlalchemy.orm as so
 from playwright.sync_api import expect
 from werkzeug.serving import make_server
@@ -17,6 +18,7 @@ from monitor.alerts.evaluate import evaluate
 from monitor.alerts.rulefile import RuleSet
 from monitor.events import QueryIdle, QueryStarted, QueryTerminated, TimerSnapshot
 from monitor.spark.instrument import instrument
+from monitor.store.models import Batch
 from monitor.store.writes import write_event, write_events
 from streaming.log import LogRecord, PartitionedLog
 from tests.helpers import ROOT, unique_name, wait_until
@@ -161,6 +163,35 @@ def chart_points(tab, figure):
     return int(tab.get_attribute(f"#{figure}", "data-points") or 0)
 
 
+# What uPlot's legend shows, by line label: the values of the point under the cursor.
+LEGEND = """(figure) => Object.fromEntries(
+    [...document.querySelectorAll(`#${figure} .u-legend tr.u-series`)].map((row) => [
+        row.querySelector('.u-label').textContent,
+        row.querySelector('.u-value').textContent,
+    ]),
+)"""
+
+
+def plotted(tab, figure, end):
+    """The values `figure` plots at its "first" or "last" point, as uPlot's legend shows them
+    with the cursor there (just inside the plot, clear of the axes), by line label."""
+    over = tab.locator(f"#{figure} .u-over")
+    box = over.bounding_box()
+    x = 2 if end == "first" else box["width"] - 2
+    over.hover(position={"x": x, "y": box["height"] / 2})
+    return tab.evaluate(LEGEND, figure)
+
+
+def stored_rows(engine, query_id, batch_id):
+    """The input rows the store holds for one batch."""
+    with so.Session(engine) as session:
+        return session.scalar(
+            sa.select(Batch.num_input_rows).where(
+                Batch.query_id == query_id, Batch.batch_id == batch_id
+            )
+        )
+
+
 @pytest.mark.spark
 def test_the_query_page_updates_live_while_a_query_runs(
     spark, database_url, serve, page, log_dir, checkpoint
@@ -216,16 +247,27 @@ def test_the_query_page_updates_live_while_a_query_runs(
         assert text_of(page, "#partitions-batch") == f"batch {text_of(page, '#batch-id')}"
         partitions = page.locator("#partitions tbody td.partition").all_text_contents()
         assert partitions == ["telemetry/0", "telemetry/1", "telemetry/2"]
-        assert text_of(page, "#status") in ("healthy", "lagging")
+        # Each batch reads 10 records of each partition; t/2's are 3 s apart and t/0's 1 s, so
+        # from batch 1 on t/0's fall behind the watermark that t/2's set: late, within the
+        # late window (5 min).
+        expect(page.locator("#status")).to_have_text("lagging")
     finally:
         query.stop()
         handle.detach()
 
 
+# The requests with which a query page loads its charts' history: a page that catches up on
+# what it missed over the socket does not make them again.
+HISTORY_REQUEST = re.compile(r"/api/queries/[^/?]+/(batches|partitions/history)\?")
+
+
 def test_the_query_page_catches_up_on_what_it_missed_while_offline(engine, serve, page):
     def write_batch(batch_id):
         at = NOW - 60_000 + batch_id * 1_000
-        write_event(engine, batch_event("q", batch_id, at, name="orders", ends=(batch_id, 0)))
+        event = batch_event(
+            "q", batch_id, at, name="orders", ends=(batch_id, 0), rows=100 + batch_id
+        )
+        write_event(engine, event)
 
     for batch_id in range(3):
         write_batch(batch_id)
@@ -234,6 +276,8 @@ def test_the_query_page_catches_up_on_what_it_missed_while_offline(engine, serve
     assert text_of(page, "#batch-id") == "2"
     points = chart_points(page, "batches-chart")
     mark_page(page)
+    requests = []
+    page.on("request", lambda request: requests.append(request.url))
 
     page.context.set_offline(True)
     page.wait_for_selector("#connection.connection-reconnecting", timeout=WAIT_MS)
@@ -247,6 +291,13 @@ def test_the_query_page_catches_up_on_what_it_missed_while_offline(engine, serve
     assert chart_points(page, "batches-chart") == points + 3
     assert page.locator("#partitions tbody td.num").first.text_content() == "5"  # t/0's end
     assert_not_reloaded(page)
+    assert [url for url in requests if HISTORY_REQUEST.search(url)] == [], "reloaded, not caught up"
+    # The points it had, and the missed batches added after them.
+    ends = {end: plotted(page, "batches-chart", end)["input rows"] for end in ("first", "last")}
+    assert ends == {
+        "first": str(stored_rows(engine, "q", 0)),
+        "last": str(stored_rows(engine, "q", 5)),
+    }
 
 
 def write_hostile(engine):
@@ -287,7 +338,8 @@ def test_a_hostile_query_name_shows_as_text(engine, serve, page):
 
 
 def write_history(engine, query_id="hist", batches=120):
-    """A batch every 30 s over the last hour, three partitions; one late record in each."""
+    """A batch every 30 s over the last hour, three partitions; one late record in each;
+    batch i read 100 + i rows."""
     write_events(
         engine,
         [
@@ -298,7 +350,7 @@ def write_history(engine, query_id="hist", batches=120):
                 name="history",
                 watermark_ms=NOW - 3_610_000 + i * 30_000,
                 ends=(i + 1, 2 * (i + 1), 3 * (i + 1)),
-                rows=6,
+                rows=100 + i,
                 event_times={
                     p: (p + 1, NOW - 3_700_000, NOW - 3_600_000 + i * 30_000 - p * 5_000, 1)
                     for p in range(3)
@@ -332,6 +384,10 @@ def test_the_history_page_loads_a_range_and_exports_csv(engine, serve, page, tmp
         "() => document.getElementById('range-note').textContent.includes(' 20 batches')",
         timeout=WAIT_MS,
     )
+    # A batch per point: the first and the last plot what the store holds for them.
+    ends = {end: plotted(page, "batches-chart", end)["input rows"] for end in ("first", "last")}
+    expected = {"first": stored_rows(engine, "hist", 100), "last": stored_rows(engine, "hist", 119)}
+    assert ends == {end: str(rows) for end, rows in expected.items()}
 
     with page.expect_download(timeout=WAIT_MS) as download:
         page.click("#csv")

@@ -1,5 +1,5 @@
 """`wmon bench`: the listener's time per progress event, the store's sustained ingest rate, the
-instrumented operator's overhead, and the dashboard's latency and history.
+instrumented operator's overhead, writes beside a prune, and the dashboard's latency and history.
 
 The benchmarks wire Spark, the store and the dashboard together, so they live with the command,
 not in the library; each module is imported only when its measurement runs.
@@ -12,6 +12,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from wmon.options import whole_number
+
 DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
 
 
@@ -21,10 +23,16 @@ def register(commands: Any) -> None:
         "bench", help="benchmark the listener, the store and the dashboard"
     )
     parser.add_argument(
-        "--events", type=int, default=2_000, help="progress events per measurement (default 2000)"
+        "--events",
+        type=whole_number(1, 10_000_000),
+        default=2_000,
+        help="progress events per measurement (default 2000)",
     )
     parser.add_argument(
-        "--partitions", type=int, default=64, help="source partitions per event (default 64)"
+        "--partitions",
+        type=whole_number(1, 100_000),
+        default=64,
+        help="source partitions per event (default 64)",
     )
     parser.add_argument(
         "--postgres-url",
@@ -34,15 +42,21 @@ def register(commands: Any) -> None:
     parser.add_argument("--no-postgres", action="store_true", help="skip PostgreSQL")
     parser.add_argument(
         "--spark-seconds",
-        type=int,
+        type=whole_number(0, 86_400),
         default=60,
         help="length of the real Spark run (default 60; 0 skips it)",
     )
     parser.add_argument(
         "--overhead-records",
-        type=int,
+        type=whole_number(0, 100_000_000),
         default=100_000,
         help="records per run of the instrumented-operator overhead test (default 100000; 0 skips)",
+    )
+    parser.add_argument(
+        "--prune-hours",
+        type=whole_number(0, 24 * 365),
+        default=1,
+        help="hours of 1-second batches pruned beside a writer (default 1; 0 skips)",
     )
     _add_dashboard_arguments(parser)
     parser.set_defaults(func=run)
@@ -56,31 +70,31 @@ def _add_dashboard_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--clients",
-        type=int,
+        type=whole_number(0, 10_000),
         default=100,
         help="Socket.IO clients watching one query (default 100; 0 skips the latency test)",
     )
     parser.add_argument(
         "--client-processes",
-        type=int,
+        type=whole_number(1, 64),
         default=4,
         help="processes the clients are spread over (default 4)",
     )
     parser.add_argument(
         "--live-seconds",
-        type=int,
+        type=whole_number(1, 86_400),
         default=60,
         help="batches written, one a second, while the clients watch (default 60)",
     )
     parser.add_argument(
         "--history-hours",
-        type=int,
+        type=whole_number(0, 24 * 365),
         default=24,
         help="hours of 1-second batches the History page opens (default 24; 0 skips)",
     )
     parser.add_argument(
         "--history-points",
-        type=int,
+        type=whole_number(1, 5_000),
         default=800,
         help="points per series (default 800, what a History chart 1,600 pixels wide asks for)",
     )
@@ -97,11 +111,14 @@ def run(args: argparse.Namespace) -> None:
     from wmon.bench.collector import collector_figures
     from wmon.bench.history import history_figures
     from wmon.bench.live import live_figures
+    from wmon.bench.prune import prune_figures
     from wmon.bench.spark import spark_figures
 
     if not args.dashboard:
         collector_figures(args)
         spark_figures(args)
+        if args.prune_hours > 0:
+            prune_figures(args)
     if args.clients > 0:
         live_figures(args)
     if args.history_hours > 0:

@@ -1,6 +1,7 @@
 """Each rule on a real streaming query playing the matching scenario: when it fires and resolves,
 and that a healthy run raises nothing."""
 
+import logging
 import shutil
 import threading
 import time
@@ -11,13 +12,12 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 import monitor
-from monitor.alerts.runner import LEASE, AlertRunner
+from monitor.alerts.runner import AlertRunner
 from monitor.store.models import (
     LIVE_ALERT_STATES,
     AlertEvent,
     AlertRow,
     Batch,
-    Lease,
     Partition,
     PartitionEventTime,
     Query,
@@ -78,16 +78,31 @@ def transitions(engine):
         return [tuple(row) for row in rows]
 
 
+class CountingRunner(AlertRunner):
+    """The evaluator, counting the passes that held the lease and stored what they found."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.passes = 0
+
+    def run_once(self):
+        events = super().run_once()
+        if events is not None:
+            self.passes += 1
+        return events
+
+
 @contextmanager
 def evaluating(spark, engine, database_url, rules=None):
-    """The monitor attached and the evaluator running every 0.25 s, for a with-block."""
+    """The monitor attached and the evaluator running every 0.25 s, for a with-block; the
+    evaluator."""
     handle = monitor.attach(spark, database_url, idle_timeout=1, stall_timeout=2)
-    runner = AlertRunner(engine, rules, interval_s=0.25)
+    runner = CountingRunner(engine, rules, interval_s=0.25)
     stop = threading.Event()
     thread = threading.Thread(target=runner.run, args=(stop,))
     thread.start()
     try:
-        yield
+        yield runner
     finally:
         handle.detach()
         stop.set()
@@ -101,12 +116,13 @@ def play_now(name, log_dir):
 
 @contextmanager
 def monitored(spark, engine, database_url, log_dir, checkpoint, name, rules=None, each_batch=None):
-    """A query over scenario `name` (event times from now on), the monitor and the evaluator."""
+    """A query over scenario `name` (event times from now on), the monitor and the evaluator;
+    the scenario, the query and the evaluator."""
     scenario = play_now(name, log_dir)
-    with evaluating(spark, engine, database_url, rules):
+    with evaluating(spark, engine, database_url, rules) as runner:
         query = start_query(spark, scenario, log_dir, checkpoint, unique_name(name), each_batch)
         try:
-            yield scenario, query
+            yield scenario, query, runner
         finally:
             stop_between_batches(query)
 
@@ -156,14 +172,30 @@ def late_batch_times(engine):
         ).all()
 
 
+def stored_batches(engine):
+    with so.Session(engine) as session:
+        return session.scalar(sa.select(sa.func.count()).select_from(Batch))
+
+
 @SQLITE_ONLY
-def test_a_healthy_run_raises_no_alert(spark, engine, database_url, log_dir, checkpoint):
-    with monitored(spark, engine, database_url, log_dir, checkpoint, "steady") as (_, query):
+def test_a_healthy_run_raises_no_alert(spark, engine, database_url, log_dir, checkpoint, caplog):
+    with monitored(spark, engine, database_url, log_dir, checkpoint, "steady") as (
+        _,
+        query,
+        runner,
+    ):
         batches_done(query, 7)
-        time.sleep(1)  # one more round of evaluation over the newest batches
-        with so.Session(engine) as session:
-            assert session.get(Lease, LEASE) is not None, "the evaluator never ran"
+        wait_until(lambda: stored_batches(engine) >= 7, 30, "7 batches in the store")
+        # The second of two more whole passes began after those batches were stored.
+        passes = runner.passes
+        wait_until(lambda: runner.passes >= passes + 2, 30, "two passes over those batches")
         assert transitions(engine) == []
+    failures = [
+        record.getMessage()
+        for record in caplog.records
+        if record.name == "monitor.alerts.runner" and record.levelno >= logging.WARNING
+    ]
+    assert failures == [], "every pass of the evaluator succeeded"
 
 
 @SQLITE_ONLY
@@ -174,7 +206,7 @@ def test_a_stalled_partition_fires_and_resolves_when_the_query_stops(
     rules.write_text("rules:\n  offset_lag: {threshold: 250, for: 0s}\n")
     with monitored(
         spark, engine, database_url, log_dir, checkpoint, "stalled_partition", rules
-    ) as (scenario, query):
+    ) as (scenario, query, _):
         stalled = wait_until(lambda: live_alerts(engine, "partition_stalled"), WAIT, "a stall")
         assert set(stalled) == {f"telemetry/{p}" for p in scenario.with_role(STALLED)}
         # Marked once it has not advanced for the stall timeout (2 s); fired after that.
@@ -204,6 +236,7 @@ def test_an_idle_partition_fires(spark, engine, database_url, log_dir, checkpoin
     with monitored(spark, engine, database_url, log_dir, checkpoint, "idle_partition") as (
         scenario,
         query,
+        _,
     ):
         idle = wait_until(lambda: live_alerts(engine, "partition_idle"), WAIT, "an idle partition")
         assert set(idle) == {f"telemetry/{p}" for p in scenario.with_role(IDLE)}
@@ -229,6 +262,7 @@ def test_a_skewed_backfill_fires_late_records_skew_age_and_a_stalled_watermark_u
     with monitored(spark, engine, database_url, log_dir, checkpoint, "skewed_backfill", rules) as (
         scenario,
         query,
+        _,
     ):
         skew = wait_until(lambda: live_alerts(engine, "watermark_skew"), WAIT, "skew to fire")
         with so.Session(engine) as session:
@@ -265,6 +299,7 @@ def test_a_late_burst_fires_late_records_on_its_partition_only_until_its_window_
     with monitored(spark, engine, database_url, log_dir, checkpoint, "late_burst", rules) as (
         scenario,
         query,
+        _,
     ):
         late = wait_until(lambda: live_alerts(engine, "late_records"), WAIT, "the burst")
         assert set(late) == {f"telemetry/{p}" for p in scenario.with_role(LATE)}
@@ -363,7 +398,7 @@ def test_a_hung_batch_fires_no_progress_and_resolves_when_it_completes(
 
     with monitored(
         spark, engine, database_url, log_dir, checkpoint, "steady", rules, hang_in_batch_4
-    ) as (_, query):
+    ) as (_, query, _):
         alert = wait_until(fired_in_the_hang, WAIT, "the silence")
         assert "to" not in hang, "it fires while the batch hangs"
         wait_until(lambda: state(engine, alert.id) == "resolved", WAIT, "the batch to complete")

@@ -29,6 +29,7 @@ from monitor.store.models import (
 from monitor.store.prune import MAX_PAUSE_S, TABLES, cutoff_ms, prune
 from monitor.store.synthetic import fill
 from monitor.store.writes import write_event
+from tests.helpers import wait_until
 from tests.web_events import batch_event
 from wmon.main import main
 
@@ -267,39 +268,45 @@ def test_each_transaction_deletes_one_chunk(engine):
     assert all(0 <= pause <= MAX_PAUSE_S for pause in pauses)
 
 
-def test_writers_are_not_held_up_by_a_long_prune(engine, database_url):
+def batches_of(engine, query_id):
+    with engine.connect() as connection:
+        return connection.scalar(
+            sa.select(sa.func.count()).select_from(Batch).where(Batch.query_id == query_id)
+        )
+
+
+def test_writers_go_on_between_the_transactions_of_a_long_prune(engine, database_url):
     fill(engine, "old", OLD, batches=1_500, partitions=64)
     writer = create_engine(database_url)
-    done = threading.Event()
-    writes = []
+    done, written = threading.Event(), []
 
     def write_live_batches():
-        batch_id = 0
         while not done.is_set():
-            started = time.monotonic()
-            write_batch(writer, "live", batch_id, NEW + batch_id * 1_000)
-            writes.append((started, time.monotonic()))
-            batch_id += 1
+            write_batch(writer, "live", len(written), NEW + len(written) * 1_000)
+            written.append(1)
             time.sleep(0.02)
+
+    pauses = []
+
+    def between_transactions(seconds):
+        pauses.append((batches_of(engine, "old"), len(written)))
+        time.sleep(seconds)
 
     thread = threading.Thread(target=write_live_batches)
     thread.start()
-    time.sleep(0.2)
-    prune_started = time.monotonic()
-    pruned = prune(engine, CUTOFF)
-    prune_ended = time.monotonic()
+    wait_until(lambda: written, 30, "the first live batch")
+    pruned = prune(engine, CUTOFF, sleep=between_transactions)
     done.set()
     thread.join(timeout=30)
     writer.dispose()
 
     assert pruned.deleted["partitions"] == 1_499 * 64
-    during = [end for start, end in writes if prune_started < start and end < prune_ended]
-    slowest = max(end - start for start, end in writes)
-    # Writes went on while the prune ran, each waiting for one short transaction at most: in
-    # one transaction (about 0.5 s here) the prune would hold a SQLite writer for most of it.
-    assert len(during) >= 5
-    assert slowest < min(1.0, (prune_ended - prune_started) / 4), (slowest, len(during))
-    assert batch_ids(engine, "live")["batches"] == list(range(len(writes)))
+    # The live batches stored by each pause while old batches were still being deleted (32 a
+    # transaction): they went in between those transactions, not only before or after them.
+    # How long they waited is `wmon bench`'s to measure (docs/benchmarks.md).
+    stored = [count for left, count in pauses if left > 1]
+    assert sum(after > before for before, after in itertools.pairwise(stored)) >= 5, stored
+    assert batch_ids(engine, "live")["batches"] == list(range(len(written)))
 
 
 def test_alerts_that_ended_before_the_cutoff_go_with_all_their_rows(engine):
@@ -420,4 +427,4 @@ def test_wmon_prune_wants_at_least_a_day(database_url, capsys):
     with pytest.raises(SystemExit) as exit_status:
         main(["prune", "--days", "0", "--database-url", database_url])
     assert exit_status.value.code == 2
-    assert "--days: must be at least 1, not 0" in capsys.readouterr().err
+    assert "--days: must be between 1 and 36500, not 0" in capsys.readouterr().err

@@ -1,0 +1,129 @@
+"""`wmon bench`, pruning: how long a listener's writes wait while a prune deletes hours of
+history, with the pruner's pauses between its transactions and without them.
+
+Each run fills a fresh store in bulk (monitor/store/synthetic.py) with one query's 1-second
+batches, all older than the cutoff; while `prune` deletes them, a writer stores another query's
+batches through the real write path, ten a second, on an engine of its own, as a listener in
+another process would. A write's time runs from its start to its commit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from monitor.collect.progress import parse_progress
+from monitor.store.engine import create_engine
+from monitor.store.migrate import upgrade
+from monitor.store.prune import prune
+from monitor.store.scratch import scratch_database
+from monitor.store.synthetic import fill
+from monitor.store.writes import write_event
+from wmon.bench.synthetic import synthetic_progress
+
+OLD, LIVE = "bench-prune-old", "bench-prune-live"
+START_MS = 1_795_000_000_000
+WRITE_EVERY_S = 0.1
+
+
+@dataclass
+class PruneRun:
+    """One prune beside a writer: what it deleted, how long it took, and the writes meanwhile."""
+
+    batches: int
+    transactions: int
+    seconds: float
+    writes: list[float]
+
+
+def prune_beside_a_writer(database_url: str, hours: int, partitions: int, pause: bool) -> PruneRun:
+    """Fill the empty store at `database_url` with `hours` of old history, then prune it all
+    while a writer stores live batches; without the pruner's pauses unless `pause`."""
+    engine = create_engine(database_url)
+    upgrade(engine)
+    batches = hours * 3_600
+    fill(engine, OLD, START_MS, batches, partitions)
+    cutoff_ms = START_MS + batches * 1_000
+    pruning, done = threading.Event(), threading.Event()
+    writes: list[float] = []
+    writer = threading.Thread(
+        target=_write_live_batches,
+        args=(database_url, partitions, cutoff_ms, pruning, done, writes),
+    )
+    writer.start()
+    sleep: Callable[[float], None] = time.sleep if pause else _no_pause
+    try:
+        pruning.set()
+        started = time.perf_counter()
+        pruned = prune(engine, cutoff_ms, sleep=sleep)
+        seconds = time.perf_counter() - started
+        pruning.clear()
+    finally:
+        done.set()
+        writer.join()
+        engine.dispose()
+    return PruneRun(pruned.deleted["batches"], pruned.transactions, seconds, writes)
+
+
+def _no_pause(_seconds: float) -> None:
+    """The pruner's transactions back to back."""
+
+
+def _write_live_batches(
+    database_url: str,
+    partitions: int,
+    start_ms: int,
+    pruning: threading.Event,
+    done: threading.Event,
+    writes: list[float],
+) -> None:
+    """Store a batch every WRITE_EVERY_S until `done`; the seconds of those begun while
+    `pruning` go to `writes`."""
+    engine = create_engine(database_url)
+    batch_id = 0
+    while not done.is_set():
+        doc = synthetic_progress(LIVE, "run-1", batch_id, partitions, start_ms + batch_id * 1_000)
+        during = pruning.is_set()
+        started = time.perf_counter()
+        write_event(engine, parse_progress(doc))
+        if during:
+            writes.append(time.perf_counter() - started)
+        batch_id += 1
+        done.wait(WRITE_EVERY_S)
+    engine.dispose()
+
+
+def describe(run: PruneRun) -> str:
+    """One line: the prune, then the writes made meanwhile (p50, p95 and the slowest)."""
+    line = f"{run.batches:,} batches in {run.transactions} transactions, {run.seconds:.1f} s"
+    if not run.writes:
+        return f"{line}; no write meanwhile"
+    ordered = sorted(run.writes)
+    p95 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
+    return (
+        f"{line}; {len(ordered)} writes meanwhile: p50 {statistics.median(ordered) * 1000:.0f} ms, "
+        f"p95 {p95 * 1000:.0f} ms, max {ordered[-1] * 1000:.0f} ms"
+    )
+
+
+def prune_figures(args: argparse.Namespace) -> None:
+    """Prune on SQLite and, unless skipped, PostgreSQL, with and without pauses; print it."""
+    hours, partitions = args.prune_hours, args.partitions
+    print(
+        f"pruning {hours} h of 1-second batches x {partitions} partitions beside a writer "
+        f"(a batch of {partitions} partitions every {WRITE_EVERY_S * 1000:.0f} ms):",
+        flush=True,
+    )
+    for pause, label in ((True, ""), (False, ", no pauses")):
+        with tempfile.TemporaryDirectory(prefix="wmon-bench-") as folder:
+            run = prune_beside_a_writer(f"sqlite:///{folder}/prune.db", hours, partitions, pause)
+        print(f"  SQLite{label}: {describe(run)}", flush=True)
+        if not args.no_postgres:
+            with scratch_database(args.postgres_url, "wmon_bench") as url:
+                run = prune_beside_a_writer(url, hours, partitions, pause)
+            print(f"  PostgreSQL{label}: {describe(run)}", flush=True)
