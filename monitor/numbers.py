@@ -24,28 +24,31 @@ class NumberError(ValueError):
     """A number that is malformed or out of bounds; the message names what it was for."""
 
 
-def shown(text: str) -> str:
-    """`text` quoted for an error message, cut short: hostile input is not echoed whole."""
-    return repr(text) if len(text) <= _SHOWN else repr(text[:_SHOWN]) + "..."
+def shown(value: object) -> str:
+    """`value` as Python writes it, for an error message, cut short: hostile input is never
+    echoed whole, however many escapes it needs."""
+    text = repr(value)
+    return text if len(text) <= _SHOWN else f"{text[:_SHOWN]}..."
 
 
 def _plain(value: int | float) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def _bounds(low: int | float, high: int | float) -> str:
-    if low <= INT64_MIN and high >= INT64_MAX:
-        return f"between {_plain(low)} and {_plain(high)}"
-    if high >= INT64_MAX:
+def _bounds(low: int | float, high: int | float, too_low: bool) -> str:
+    """The bounds as the broken one is best said: "at least" a floor when there is no real
+    ceiling, "at most" a ceiling when there is no real floor, else both."""
+    if too_low and high >= INT64_MAX:
         return f"at least {_plain(low)}"
-    if low <= INT64_MIN:
+    if not too_low and low <= INT64_MIN:
         return f"at most {_plain(high)}"
     return f"between {_plain(low)} and {_plain(high)}"
 
 
 def _within(name: str, value: int | float, low: int | float, high: int | float) -> None:
     if not low <= value <= high:
-        raise NumberError(f"{name} must be {_bounds(low, high)}, not {_plain(value)}")
+        bounds = _bounds(low, high, value < low)
+        raise NumberError(f"{name} must be {bounds}, not {_plain(value)}")
 
 
 def whole(text: str, name: str, low: int = INT64_MIN, high: int = INT64_MAX) -> int:
@@ -54,7 +57,7 @@ def whole(text: str, name: str, low: int = INT64_MIN, high: int = INT64_MAX) -> 
         raise NumberError(f"{name} must be a whole number, not {shown(text)}")
     if len(text.lstrip("-")) > _MAX_DIGITS:
         # Beyond any bound, and not worth converting: int() of a long enough text is slow.
-        raise NumberError(f"{name} must be {_bounds(low, high)}, not {shown(text)}")
+        raise NumberError(f"{name} must be {_bounds(low, high, text[0] == '-')}, not {shown(text)}")
     value = int(text)
     _within(name, value, low, high)
     return value
@@ -73,7 +76,7 @@ def json_whole(value: object, name: str, low: int = INT64_MIN, high: int = INT64
     """A JSON value that must be a whole number between `low` and `high` (not a bool or a
     float, however round)."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise NumberError(f"{name} must be a whole number, not {shown(repr(value))}")
+        raise NumberError(f"{name} must be a whole number, not {shown(value)}")
     _within(name, value, low, high)
     return value
 
@@ -81,7 +84,7 @@ def json_whole(value: object, name: str, low: int = INT64_MIN, high: int = INT64
 def json_number(value: object, name: str, low: float, high: float) -> float:
     """A JSON value that must be a finite number between `low` and `high`."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise NumberError(f"{name} must be a number, not {shown(repr(value))}")
+        raise NumberError(f"{name} must be a number, not {shown(value)}")
     if isinstance(value, float) and not math.isfinite(value):
         raise NumberError(f"{name} must be a finite number, not {value}")
     _within(name, value, low, high)

@@ -9,23 +9,27 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy.orm as so
 
-from monitor.config import load_settings
+from monitor.config import DAY_S, load_settings
 from monitor.store.engine import display_url
 from monitor.store.reads import recent_alerts
 from wmon.options import (
+    MAX_ROWS,
     CliError,
     Parser,
-    at_least,
+    decimal_number,
     json_option,
     open_store,
-    positive_float,
     store_option,
+    whole_number,
 )
 from wmon.queries import print_rows
 from wmon.render import ALERT_COLUMNS
 
 if TYPE_CHECKING:
     from monitor.alerts.runner import AlertRunner
+
+# The evaluation lease lasts three intervals: shorter than this, it would lapse between passes.
+MIN_INTERVAL_S = 0.1
 
 
 def register(commands: Any) -> None:
@@ -36,7 +40,12 @@ def register(commands: Any) -> None:
         help="list alerts, or evaluate the rules (alerts run)",
     )
     alerts.add_argument("--all", action="store_true", help="resolved ones too, newest first")
-    alerts.add_argument("--limit", type=at_least(1), default=50, help="how many (default 50)")
+    alerts.add_argument(
+        "--limit",
+        type=whole_number(1, MAX_ROWS),
+        default=50,
+        help="how many, at most 1000000 (default 50)",
+    )
     alerts.set_defaults(func=list_alerts)
     alert_commands = alerts.add_subparsers(dest="alerts_command", parser_class=Parser)
     # The same option after `run`; unset there, it must not hide one given before `run`.
@@ -48,7 +57,11 @@ def register(commands: Any) -> None:
         "run", parents=[store_after], help="evaluate the alert rules on a schedule"
     )
     run.add_argument("--rules", type=Path, help="rules file (default: $WMON_ALERT_RULES)")
-    run.add_argument("--interval", type=positive_float, help="seconds between passes (default 10)")
+    run.add_argument(
+        "--interval",
+        type=decimal_number(MIN_INTERVAL_S, DAY_S),
+        help="seconds between passes, 0.1 to 86400 (default 10)",
+    )
     run.add_argument("--once", action="store_true", help="one pass, then exit")
     run.set_defaults(func=run_alerts)
 

@@ -10,7 +10,10 @@ from typing import Any
 from monitor.config import load_settings
 from monitor.store import migrate
 from monitor.store.engine import display_url
-from wmon.options import Parser, at_least, open_store, store_option
+from wmon.options import Parser, open_store, store_option, whole_number
+
+# As WMON_RETENTION_DAYS: a century.
+MAX_RETENTION_DAYS = 36_500
 
 
 def register(commands: Any) -> None:
@@ -25,8 +28,8 @@ def register(commands: Any) -> None:
     )
     prune.add_argument(
         "--days",
-        type=at_least(1),
-        help="keep this many days (default: $WMON_RETENTION_DAYS or 30)",
+        type=whole_number(1, MAX_RETENTION_DAYS),
+        help="keep this many days, 1 to 36500 (default: $WMON_RETENTION_DAYS or 30)",
     )
     prune.set_defaults(func=prune_history)
 

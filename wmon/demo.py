@@ -176,7 +176,7 @@ def _add_generate(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         default=DEFAULT_START_MS,
         help="event time of the first record, epoch ms",
     )
-    parser.add_argument("--seed", type=int, default=0, help="default 0")
+    parser.add_argument("--seed", type=at_least(0), default=0, help="default 0")
     parser.add_argument(
         "--max-disorder-ms",
         type=at_least(0),

@@ -9,8 +9,16 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from monitor.config import load_settings
+from monitor.numbers import INT64_MAX, NumberError, decimal, whole
 from monitor.store import migrate
 from monitor.store.engine import create_engine, display_url, parse_url
+
+# The most rows a listing (`--limit`) prints.
+MAX_ROWS = 1_000_000
+# The bounds of `positive_float`: rates and seconds of the demo, not a measure of anything.
+MIN_POSITIVE, MAX_DECIMAL = 0.001, 1_000_000_000
+# argparse names the argument itself ("argument --limit: must be ..."): the number goes unnamed.
+_ARGUMENT = ""
 
 
 class CliError(Exception):
@@ -50,44 +58,53 @@ def open_store(database_url: str | None, must_exist: bool = True) -> Any:
     if must_exist and parsed.get_backend_name() == "sqlite" and parsed.database:
         if not Path(parsed.database).expanduser().exists():
             raise CliError(f"no store at {parsed.database} (run `wmon db upgrade` or attach a job)")
-    engine = create_engine(url)
+    # A command that only reads or maintains a store never creates one, not even when the
+    # file goes away while it runs (`wmon alerts run`).
+    engine = create_engine(url, may_create=not must_exist)
     if must_exist and not migrate.is_current(engine):
         raise CliError(f"store {display_url(engine)} is not migrated: run `wmon db upgrade`")
     return engine
 
 
-def at_least(minimum: int) -> Callable[[str], int]:
-    """An argparse type: a whole number no smaller than `minimum`."""
+def whole_number(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: a whole number from `low` to `high`, read as monitor.numbers reads
+    every number from outside (ASCII digits only)."""
 
     def parse(text: str) -> int:
         try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {value}")
-        return value
+            return whole(text, _ARGUMENT, low, high)
+        except NumberError as error:
+            raise argparse.ArgumentTypeError(str(error).strip()) from None
 
     return parse
 
 
+def decimal_number(low: float, high: float) -> Callable[[str], float]:
+    """An argparse type: a finite decimal number (`2`, `0.25`) from `low` to `high`."""
+
+    def parse(text: str) -> float:
+        try:
+            return decimal(text, _ARGUMENT, low, high)
+        except NumberError as error:
+            raise argparse.ArgumentTypeError(str(error).strip()) from None
+
+    return parse
+
+
+def at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number no smaller than `minimum`, up to what the store's 64-bit
+    columns hold."""
+    return whole_number(minimum, INT64_MAX)
+
+
 def positive_float(text: str) -> float:
-    """An argparse type: a number above zero."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be above 0, not {text}")
-    return value
+    """An argparse type: a decimal number from 0.001 to a billion."""
+    return decimal_number(MIN_POSITIVE, MAX_DECIMAL)(text)
 
 
 def port_number(text: str) -> int:
     """An argparse type: a TCP port, 1 to 65535."""
-    value = at_least(1)(text)
-    if value > 65_535:
-        raise argparse.ArgumentTypeError(f"must be at most 65535, not {value}")
-    return value
+    return whole_number(1, 65_535)(text)
 
 
 def add_address(parser: argparse.ArgumentParser) -> None:

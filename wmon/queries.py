@@ -8,6 +8,7 @@ from typing import Any
 
 import sqlalchemy.orm as so
 
+from monitor.numbers import INT64_MAX
 from monitor.store.reads import (
     find_query,
     list_queries,
@@ -15,7 +16,7 @@ from monitor.store.reads import (
     recent_batches,
     recent_timer_snapshots,
 )
-from wmon.options import at_least, json_option, open_store, store_option
+from wmon.options import MAX_ROWS, json_option, open_store, store_option, whole_number
 from wmon.render import (
     BATCH_COLUMNS,
     PARTITION_COLUMNS,
@@ -37,21 +38,29 @@ def register(commands: Any) -> None:
     )
     batches_parser.add_argument("query", help="query id or name")
     batches_parser.add_argument(
-        "--limit", type=at_least(1), default=20, help="how many (default 20)"
+        "--limit",
+        type=whole_number(1, MAX_ROWS),
+        default=20,
+        help="how many, at most 1000000 (default 20)",
     )
     batches_parser.set_defaults(func=batches)
     partitions_parser = commands.add_parser(
         "partitions", parents=parents, help="a batch's source partitions"
     )
     partitions_parser.add_argument("query", help="query id or name")
-    partitions_parser.add_argument("--batch", type=at_least(0), help="batch id (default: latest)")
+    partitions_parser.add_argument(
+        "--batch", type=whole_number(0, INT64_MAX), help="batch id (default: latest)"
+    )
     partitions_parser.set_defaults(func=partitions)
     timers_parser = commands.add_parser(
         "timers", parents=parents, help="a query's pending timers over time"
     )
     timers_parser.add_argument("query", help="query id or name")
     timers_parser.add_argument(
-        "--limit", type=at_least(1), default=20, help="how many (default 20)"
+        "--limit",
+        type=whole_number(1, MAX_ROWS),
+        default=20,
+        help="how many, at most 1000000 (default 20)",
     )
     timers_parser.set_defaults(func=timers)
 

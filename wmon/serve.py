@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import socket
 from typing import Any
 
+from monitor.config import load_settings
 from monitor.store.engine import display_url
-from wmon.options import add_address, open_store
+from wmon.options import CliError, add_address, open_store
 
 
 def register(commands: Any) -> None:
@@ -25,12 +27,16 @@ def register(commands: Any) -> None:
 def serve(args: argparse.Namespace) -> None:
     """Serve the dashboard and its JSON API, pushing what the store receives to the browsers."""
     from web import create_app, evaluation, socketio
+    from web.hosts import allowed_hosts
 
     engine = open_store(args.database_url)
     url = engine.url.render_as_string(hide_password=False)
     engine.dispose()
-    app = create_app({"DATABASE_URL": url})
-    print(f"wmon: dashboard on http://{args.host}:{args.port}/ (store {display_url(url)})")
+    check_address(args.host, args.port)
+    hosts = allowed_hosts((*load_settings().allowed_hosts, args.host))
+    app = create_app({"DATABASE_URL": url, "ALLOWED_HOSTS": hosts})
+    address = authority(args.host, args.port)
+    print(f"wmon: dashboard on http://{address}/ (store {display_url(url)})")
     print("wmon: JSON API at /api/queries; Ctrl-C stops the server", flush=True)
     evaluator = evaluation.evaluator(app)
     evaluator.start()
@@ -42,3 +48,28 @@ def serve(args: argparse.Namespace) -> None:
         socketio.run(app, host=args.host, port=args.port, allow_unsafe_werkzeug=True)
     finally:
         evaluator.stop()
+
+
+def authority(host: str, port: int) -> str:
+    """`host:port`, an IPv6 address in brackets (`[::1]:5000`)."""
+    bare_ipv6 = ":" in host and not host.startswith("[")
+    return f"[{host}]:{port}" if bare_ipv6 else f"{host}:{port}"
+
+
+def check_address(host: str, port: int) -> None:
+    """Bind the address once, as Werkzeug's server will, so that a port in use or a host that
+    is not this machine's is one error line before the server is announced (Werkzeug would
+    print a bare reason and exit)."""
+    from werkzeug.serving import get_sockaddr, select_address_family
+
+    family = select_address_family(host, port)
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            # As Werkzeug's server does: a port left in TIME_WAIT by a stopped server is free.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(get_sockaddr(host, port, family))
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise CliError(f"cannot listen on {authority(host, port)}: {reason}") from None
+    except ValueError as error:  # a name IDNA cannot encode, a NUL character
+        raise CliError(f"cannot listen on {authority(host, port)}: {error}") from None

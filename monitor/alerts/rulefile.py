@@ -11,8 +11,10 @@
       - {name: ops, kind: webhook, url: "https://ops.example.com/wmon"}
       - {name: chat, kind: slack, url: "https://hooks.slack.com/services/..."}
 
-Durations take a unit (500ms, 30s, 5m, 2h, 1d), counts are whole numbers >= 0. Anything else
-is an error naming the line and the problem; nothing of a bad file is used.
+Durations take a unit (500ms, 30s, 5m, 2h, 1d) and are at most 365d; counts are whole numbers
+>= 0; both in ASCII digits, read as monitor.numbers reads every number from outside. A file is
+at most 256 KiB of UTF-8, nested at most 20 deep. Anything else is an error naming the file, the
+line and the problem; nothing of a bad file is used.
 """
 
 from __future__ import annotations
@@ -26,13 +28,23 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+import yaml.reader
 
 from monitor.alerts.receivers import kinds as registered_kinds
 from monitor.alerts.rules import RULES, Kind, thresholds
 from monitor.health.facts import Thresholds
+from monitor.numbers import INT64_MAX, NumberError, shown, whole
 
-_DURATION = re.compile(r"^(\d+)\s*(ms|s|m|h|d)$")
+# A rules file is a few kilobytes. PyYAML (pure Python, so that nesting is checked below) takes
+# about 20 s and 300 MB to read 1 MiB of `[1,1,1,...]`: this cap keeps the worst to a fifth.
+MAX_FILE_BYTES = 256 * 1024
+# A rules file is 6 levels deep; deeper nesting only exhausts the YAML composer's recursion.
+MAX_DEPTH = 20
+MAX_DURATION_MS = 365 * 86_400_000
+_DURATION = re.compile(r"([0-9]+)(ms|s|m|h|d)")
 _UNIT_MS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+# How much of a value or of PyYAML's reason an error message quotes.
+_BRIEF = 80
 
 
 class RulesFileError(ValueError):
@@ -106,34 +118,96 @@ def thresholds_of(configs: Mapping[str, RuleConfig]) -> Thresholds:
 
 
 def load_rules_file(path: str | Path) -> RuleSet:
-    """The rule set of a rules file; RulesFileError if it cannot be used."""
+    """The rule set of a rules file; RulesFileError, naming the file, if it cannot be used."""
+    return load_rules(_read(Path(path)), str(path))
+
+
+def _read(path: Path) -> str:
+    """The file's text: at most MAX_FILE_BYTES of UTF-8, read without reading more (an endless
+    file such as /dev/zero, or a FIFO, is refused at the cap)."""
     try:
-        text = Path(path).read_text()
+        with path.open("rb") as file:
+            data = file.read(MAX_FILE_BYTES + 1)
     except OSError as error:
-        raise RulesFileError(f"{path}: cannot read it: {error.strerror}") from error
-    return load_rules(text, str(path))
+        raise RulesFileError(f"{path}: cannot read it: {error.strerror or error}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise RulesFileError(f"{path}: larger than {MAX_FILE_BYTES // 1024} KiB: not a rules file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise RulesFileError(f"{path}: line {line}: not UTF-8 text") from None
 
 
 def load_rules(text: str, source: str = "rules file") -> RuleSet:
     """The rule set of a rules file's text; RulesFileError names the line of any problem."""
     try:
-        root = yaml.compose(text)
+        root = yaml.compose(text, Loader=_Loader)
+        return RuleSet() if root is None else _rule_set(root)
     except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        line = f"line {mark.line + 1}: " if mark is not None else ""
-        raise RulesFileError(
-            f"{source}: {line}not YAML: {getattr(error, 'problem', error)}"
-        ) from None
-    if root is None:
-        return RuleSet()
-    try:
-        return _rule_set(root)
+        raise RulesFileError(f"{source}: {_not_yaml(error, text)}") from None
     except _Problem as problem:
         raise RulesFileError(f"{source}: line {problem.line}: {problem.message}") from None
 
 
+def duration_ms(text: str, name: str) -> int:
+    """A duration of a rules file ('500ms', '30s', '5m', '2h', '1d', or 0) in ms, at most
+    365 days; NumberError names `name` otherwise."""
+    if text == "0":
+        return 0
+    match = _DURATION.fullmatch(text)
+    if match is None:
+        raise NumberError(
+            f"{name} must be a duration such as 500ms, 30s, 5m, 2h or 1d, not {shown(text)}"
+        )
+    count, unit = match.group(1).lstrip("0") or "0", match.group(2)
+    # More digits than the limit has in ms is past it in any unit, and past what whole() reads.
+    fits = len(count) <= len(str(MAX_DURATION_MS))
+    ms = whole(count, name) * _UNIT_MS[unit] if fits else MAX_DURATION_MS + 1
+    if ms > MAX_DURATION_MS:
+        raise NumberError(f"{name} must be at most 365d, not {shown(text)}")
+    return ms
+
+
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing nesting deeper than MAX_DEPTH: its composer recurses once
+    per level, and a file of `[[[[...` would exhaust Python's stack."""
+
+    depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        """Compose one node, one level deeper."""
+        if self.depth >= MAX_DEPTH:
+            raise _Problem(self.peek_event(), f"nested deeper than {MAX_DEPTH} levels")
+        self.depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+
+def _brief(error: Exception) -> str:
+    """An error's reason in one short line (PyYAML's span several, with marks of their own)."""
+    reason = str(error)
+    if isinstance(error, yaml.MarkedYAMLError):
+        reason = error.problem or error.context or "malformed"
+    lines = reason.splitlines() or ["malformed"]
+    return lines[0] if len(lines[0]) <= _BRIEF else f"{lines[0][:_BRIEF]}..."
+
+
+def _not_yaml(error: yaml.YAMLError, text: str) -> str:
+    """Where and why `text` is not YAML."""
+    line = None
+    if isinstance(error, yaml.MarkedYAMLError) and error.problem_mark is not None:
+        line = error.problem_mark.line + 1
+    elif isinstance(error, yaml.reader.ReaderError):
+        line = text.count("\n", 0, error.position) + 1
+    where = "" if line is None else f"line {line}: "
+    return f"{where}not YAML: {_brief(error)}"
+
+
 class _Problem(Exception):
-    def __init__(self, node: yaml.Node, message: str) -> None:
+    def __init__(self, node: yaml.Node | yaml.Event, message: str) -> None:
         super().__init__(message)
         self.line, self.message = node.start_mark.line + 1, message
 
@@ -149,9 +223,9 @@ def _entries(
         name = key.value if isinstance(key, yaml.ScalarNode) else None
         if not isinstance(name, str) or (keys is not None and name not in keys):
             allowed = f" (expected one of: {', '.join(sorted(keys))})" if keys else ""
-            raise _Problem(key, f"unknown key {name!r} in {what}{allowed}")
+            raise _Problem(key, f"unknown key {shown(name)} in {what}{allowed}")
         if any(name == seen for seen, _, _ in entries):
-            raise _Problem(key, f"{name!r} appears twice in {what}")
+            raise _Problem(key, f"{shown(name)} appears twice in {what}")
         entries.append((name, key, value))
     return entries
 
@@ -191,10 +265,10 @@ def _receivers(node: yaml.Node) -> tuple[Receiver, ...]:
             raise _Problem(fields["kind"], f"kind must be one of {', '.join(known)}")
         if not _is_http_url(receiver.url):
             raise _Problem(
-                fields["url"], f"url must be an http:// or https:// URL, not {receiver.url!r}"
+                fields["url"], f"url must be an http:// or https:// URL, not {shown(receiver.url)}"
             )
         if any(r.name == receiver.name for r in receivers):
-            raise _Problem(fields["name"], f"two receivers are called {receiver.name!r}")
+            raise _Problem(fields["name"], f"two receivers are called {shown(receiver.name)}")
         receivers.append(receiver)
     return tuple(receivers)
 
@@ -203,7 +277,8 @@ def _patches(node: yaml.Node) -> Patches:
     patches = {}
     for name, key, settings in _entries(node, "rules"):
         if name not in RULES:
-            raise _Problem(key, f"no rule named {name!r} (known: {', '.join(sorted(RULES))})")
+            known = ", ".join(sorted(RULES))
+            raise _Problem(key, f"no rule named {shown(name)} (known: {known})")
         patches[name] = _patch(name, settings)
     return patches
 
@@ -233,35 +308,31 @@ def _scalar(node: yaml.Node, name: str) -> Any:
         raise _Problem(node, f"{name} must be a single value")
     try:
         return yaml.safe_load(yaml.serialize(node))
-    except (yaml.YAMLError, ValueError) as error:
-        raise _Problem(node, f"{name} is not a value: {error}") from None
+    except (yaml.YAMLError, ValueError, OverflowError) as error:
+        raise _Problem(node, f"{name} is not a value: {_brief(error)}") from None
 
 
 def _text(node: yaml.Node, name: str) -> str:
     value = _scalar(node, name)
     if not isinstance(value, str) or not value:
-        raise _Problem(node, f"{name} must be a non-empty text, not {value!r}")
+        raise _Problem(node, f"{name} must be a non-empty text, not {shown(value)}")
     return value
 
 
 def _boolean(node: yaml.Node, name: str) -> bool:
     value = _scalar(node, name)
     if not isinstance(value, bool):
-        raise _Problem(node, f"{name} must be true or false, not {value!r}")
+        raise _Problem(node, f"{name} must be true or false, not {shown(value)}")
     return value
 
 
 def _number(node: yaml.Node, name: str, kind: Kind) -> int:
-    value = _scalar(node, name)
-    if kind is Kind.COUNT:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise _Problem(node, f"{name} must be a whole number >= 0, not {value!r}")
-        return value
-    if value == 0 and not isinstance(value, bool):
-        return 0
-    match = _DURATION.match(value.strip()) if isinstance(value, str) else None
-    if match is None:
-        raise _Problem(
-            node, f"{name} must be a duration such as 500ms, 30s, 5m, 2h or 1d, not {value!r}"
-        )
-    return int(match.group(1)) * _UNIT_MS[match.group(2)]
+    """A count or a duration, read from the text as written: not as YAML reads numbers, which
+    takes `1_000`, `0x10` and `1:30` (90)."""
+    _scalar(node, name)
+    try:
+        if kind is Kind.COUNT:
+            return whole(node.value, name, 0, INT64_MAX)
+        return duration_ms(node.value, name)
+    except NumberError as error:
+        raise _Problem(node, str(error)) from None

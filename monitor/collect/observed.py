@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from monitor.events import OBSERVATION, SAMPLES_PER_PARTITION, PartitionEventTimes
+from monitor.numbers import INT64_MAX, json_whole
 
 
 class ObservationError(ValueError):
@@ -28,14 +29,35 @@ def _tasks(observed_metrics: dict[str, Any]) -> list[dict[str, Any]]:
     return parsed
 
 
+def _optional(value: Any, name: str) -> int | None:
+    """A whole number a 64-bit column holds, or None."""
+    return None if value is None else json_whole(value, name)
+
+
+def _sample(sample: Any) -> tuple[str | None, int, int | None]:
+    """One late record's [key, event ms, offset]."""
+    if not isinstance(sample, list) or len(sample) != 3:
+        raise ObservationError("a late sample is not [key, event ms, offset]")
+    key, event_ms, offset = sample
+    if key is not None and not isinstance(key, str):
+        raise ObservationError("a late sample's key is not text")
+    return (
+        key,
+        json_whole(event_ms, "a late sample's event time"),
+        _optional(offset, "a late sample's offset"),
+    )
+
+
 def _merge(total: dict[str, Any], part: dict[str, Any]) -> None:
-    total["records"] += int(part["records"])
-    total["late"] += int(part["late"])
+    # Each count fits in 64 bits, and so does their sum over a batch's tasks.
+    total["records"] += json_whole(part["records"], "records", 0, INT64_MAX - total["records"])
+    total["late"] += json_whole(part["late"], "late", 0, INT64_MAX - total["late"])
     for key, pick in (("min_ms", min), ("max_ms", max)):
-        if part[key] is not None:
-            total[key] = part[key] if total[key] is None else pick(total[key], part[key])
+        value = _optional(part[key], key)
+        if value is not None:
+            total[key] = value if total[key] is None else pick(total[key], value)
     room = SAMPLES_PER_PARTITION - len(total["samples"])
-    total["samples"] += [tuple(sample) for sample in part["samples"][: max(room, 0)]]
+    total["samples"] += [_sample(sample) for sample in part["samples"][: max(room, 0)]]
 
 
 def partition_event_times(observed_metrics: dict[str, Any]) -> tuple[PartitionEventTimes, ...]:
@@ -45,7 +67,8 @@ def partition_event_times(observed_metrics: dict[str, Any]) -> tuple[PartitionEv
     tasks = _tasks(observed_metrics)
     try:
         for task in tasks:
-            delay_ms, late_watermark = int(task["delay_ms"]), task["late_watermark_ms"]
+            delay_ms = json_whole(task["delay_ms"], "delay_ms", 0)
+            late_watermark = _optional(task["late_watermark_ms"], "late_watermark_ms")
             for name, part in task["partitions"].items():
                 total = merged.setdefault(
                     name, {"records": 0, "late": 0, "min_ms": None, "max_ms": None, "samples": []}

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from monitor.events import PartitionOffsets
+from monitor.numbers import INT64_MAX
 
 # A source with one stream of offsets (file log, rate, socket) has one partition of this name.
 SINGLE_PARTITION = "0"
@@ -50,7 +51,7 @@ def encode(offset: Any) -> str | None:
 
 
 def _is_offset(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, int) and not isinstance(value, bool) and -1 <= value <= INT64_MAX
 
 
 def partition_positions(offset: Any) -> dict[tuple[str | None, str], int] | None:
@@ -98,5 +99,5 @@ def parse_partitions(start: Any, end: Any, latest: Any) -> tuple[PartitionOffset
 
 def _partition_order(item: tuple[tuple[str | None, str], int]) -> tuple[str, int, str]:
     (topic, partition), _ = item
-    number = int(partition) if partition.isdigit() else -1
+    number = int(partition) if partition.isascii() and partition.isdigit() else -1
     return (topic or "", number, partition)

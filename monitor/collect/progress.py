@@ -1,4 +1,9 @@
-"""Turn Spark's progress JSON into our BatchProgress, validating as it goes."""
+"""Turn Spark's progress JSON into our BatchProgress, validating as it goes.
+
+Whatever the document holds, the parser returns a BatchProgress or raises ProgressError: a
+required field that is missing or wrong is an error; an optional figure that is not a number,
+or not one a 64-bit column holds, is unknown (None).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from typing import Any
 from monitor.collect.observed import ObservationError, partition_event_times
 from monitor.collect.offsets import encode, parse_partitions, source_kind
 from monitor.events import BatchProgress, OperatorProgress, PartitionEventTimes, SourceProgress
+from monitor.numbers import INT64_MAX, INT64_MIN, NumberError, json_whole, shown
 
 log = logging.getLogger(__name__)
 
@@ -20,10 +26,12 @@ class ProgressError(ValueError):
 
 
 def parse_time_ms(text: str) -> int:
-    """Epoch milliseconds of one of Spark's ISO-8601 timestamps ('2026-11-22T10:00:00.123Z')."""
-    if text.endswith("Z"):
-        text = text[:-1] + "+00:00"
-    moment = datetime.fromisoformat(text)
+    """Epoch milliseconds of one of Spark's ISO-8601 timestamps ('2026-11-22T10:00:00.123Z');
+    ProgressError if `text` is not one."""
+    try:
+        moment = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
+    except (AttributeError, TypeError, ValueError):
+        raise ProgressError(f"not a timestamp: {shown(text)}") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     return (moment - _EPOCH) // timedelta(milliseconds=1)
@@ -37,14 +45,25 @@ def _required(doc: dict[str, Any], key: str, kind: type) -> Any:
         raise ProgressError(f"progress has no {key!r}")
     value = doc[key]
     if not isinstance(value, kind) or isinstance(value, bool):
-        raise ProgressError(f"progress field {key!r} must be {kind.__name__}, not {value!r}")
+        raise ProgressError(f"progress field {key!r} must be {kind.__name__}, not {shown(value)}")
     return value
 
 
+def _batch_id(doc: dict[str, Any]) -> int:
+    try:
+        return json_whole(_required(doc, "batchId", int), "progress field 'batchId'", 0)
+    except NumberError as error:
+        raise ProgressError(str(error)) from None
+
+
 def _int(value: Any) -> int | None:
+    """A JSON number as a whole number a 64-bit column holds; None for anything else."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return int(value) if math.isfinite(value) else None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    number = int(value)
+    return number if INT64_MIN <= number <= INT64_MAX else None
 
 
 def _float(value: Any) -> float | None:
@@ -53,11 +72,20 @@ def _float(value: Any) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _whole_numbers(values: dict[str, Any]) -> dict[str, int]:
+    """The entries of a map of Spark's longs (durations, custom metrics) that are ones."""
+    return {key: number for key, value in values.items() if (number := _int(value)) is not None}
+
+
 def _timestamp(value: Any, key: str) -> int:
     try:
         return parse_time_ms(value)
-    except (AttributeError, TypeError, ValueError):
-        raise ProgressError(f"progress field {key!r} is not a timestamp: {value!r}") from None
+    except ProgressError:
+        raise ProgressError(f"progress field {key!r} is not a timestamp: {shown(value)}") from None
 
 
 def _time(doc: dict[str, Any], key: str) -> int | None:
@@ -70,7 +98,7 @@ def _dict(doc: dict[str, Any], key: str) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise ProgressError(f"progress field {key!r} must be an object, not {value!r}")
+        raise ProgressError(f"progress field {key!r} must be an object, not {shown(value)}")
     return value
 
 
@@ -86,11 +114,10 @@ def _list(doc: dict[str, Any], key: str) -> list[Any]:
 def parse_operator(index: int, doc: dict[str, Any]) -> OperatorProgress:
     """One entry of stateOperators[]; timer counts come from its custom metrics."""
     custom = doc.get("customMetrics")
-    if not isinstance(custom, dict):
-        custom = {}
+    custom = _whole_numbers(custom) if isinstance(custom, dict) else {}
     return OperatorProgress(
         operator_index=index,
-        operator_name=doc.get("operatorName"),
+        operator_name=_text(doc.get("operatorName")),
         num_rows_total=_int(doc.get("numRowsTotal")),
         num_rows_updated=_int(doc.get("numRowsUpdated")),
         num_rows_removed=_int(doc.get("numRowsRemoved")),
@@ -99,7 +126,7 @@ def parse_operator(index: int, doc: dict[str, Any]) -> OperatorProgress:
         num_registered_timers=_int(custom.get("numRegisteredTimers")),
         num_deleted_timers=_int(custom.get("numDeletedTimers")),
         num_expired_timers=_int(custom.get("numExpiredTimers")),
-        custom_metrics=dict(custom),
+        custom_metrics=custom,
     )
 
 
@@ -126,14 +153,13 @@ def parse_progress(doc: Any) -> BatchProgress:
     if not isinstance(doc, dict):
         raise ProgressError(f"progress must be a JSON object, not {type(doc).__name__}")
     event_time = _dict(doc, "eventTime")
-    durations = {k: v for k, v in _dict(doc, "durationMs").items() if _int(v) is not None}
-    name = doc.get("name")
+    durations = _whole_numbers(_dict(doc, "durationMs"))
     observed = _dict(doc, "observedMetrics")
     return BatchProgress(
         query_id=_required(doc, "id", str),
         run_id=_required(doc, "runId", str),
-        name=name if isinstance(name, str) else None,
-        batch_id=_required(doc, "batchId", int),
+        name=_text(doc.get("name")),
+        batch_id=_batch_id(doc),
         batch_time_ms=_timestamp(_required(doc, "timestamp", str), "timestamp"),
         watermark_ms=_time(event_time, "watermark"),
         event_time_min_ms=_time(event_time, "min"),
@@ -142,8 +168,8 @@ def parse_progress(doc: Any) -> BatchProgress:
         num_input_rows=_int(doc.get("numInputRows")),
         input_rows_per_second=_float(doc.get("inputRowsPerSecond")),
         processed_rows_per_second=_float(doc.get("processedRowsPerSecond")),
-        trigger_duration_ms=_int(durations.get("triggerExecution")),
-        durations_ms={k: int(v) for k, v in durations.items()},
+        trigger_duration_ms=durations.get("triggerExecution"),
+        durations_ms=durations,
         operators=tuple(parse_operator(i, op) for i, op in enumerate(_list(doc, "stateOperators"))),
         sources=tuple(parse_source(i, src) for i, src in enumerate(_list(doc, "sources"))),
         observed_metrics=observed,
@@ -164,6 +190,7 @@ def parse_progress_json(text: str) -> BatchProgress:
     """A BatchProgress from the JSON text of a progress event."""
     try:
         doc = json.loads(text)
-    except (TypeError, ValueError) as error:
+    except (TypeError, ValueError, RecursionError) as error:
+        # RecursionError: nested thousands deep, deeper than json's decoder goes.
         raise ProgressError(f"progress is not valid JSON: {error}") from None
     return parse_progress(doc)

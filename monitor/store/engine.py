@@ -73,28 +73,30 @@ class _SameFile:
             raise sa_exc.DisconnectionError(f"the store file {self.path} was moved or replaced")
 
 
-def _refuse_missing(path: Path) -> Any:
-    def check(*_args: Any) -> None:
+def _open_existing(path: Path) -> Any:
+    """A `do_connect` hook that opens the store's file only if it exists."""
+
+    def connect(_dialect: Any, _record: Any, cargs: list[Any], cparams: dict[str, Any]) -> None:
         # The driver's own error type, so that it is met like any other store failure.
         if not path.exists():
             raise sqlite3.OperationalError(
                 f"no store at {path} (`wmon db upgrade` creates one, as does a job's listener)"
             )
+        # mode=rw: a file that goes missing between the check and the open is an error too,
+        # never a new, empty store.
+        cargs[0] = f"file:{quote(str(path))}?mode=rw"
+        cparams["uri"] = True
 
-    return check
+    return connect
 
 
 def _sqlite_engine(url: sa.URL, may_create: bool, options: dict[str, Any]) -> sa.Engine:
     path = Path(url.database).expanduser() if url.database and url.database != ":memory:" else None
     if path is not None and may_create:
         path.parent.mkdir(parents=True, exist_ok=True)
-    elif path is not None:
-        # mode=rw: a file that went missing between the check and the open is an error too,
-        # never a new, empty store.
-        url = url.set(database=f"file:{quote(str(path))}?mode=rw", query={"uri": "true"})
     engine = sa.create_engine(url, **options)
     if path is not None and not may_create:
-        sa.event.listen(engine, "do_connect", _refuse_missing(path))
+        sa.event.listen(engine, "do_connect", _open_existing(path))
     sa.event.listen(engine, "connect", _enable_wal)
     if path is not None:
         same_file = _SameFile(path)

@@ -189,7 +189,7 @@ def test_a_rules_file_broken_while_serving_is_reported_until_it_is_fixed(
         wait_until(lambda: listed()["alerts"], 10, "the server to evaluate the rules")
         rewrite(rules, RULES + "   offset_lag: {}\n", 1)
         error = wait_until(lambda: listed()["rules_error"], 10, "the rules error")
-        assert error.startswith(f"{rules}: line 3: not YAML: expected <block end>")
+        assert error.startswith(f"{rules}: line 3: not YAML: ") and "expected <block end>" in error
         assert [a["rule"] for a in listed()["alerts"]] == ["partition_stalled"]
         rewrite(rules, RULES, 2)
         wait_until(lambda: listed()["rules_error"] is None, 10, "the error to go with the fix")

@@ -1,9 +1,13 @@
 """`wmon alerts` and `wmon alerts run`: list alerts, evaluate once or on a schedule."""
 
 import json
+import os
+import subprocess
+from pathlib import Path
 
 import pytest
 
+from monitor.alerts.rulefile import MAX_FILE_BYTES
 from monitor.alerts.runner import AlertRunner
 from monitor.store.engine import display_url
 from tests.monitor.alerts.test_delivery import LocalReceiver
@@ -57,11 +61,74 @@ def test_a_bad_rules_file_is_one_error_line_and_changes_nothing(capsys, stalled_
     argv = ["alerts", "run", "--once", "--rules", str(rules), "--database-url", stalled_store]
     status, out, err = run(capsys, *argv)
     assert (status, out) == (1, "")
-    assert err == f"wmon: error: {rules}: line 2: count must be a whole number >= 0, not 'lots'\n"
+    assert err == f"wmon: error: {rules}: line 2: count must be a whole number, not 'lots'\n"
     assert (
         json.loads(run(capsys, "alerts", "--all", "--json", "--database-url", stalled_store)[1])
         == []
     )
+
+
+@pytest.fixture
+def sqlite_store(tmp_path, capsys):
+    """A migrated SQLite store, empty."""
+    url = f"sqlite:///{tmp_path / 'wmon.db'}"
+    assert run(capsys, "db", "upgrade", "--database-url", url)[0] == 0
+    return url
+
+
+def write(path, data):
+    path.write_bytes(data)
+    return path
+
+
+def fifo_fed_by_yes(path, request):
+    """A FIFO that `yes` writes to without end, until the test is over."""
+    os.mkfifo(path)
+    writer = subprocess.Popen(["sh", "-c", 'exec yes > "$0"', str(path)])
+    request.addfinalizer(lambda: (writer.kill(), writer.wait(timeout=10)))
+    return path
+
+
+ODD_RULES_FILES = [
+    (lambda p, r: write(p, b"#" * (MAX_FILE_BYTES + 1)), "larger than 256 KiB: not a rules file"),
+    (lambda p, r: Path("/dev/zero"), "larger than 256 KiB: not a rules file"),
+    (fifo_fed_by_yes, "larger than 256 KiB: not a rules file"),
+    (lambda p, r: write(p, b"\x89PNG\r\n\x1a\n\x00"), "line 1: not UTF-8 text"),
+    (lambda p, r: p.parent, "cannot read it: Is a directory"),
+    (lambda p, r: write(p, b"- rules\n- queries\n"), "line 1: the file must be a mapping"),
+    (lambda p, r: write(p, b"[" * 100_000), "line 1: nested deeper than 20 levels"),
+    (
+        lambda p, r: write(p, b"rules:\n  rewound: {window: 99999999999999999999999d}\n"),
+        "line 2: window must be at most 365d, not '99999999999999999999999d'",
+    ),
+    (
+        lambda p, r: write(p, b"rules:\n  offset_lag: {threshold: 1_000}\n"),
+        "line 2: threshold must be a whole number, not '1_000'",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("make", "problem"),
+    ODD_RULES_FILES,
+    ids=[
+        "over the cap",
+        "endless",
+        "fifo fed by yes",
+        "binary",
+        "directory",
+        "a list",
+        "nested",
+        "window past 365 days",
+        "count with underscore",
+    ],
+)
+def test_an_odd_rules_file_is_one_error_line_naming_it(
+    capsys, sqlite_store, tmp_path, request, make, problem
+):
+    rules = make(tmp_path / "rules.yml", request)
+    argv = ["alerts", "run", "--once", "--rules", str(rules), "--database-url", sqlite_store]
+    assert run(capsys, *argv) == (1, "", f"wmon: error: {rules}: {problem}\n")
 
 
 def test_bad_arguments_exit_2(capsys):

@@ -18,7 +18,7 @@ from monitor.store.migrate import current_revision, head_revision
 from monitor.store.writes import write_event
 from streaming.log import PartitionedLog
 from tests.helpers import closed_port, progress_doc
-from wmon.main import main
+from wmon.main import build_parser, main
 
 QUERY, RUN = "11111111-1111-1111-1111-111111111111", "run-1"
 OTHER, OTHER_RUN = "22222222-2222-2222-2222-222222222222", "run-2"
@@ -287,12 +287,13 @@ def test_db_upgrade_migrates_once_then_says_already_at(
 BAD_ARGUMENTS = [
     (
         ["batches", QUERY, "--limit", "0"],
-        "wmon batches: error: argument --limit: must be at least 1, not 0"
+        "wmon batches: error: argument --limit: must be between 1 and 1000000, not 0"
         " (see wmon batches --help)",
     ),
     (
         ["batches", QUERY, "--limit", "x"],
-        "wmon batches: error: argument --limit: not a whole number: 'x' (see wmon batches --help)",
+        "wmon batches: error: argument --limit: must be a whole number, not 'x'"
+        " (see wmon batches --help)",
     ),
     (
         ["watch"],
@@ -338,6 +339,104 @@ BAD_ARGUMENT_IDS = [
     "db without subcommand",
     "generate 0 partitions",
 ]
+
+
+# Every number option of every command, past each bound and in the forms Python's int() and
+# float() take but the strict reader does not: (the command, its arguments, the reason).
+BAD_NUMBERS = [
+    ("batches", [QUERY, "--limit", "1000001"], "between 1 and 1000000, not 1000001"),
+    (
+        "batches",
+        [QUERY, "--limit", "99999999999999999999"],
+        "between 1 and 1000000, not 99999999999999999999",
+    ),
+    ("batches", [QUERY, "--limit", "1_000"], "a whole number, not '1_000'"),
+    ("batches", [QUERY, "--limit", " 5"], "a whole number, not ' 5'"),
+    ("batches", [QUERY, "--limit", "+5"], "a whole number, not '+5'"),
+    ("batches", [QUERY, "--limit", "٣"], "a whole number, not '٣'"),
+    ("timers", [QUERY, "--limit", "0"], "between 1 and 1000000, not 0"),
+    ("timers", [QUERY, "--limit", "1000001"], "between 1 and 1000000, not 1000001"),
+    ("alerts", ["--limit", "0"], "between 1 and 1000000, not 0"),
+    (
+        "alerts",
+        ["--limit", "99999999999999999999"],
+        "between 1 and 1000000, not 99999999999999999999",
+    ),
+    ("partitions", [QUERY, "--batch", "1e3"], "a whole number, not '1e3'"),
+    ("alerts run", ["--interval", "inf"], "a number such as 2 or 0.25, not 'inf'"),
+    ("alerts run", ["--interval", "nan"], "a number such as 2 or 0.25, not 'nan'"),
+    ("alerts run", ["--interval", "1e3"], "a number such as 2 or 0.25, not '1e3'"),
+    ("alerts run", ["--interval", "0"], "between 0.1 and 86400, not 0"),
+    ("alerts run", ["--interval", "0.05"], "between 0.1 and 86400, not 0.05"),
+    ("alerts run", ["--interval", "86400.5"], "between 0.1 and 86400, not 86400.5"),
+    ("prune", ["--days", "0"], "between 1 and 36500, not 0"),
+    ("prune", ["--days", "36501"], "between 1 and 36500, not 36501"),
+    ("serve", ["--port", "65536"], "between 1 and 65535, not 65536"),
+    ("serve", ["--port", "99999999999999999999"], "between 1 and 65535, not 99999999999999999999"),
+    ("demo", ["--port", "0"], "between 1 and 65535, not 0"),
+    ("generate", ["log", "--rate", "inf"], "a number such as 2 or 0.25, not 'inf'"),
+    ("generate", ["log", "--rate", "0"], "between 0.001 and 1000000000, not 0"),
+]
+
+
+@pytest.mark.parametrize(
+    ("command", "args", "reason"),
+    BAD_NUMBERS,
+    ids=[f"{command} {' '.join(args[-2:])}" for command, args, _ in BAD_NUMBERS],
+)
+def test_a_number_out_of_bounds_or_malformed_is_one_line_and_status_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str, args: list[str], reason: str
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main([*command.split(), *args])
+    assert exit_info.value.code == 2
+    expected = f"wmon {command}: error: argument {args[-2]}: must be {reason}"
+    assert capsys.readouterr() == ("", f"{expected} (see wmon {command} --help)\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_batch_id_past_64_bits_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["partitions", QUERY, "--batch", "9223372036854775808"])
+    assert exit_info.value.code == 2
+    assert re.fullmatch(
+        r"wmon partitions: error: argument --batch: must be [^\n]*, not 9223372036854775808"
+        r" \(see wmon partitions --help\)\n",
+        capsys.readouterr().err,
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "option", "value"),
+    [
+        (["batches", QUERY, "--limit", "1000000"], "limit", 1_000_000),
+        (["timers", QUERY, "--limit", "1"], "limit", 1),
+        (["alerts", "--limit", "1000000"], "limit", 1_000_000),
+        (["partitions", QUERY, "--batch", "9223372036854775807"], "batch", 2**63 - 1),
+        (["partitions", QUERY, "--batch", "0"], "batch", 0),
+        (["alerts", "run", "--interval", "0.1"], "interval", 0.1),
+        (["alerts", "run", "--interval", "86400"], "interval", 86_400.0),
+        (["prune", "--days", "36500"], "days", 36_500),
+        (["prune", "--days", "1"], "days", 1),
+        (["serve", "--port", "65535"], "port", 65_535),
+        (["serve", "--port", "1"], "port", 1),
+    ],
+    ids=[
+        "limit 1000000",
+        "timers limit 1",
+        "alerts limit 1000000",
+        "batch 2^63-1",
+        "batch 0",
+        "interval 0.1",
+        "interval a day",
+        "days 36500",
+        "days 1",
+        "port 65535",
+        "port 1",
+    ],
+)
+def test_the_bounds_themselves_are_accepted(argv: list[str], option: str, value: object) -> None:
+    assert getattr(build_parser().parse_args(argv), option) == value
 
 
 @pytest.mark.parametrize(("argv", "message"), BAD_ARGUMENTS, ids=BAD_ARGUMENT_IDS)

@@ -1,8 +1,13 @@
 """The rules file: defaults overridden for all queries and per name; bad files named by line."""
 
+import os
+import re
+import subprocess
+from pathlib import Path
+
 import pytest
 
-from monitor.alerts.rulefile import RulesFileError, load_rules, load_rules_file
+from monitor.alerts.rulefile import MAX_FILE_BYTES, RulesFileError, load_rules, load_rules_file
 from monitor.alerts.rules import RULES
 
 GOOD = """\
@@ -50,8 +55,8 @@ def test_settings_for_every_query_then_per_name_in_order():
             "rules:\n  watermark_skew: {threshold: 2 minutes}\n",
             "line 2: threshold must be a duration",
         ),
-        ("rules:\n  late_records: {count: -1}\n", "line 2: count must be a whole number >= 0"),
-        ("rules:\n  late_records: {count: true}\n", "line 2: count must be a whole number >= 0"),
+        ("rules:\n  late_records: {count: -1}\n", "line 2: count must be at least 0, not -1"),
+        ("rules:\n  late_records: {count: true}\n", "line 2: count must be a whole number"),
         ("rules:\n  x: {}\n  no_such_rule: {}\n", "line 2: no rule named 'x'"),
         ("rules:\n  offset_lag:\n    for: 1m\n    treshold: 5\n", "line 4: unknown key 'treshold'"),
         ("rules:\n  partition_idle: {enabled: maybe}\n", "line 2: enabled must be true or false"),
@@ -136,3 +141,174 @@ def test_two_receivers_with_one_name():
     )
     with pytest.raises(RulesFileError, match="line 3: two receivers are called 'a'"):
         load_rules(text, "rules.yml")
+
+
+@pytest.mark.parametrize(
+    "setting, params",
+    [
+        ("{window: 0}", {"count": 0, "window": 0}),
+        ("{window: 500ms}", {"count": 0, "window": 500}),
+        ("{window: 365d}", {"count": 0, "window": 31_536_000_000}),
+        ("{window: 8760h}", {"count": 0, "window": 31_536_000_000}),
+        ("{window: 31536000000ms}", {"count": 0, "window": 31_536_000_000}),
+        ("{window: 0005m}", {"count": 0, "window": 300_000}),
+        ("{count: '12'}", {"count": 12, "window": 300_000}),
+        ("{count: 9223372036854775807}", {"count": 2**63 - 1, "window": 300_000}),
+    ],
+    ids=[
+        "zero",
+        "ms",
+        "365 days",
+        "365 days in hours",
+        "365 days in ms",
+        "leading zeros",
+        "quoted count",
+        "largest count",
+    ],
+)
+def test_numbers_within_bounds(setting, params):
+    rules = load_rules(f"rules:\n  late_records: {setting}\n")
+    assert rules.for_query("q")["late_records"].params == params
+
+
+@pytest.mark.parametrize(
+    "setting, message",
+    [
+        ("{window: 366d}", "window must be at most 365d, not '366d'"),
+        ("{window: 31536000001ms}", "window must be at most 365d, not '31536000001ms'"),
+        (
+            "{window: 99999999999999999999999d}",
+            "window must be at most 365d, not '99999999999999999999999d'",
+        ),
+        ("{window: ٥m}", "window must be a duration such as 500ms, .*, not '٥m'"),
+        ("{window: 5 m}", "window must be a duration such as 500ms, .*, not '5 m'"),
+        ("{window: '5m '}", "window must be a duration such as 500ms, .*, not '5m '"),
+        ("{window: 1:30}", "window must be a duration such as 500ms, .*, not '1:30'"),
+        ("{window: -5m}", "window must be a duration such as 500ms, .*, not '-5m'"),
+        ("{window: 5}", "window must be a duration such as 500ms, .*, not '5'"),
+        ("{count: 1_000}", "count must be a whole number, not '1_000'"),
+        ("{count: 0x10}", "count must be a whole number, not '0x10'"),
+        ("{count: +5}", "count must be a whole number, not '\\+5'"),
+        ("{count: 1.0}", "count must be a whole number, not '1.0'"),
+        ("{count: 9223372036854775808}", "count must be .*, not 9223372036854775808"),
+        ("{count: 99999999999999999999999}", "count must be .*, not '9999"),
+    ],
+    ids=[
+        "366 days",
+        "a ms past 365 days",
+        "23 digits of days",
+        "arabic-indic digit",
+        "space before the unit",
+        "space after the unit",
+        "sexagesimal",
+        "negative",
+        "no unit",
+        "underscore",
+        "hexadecimal",
+        "plus sign",
+        "decimal count",
+        "count past 64 bits",
+        "23-digit count",
+    ],
+)
+def test_numbers_out_of_bounds_or_malformed_name_the_line(setting, message):
+    with pytest.raises(RulesFileError, match=f"^rules.yml: line 2: {message}"):
+        load_rules(f"rules:\n  late_records: {setting}\n", "rules.yml")
+
+
+# Nine to the ninth "lol"s, were the aliases expanded.
+BILLION_LAUGHS = "queries:\n  - &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+    f"  - &{name} [{', '.join([f'*{previous}'] * 9)}]\n"
+    for previous, name in zip("abcdefgh", "bcdefghi", strict=True)
+)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("- rules\n- queries\n", "line 1: the file must be a mapping"),
+        ("just text\n", "line 1: the file must be a mapping"),
+        ("[" * 10_000, "line 1: nested deeper than 20 levels"),
+        ("rules:\n  " + "{a: " * 30, "line 2: nested deeper than 20 levels"),
+        (BILLION_LAUGHS, "line 2: a queries entry must be a mapping"),
+        ("queries: &q [*q]\n", "line 1: a queries entry must be a mapping"),
+        ("rules: *nothing\n", "line 1: not YAML: found undefined alias 'nothing'"),
+        ("rules: {}\n---\nrules: {}\n", "line 2: not YAML: but found another document"),
+        ("rules:\n  \x00: {}\n", "line 2: not YAML: unacceptable character #x0000"),
+        ("rules:\n  \ud800: {}\n", "line 2: not YAML: unacceptable character #xd800"),
+        ("x" * 1_000 + ": 1\n", "line 1: unknown key 'x{39}\\.\\.\\. in the file"),
+        (
+            "rules:\n  query_failed: {enabled: !!timestamp 2026-02-30}\n",
+            "line 2: enabled is not a value: day is out of range for month$",
+        ),
+    ],
+    ids=[
+        "a list",
+        "a scalar",
+        "nested 10000 deep",
+        "nested 30 deep in rules",
+        "alias bomb",
+        "recursive alias",
+        "undefined alias",
+        "two documents",
+        "NUL character",
+        "lone surrogate",
+        "long key cut short",
+        "impossible date",
+    ],
+)
+def test_an_odd_document_is_the_rules_files_own_error_in_one_line(text, message):
+    with pytest.raises(RulesFileError, match=f"^rules.yml: {message}") as error:
+        load_rules(text, "rules.yml")
+    assert "\n" not in str(error.value) and len(str(error.value)) < 200
+
+
+def test_a_file_at_the_size_cap_is_read(tmp_path):
+    path = tmp_path / "rules.yml"
+    path.write_text("rules: {}\n#" + "x" * (MAX_FILE_BYTES - 12) + "\n")
+    assert path.stat().st_size == MAX_FILE_BYTES
+    assert load_rules_file(path).for_query("q") == load_rules("").for_query("q")
+
+
+def write_bytes(path, data):
+    path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda p: write_bytes(p, b"rules: {}\n" + b"#" * MAX_FILE_BYTES), "larger than 256 KiB"),
+        (lambda p: Path("/dev/zero"), "larger than 256 KiB"),
+        (lambda p: write_bytes(p, b"rules:\n  \xff\xfe: {}\n"), "line 2: not UTF-8 text"),
+        (lambda p: write_bytes(p, b"\x89PNG\r\n\x1a\n\x00\x00"), "line 1: not UTF-8 text"),
+        (lambda p: p.parent, "cannot read it: Is a directory"),
+        (lambda p: p.parent / "missing.yml", "cannot read it: No such file or directory"),
+    ],
+    ids=["one byte over the cap", "endless", "latin-1", "binary", "a directory", "missing"],
+)
+def test_an_odd_file_is_an_error_naming_the_file(tmp_path, make, message):
+    path = make(tmp_path / "rules.yml")
+    with pytest.raises(RulesFileError, match=f"^{re.escape(str(path))}: {message}"):
+        load_rules_file(path)
+
+
+def test_an_endless_fifo_is_refused_at_the_cap(tmp_path):
+    fifo = tmp_path / "rules.yml"
+    os.mkfifo(fifo)
+    writer = subprocess.Popen(["sh", "-c", 'exec yes > "$0"', str(fifo)])
+    try:
+        with pytest.raises(RulesFileError, match=f"^{re.escape(str(fifo))}: larger than 256 KiB"):
+            load_rules_file(fifo)
+    finally:
+        writer.kill()
+        writer.wait(timeout=10)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
+def test_an_unreadable_file_is_an_error_naming_the_file(tmp_path):
+    path = tmp_path / "rules.yml"
+    path.write_text("rules: {}\n")
+    path.chmod(0)
+    with pytest.raises(RulesFileError, match="rules.yml: cannot read it: Permission denied"):
+        load_rules_file(path)

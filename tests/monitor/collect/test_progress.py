@@ -148,3 +148,68 @@ def test_unknown_source_shape_is_kept_raw():
     [source] = parse_progress(doc).sources
     assert source.kind == "other" and source.partitions == ()
     assert (source.start_offset, source.end_offset) == ('{"a":[1]}', '{"a":[2]}')
+
+
+@pytest.mark.parametrize(
+    "value",
+    [2**63, -(2**63) - 1, 2**70, 9.3e18, 1e300, float("inf"), "40", None, [40]],
+    ids=["2^63", "below -2^63", "2^70", "float past 2^63", "1e300", "inf", "text", "null", "list"],
+)
+def test_a_figure_no_64_bit_column_holds_is_unknown(value):
+    doc = progress_doc(
+        numInputRows=value,
+        durationMs={"triggerExecution": value, "walCommit": 5},
+        stateOperators=[
+            {"numRowsTotal": value, "customMetrics": {"numRegisteredTimers": value, "x": 3}}
+        ],
+    )
+    batch = parse_progress(doc)
+    assert (batch.num_input_rows, batch.trigger_duration_ms) == (None, None)
+    assert batch.durations_ms == {"walCommit": 5}
+    [operator] = batch.operators
+    assert (operator.num_rows_total, operator.num_registered_timers) == (None, None)
+    assert operator.custom_metrics == {"x": 3}
+
+
+def test_the_largest_figures_are_kept():
+    batch = parse_progress(progress_doc(numInputRows=2**63 - 1, batchId=2**63 - 1))
+    assert batch.num_input_rows == batch.batch_id == 2**63 - 1
+
+
+def test_an_operator_name_that_is_not_text_is_unknown():
+    [operator] = parse_progress(progress_doc(stateOperators=[{"operatorName": 5}])).operators
+    assert operator.operator_name is None
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"batchId": -1}, "'batchId' must be at least 0, not -1"),
+        ({"batchId": 2**63}, "'batchId' must be .*, not 9223372036854775808"),
+        ({"timestamp": 12}, "'timestamp' must be str, not 12$"),
+        (
+            {"eventTime": {"watermark": "x" * 100}},
+            "'watermark' is not a timestamp: 'x{39}\\.\\.\\.$",
+        ),
+        ({"eventTime": {"min": ["2026"]}}, "'min' is not a timestamp: \\['2026'\\]$"),
+    ],
+    ids=["negative batch id", "batch id past 64 bits", "numeric timestamp", "long", "list"],
+)
+def test_more_malformed_progress(change, message):
+    with pytest.raises(ProgressError, match=message):
+        parse_progress(progress_doc(**change))
+
+
+@pytest.mark.parametrize(
+    "value",
+    [12, None, ["2026-11-22T02:57:29.318Z"], "2026-13-01T00:00:00Z"],
+    ids=["number", "null", "list", "13th month"],
+)
+def test_parse_time_ms_of_something_else_is_a_progress_error(value):
+    with pytest.raises(ProgressError, match="not a timestamp"):
+        parse_time_ms(value)
+
+
+def test_progress_nested_deeper_than_json_decodes_is_a_progress_error():
+    with pytest.raises(ProgressError, match="not valid JSON"):
+        parse_progress_json("[" * 100_000 + "]" * 100_000)
