@@ -303,12 +303,3 @@ def test_an_endless_fifo_is_refused_at_the_cap(tmp_path):
     finally:
         writer.kill()
         writer.wait(timeout=10)
-
-
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
-def test_an_unreadable_file_is_an_error_naming_the_file(tmp_path):
-    path = tmp_path / "rules.yml"
-    path.write_text("rules: {}\n")
-    path.chmod(0)
-    with pytest.raises(RulesFileError, match="rules.yml: cannot read it: Permission denied"):
-        load_rules_file(path)
