@@ -9,52 +9,91 @@ are the live protocol of docs/live.md.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import sqlalchemy as sa
-import sqlalchemy.exc as sa_exc
 import sqlalchemy.orm as so
-from flask import Flask, current_app
-from flask_socketio import emit, join_room, leave_room
+from flask import Flask, current_app, request
+from flask_socketio import ConnectionRefusedError as ConnectionRefused
+from flask_socketio import leave_room, rooms
 
 from monitor.alerts.silences import active_silences
-from monitor.store.changes import alert_event_watch, batch_watch, query_watch, timer_watch
-from monitor.store.engine import error_reason
+from monitor.numbers import json_whole
+from monitor.store.changes import (
+    Fingerprint,
+    alert_event_watch,
+    batch_watch,
+    query_watch,
+    timer_watch,
+)
 from monitor.store.models import AlertEvent, AlertRow, Batch, Query, TimerSnapshotRow
-from monitor.store.reads import QueryNotFound, find_query, list_queries
+from monitor.store.reads import find_query, list_queries
 from monitor.store.summary import latest_batch
 from web import db
 from web.alerts_api import alert_json, silences_in_force
+from web.hosts import is_trusted
 from web.payloads import Lens, batch_events, overview, timers_json
 from web.periodic import Periodic
-from web.sockets import socketio
+from web.sockets import (
+    Refused,
+    acknowledged,
+    connection_id,
+    socketio,
+    subscribe_limit,
+    take_turn,
+)
 
 CATCH_UP_LIMIT = 1_000
+MAX_QUERY_ROOMS = 20
+QUERY_ROOM_PREFIX = "query:"
 OVERVIEW_ROOM = "overview"
 ALERTS_ROOM = "alerts"
+
+# A stored batch as the looks tell them apart: its row's id and content.
+BatchKey = tuple[int, Fingerprint]
 
 log = logging.getLogger(__name__)
 
 
 def room(query_id: str) -> str:
     """The Socket.IO room of one query."""
-    return f"query:{query_id}"
+    return QUERY_ROOM_PREFIX + query_id
+
+
+class Joining:
+    """A connection on its way into a room: what it was sent on the way (its catch-up's
+    batches, by key) and what the looks sent the room meanwhile."""
+
+    def __init__(self, sid: str) -> None:
+        self.sid = sid
+        self.ended = False
+        self.sent: set[BatchKey] = set()
+        self.missed: list[tuple[str, Any, BatchKey | None]] = []
 
 
 class Watcher:
-    """The background task that looks at the store and pushes what changed to the rooms."""
+    """The background task that looks at the store and pushes what changed to the rooms.
+
+    Looks and joins take turns under `lock`, briefly, so that each event reaches a client
+    exactly once and in order, catch-up first: a joining client leaves the room and is
+    registered as joining (one turn), is sent its catch-up without the lock while the looks
+    go on pushing to everyone else and keep what they send that room for it, and at last
+    (another turn) is sent what was kept, less the batches its catch-up already had, and
+    enters the room. A look takes a connection of the store with the lock held, so nothing
+    waits for the lock while it holds a connection: a full pool would deadlock them.
+    """
 
     def __init__(self, app: Flask) -> None:
         self.app = app
-        # Looks and subscriptions take turns, so that a batch reaches a subscriber exactly
-        # once: either in its catch-up or, if the last look had not seen it, with the next look.
         self.lock = threading.Lock()
         self._batches, self._timers, self._queries = batch_watch(), timer_watch(), query_watch()
         self._alert_events = alert_event_watch()
+        self._joining: dict[str, list[Joining]] = {}
         self.silences: list[dict[str, Any]] | None = None
         self._last_full = 0.0
         self._task = Periodic(
@@ -97,6 +136,21 @@ class Watcher:
             for watch in watches:
                 watch.accept()
 
+    def _emit(self, event: str, payload: Any, to: list[str], key: BatchKey | None = None) -> None:
+        """With the lock held: send an event to rooms, and keep it for each connection on its
+        way into one of them that is in none of them yet."""
+        socketio.emit(event, payload, to=to)
+        for joining in self._joining_any(to):
+            joining.missed.append((event, payload, key))
+
+    def _joining_any(self, names: list[str]) -> list[Joining]:
+        found: dict[str, Joining] = {}
+        for name in names:
+            for joining in self._joining.get(name, ()):
+                if not set(names) & set(socketio.server.rooms(joining.sid, namespace="/")):
+                    found.setdefault(joining.sid, joining)
+        return list(found.values())
+
     def _push_batches(self, session: so.Session, ids: Sequence[int]) -> set[str]:
         if not ids:
             return set()
@@ -105,8 +159,9 @@ class Watcher:
         for batch in rows:
             by_query.setdefault(batch.query_id, []).append(batch)
         for query_id, batches in by_query.items():
-            for payload in batch_events(session, batches):
-                socketio.emit("batch", payload, to=room(query_id))
+            for batch, payload in zip(batches, batch_events(session, batches), strict=True):
+                key = (batch.id, self._batches.fingerprint(batch))
+                self._emit("batch", payload, [room(query_id)], key)
         return set(by_query)
 
     def _push_timers(self, session: so.Session, ids: Sequence[int]) -> set[str]:
@@ -120,7 +175,7 @@ class Watcher:
         queries = set()
         for snapshot in rows:
             payload = {"query": snapshot.query_id, "snapshot": timers_json(snapshot)}
-            socketio.emit("timers", payload, to=room(snapshot.query_id))
+            self._emit("timers", payload, [room(snapshot.query_id)])
             queries.add(snapshot.query_id)
         return queries
 
@@ -134,9 +189,9 @@ class Watcher:
         else:
             return
         entries = overview(session, queries, Lens.of(self.app))
-        socketio.emit("overview", {"queries": entries, "full": full}, to=OVERVIEW_ROOM)
+        self._emit("overview", {"queries": entries, "full": full}, [OVERVIEW_ROOM])
         for entry in entries:
-            socketio.emit("summary", entry, to=room(entry["id"]))
+            self._emit("summary", entry, [room(entry["id"])])
 
     def _push_alerts(self, session: so.Session, ids: Sequence[int]) -> None:
         if not ids:
@@ -156,43 +211,105 @@ class Watcher:
                 "at_ms": event.at_ms,
             }
             # One emit to the three rooms: a client in several of them gets the event once.
-            rooms = [OVERVIEW_ROOM, ALERTS_ROOM, room(alert.query_id)]
-            socketio.emit("alert", payload, to=rooms)
+            self._emit("alert", payload, [OVERVIEW_ROOM, ALERTS_ROOM, room(alert.query_id)])
 
     def _push_silences(self, session: so.Session) -> None:
         # Read afresh each look: a silence ends by time passing as well as by a write.
         silences = silences_in_force(session, self.app.config["CLOCK"]())
         if self.silences is not None and silences != self.silences:
-            socketio.emit("silences", {"silences": silences}, to=ALERTS_ROOM)
+            self._emit("silences", {"silences": silences}, [ALERTS_ROOM])
         self.silences = silences
 
-    def catch_up(
-        self, session: so.Session, query_id: str, after_batch: int | None
-    ) -> tuple[list[dict[str, Any]], bool]:
-        """With the lock held: the pushed batches after `after_batch`, and whether that is all.
+    @contextlib.contextmanager
+    def joining(self, sid: str, name: str) -> Iterator[Joining]:
+        """Put connection `sid` into room `name` once the with-block has sent its catch-up.
 
-        None asks for nothing. Batches the last look has not seen are left out: the next look
-        sends them to the room. When the query's newest batch is below `after_batch` (a restart
-        from an older checkpoint superseded what the page has), the answer is not complete.
+        The block runs without the lock; what the looks send the room meanwhile reaches
+        `sid` after it, less the batches it sent (recorded in `Joining.sent`). If the block
+        fails, `sid` is left out of the room.
         """
-        self.prime(session)
-        if after_batch is None:
-            return [], True
-        latest = latest_batch(session, query_id)
-        if latest is not None and latest.batch_id < after_batch:
-            return [], False
-        newest = session.scalars(
-            sa.select(Batch)
-            .where(Batch.query_id == query_id, Batch.batch_id > after_batch)
-            .order_by(Batch.batch_id.desc())
-            .limit(CATCH_UP_LIMIT + 1)
-        ).all()
-        pushed = [
-            batch
-            for batch in newest[:CATCH_UP_LIMIT]
-            if self._batches.seen(batch.id, self._batches.fingerprint(batch))
-        ]
-        return batch_events(session, pushed[::-1]), len(newest) <= CATCH_UP_LIMIT
+        joining = self._begin_join(sid, name)
+        entered = False
+        try:
+            yield joining
+            entered = True
+        finally:
+            self._end_join(joining, name, entered)
+
+    def _begin_join(self, sid: str, name: str) -> Joining:
+        joining = Joining(sid)
+        with self.lock, so.Session(db.engine(self.app)) as session:
+            # Primed before the catch-up reads, so that a look reports whatever that read
+            # might have missed.
+            self.prime(session)
+            # Joining a room again starts afresh: catch-up, then live.
+            socketio.server.leave_room(sid, name, namespace="/")
+            self._joining.setdefault(name, []).append(joining)
+        return joining
+
+    def _end_join(self, joining: Joining, name: str, enter: bool) -> None:
+        with self.lock:
+            self._joining[name].remove(joining)
+            if not self._joining[name]:
+                del self._joining[name]
+            if not enter or joining.ended:
+                return
+            for event, payload, key in joining.missed:
+                if key is None or key not in joining.sent:
+                    socketio.emit(event, payload, to=joining.sid)
+            socketio.server.enter_room(joining.sid, name, namespace="/")
+
+    def forget(self, sid: str) -> None:
+        """Connection `sid` has ended: whatever room it was joining, it is not put in."""
+        with self.lock:
+            for joinings in self._joining.values():
+                for joining in joinings:
+                    joining.ended = joining.ended or joining.sid == sid
+
+    def catch_up(
+        self, joining: Joining, query_id: str, after_batch: int | None
+    ) -> tuple[int, bool]:
+        """Send a joining connection the batches of a query after `after_batch` that the looks
+        have pushed; how many, and whether that is all of them.
+
+        A batch is in the catch-up when the looks had pushed it by the time this checks, just
+        after reading it, and otherwise comes with the look that pushes it: kept for the
+        connection or, once it is in the room, live.
+        """
+        with so.Session(db.engine(self.app)) as session:
+            newest, complete = batches_after(session, query_id, after_batch)
+            keyed = [(batch, (batch.id, self._batches.fingerprint(batch))) for batch in newest]
+            session.close()  # its connection goes back before the wait for the lock
+            with self.lock:
+                pushed = [(batch, key) for batch, key in keyed if self._batches.seen(*key)]
+            payloads = batch_events(session, [batch for batch, _ in reversed(pushed)])
+        for payload in payloads:
+            socketio.emit("batch", payload, to=joining.sid)
+        joining.sent.update(key for _, key in pushed)
+        return len(payloads), complete
+
+
+def batches_after(
+    session: so.Session, query_id: str, after_batch: int | None
+) -> tuple[Sequence[Batch], bool]:
+    """The newest CATCH_UP_LIMIT batches of a query after `after_batch`, newest first, and
+    whether that is all of them; None asks for none.
+
+    When the query's newest batch is below `after_batch` (a restart from an older checkpoint
+    superseded what the page has), the answer is none, and not complete.
+    """
+    if after_batch is None:
+        return [], True
+    latest = latest_batch(session, query_id)
+    if latest is not None and latest.batch_id < after_batch:
+        return [], False
+    newest = session.scalars(
+        sa.select(Batch)
+        .where(Batch.query_id == query_id, Batch.batch_id > after_batch)
+        .order_by(Batch.batch_id.desc())
+        .limit(CATCH_UP_LIMIT + 1)
+    ).all()
+    return newest[:CATCH_UP_LIMIT], len(newest) <= CATCH_UP_LIMIT
 
 
 def init_app(app: Flask) -> None:
@@ -207,40 +324,48 @@ def watcher(app: Flask | None = None) -> Watcher:
 
 
 @socketio.on("connect")
-def connected() -> None:
-    """Start watching the store when the first browser connects."""
+def connected(_auth: Any = None) -> None:
+    """Refuse a connection for a name this server does not answer to (web.hosts); start
+    watching the store when the first browser connects."""
+    if not is_trusted(request.environ.get("HTTP_HOST", ""), current_app.config["ALLOWED_HOSTS"]):
+        raise ConnectionRefused("this server does not answer to that host name")
     watcher().start()
+
+
+@socketio.on("disconnect")
+def disconnected(_reason: Any = None) -> None:
+    """Forget what was kept about the connection."""
+    watcher().forget(connection_id())
+    subscribe_limit().forget(connection_id())
 
 
 def _subscription(data: Any) -> tuple[str, int | None]:
     if not isinstance(data, dict) or not isinstance(data.get("query"), str):
         raise ValueError('subscribe needs {"query": "<id or name>", "after_batch": <n> | null}')
     after = data.get("after_batch")
-    if after is not None and (isinstance(after, bool) or not isinstance(after, int)):
-        raise ValueError(f"after_batch must be a batch id or null, not {after!r}")
-    return data["query"], after
+    return data["query"], None if after is None else json_whole(after, "after_batch")
 
 
-def _join(ref: str, after_batch: int | None) -> dict[str, Any]:
-    live = watcher()
-    with live.lock, so.Session(db.engine()) as session:
-        query_id = find_query(session, ref).id
-        events, complete = live.catch_up(session, query_id, after_batch)
-        for payload in events:
-            emit("batch", payload)
-        join_room(room(query_id))
-    return {"query": query_id, "caught_up": len(events), "complete": complete}
+def _check_rooms(query_id: str) -> None:
+    limit = current_app.config.get("MAX_QUERY_ROOMS", MAX_QUERY_ROOMS)
+    joined = [name for name in rooms() if name.startswith(QUERY_ROOM_PREFIX)]
+    if room(query_id) not in joined and len(joined) >= limit:
+        raise Refused(f"at most {limit} query rooms per connection: unsubscribe from one first")
 
 
 @socketio.on("subscribe")
+@acknowledged
 def subscribe(data: Any) -> dict[str, Any]:
     """Join a query's room, after receiving the batches stored after `after_batch`."""
-    try:
-        return _join(*_subscription(data))
-    except (ValueError, QueryNotFound) as error:
-        return {"error": str(error.args[0])}
-    except sa_exc.DBAPIError as error:
-        return {"error": f"cannot use the store: {error_reason(error)}"}
+    take_turn()
+    ref, after_batch = _subscription(data)
+    with so.Session(db.engine()) as session:
+        query_id = find_query(session, ref).id
+    _check_rooms(query_id)
+    live = watcher()
+    with live.joining(connection_id(), room(query_id)) as joining:
+        caught_up, complete = live.catch_up(joining, query_id, after_batch)
+    return {"query": query_id, "caught_up": caught_up, "complete": complete}
 
 
 @socketio.on("unsubscribe")
@@ -251,30 +376,24 @@ def unsubscribe(data: Any) -> None:
 
 
 @socketio.on("subscribe_overview")
+@acknowledged
 def subscribe_overview(_data: Any = None) -> dict[str, Any]:
     """Join the overview room, after receiving every query's entry."""
-    live = watcher()
-    try:
-        with live.lock, so.Session(db.engine()) as session:
-            live.prime(session)
+    take_turn()
+    with watcher().joining(connection_id(), OVERVIEW_ROOM) as joining:
+        with so.Session(db.engine()) as session:
             entries = overview(session, list_queries(session), Lens.of(current_app))
-            emit("overview", {"queries": entries, "full": True})
-            join_room(OVERVIEW_ROOM)
-    except sa_exc.DBAPIError as error:
-        return {"error": f"cannot use the store: {error_reason(error)}"}
+        socketio.emit("overview", {"queries": entries, "full": True}, to=joining.sid)
     return {"queries": len(entries)}
 
 
 @socketio.on("subscribe_alerts")
+@acknowledged
 def subscribe_alerts(_data: Any = None) -> dict[str, Any]:
     """Join the alerts room, after receiving the silences in force: every `alert` and
     `silences` event from now on, and nothing else."""
+    take_turn()
     live = watcher()
-    try:
-        with live.lock, so.Session(db.engine()) as session:
-            live.prime(session)
-            emit("silences", {"silences": live.silences})
-            join_room(ALERTS_ROOM)
-    except sa_exc.DBAPIError as error:
-        return {"error": f"cannot use the store: {error_reason(error)}"}
+    with live.joining(connection_id(), ALERTS_ROOM) as joining:
+        socketio.emit("silences", {"silences": live.silences}, to=joining.sid)
     return {"room": ALERTS_ROOM}

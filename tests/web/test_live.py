@@ -1,5 +1,8 @@
 """Live push end to end: another process writes through the real writer, a real server in a
-thread watches the store, and real Socket.IO clients receive what was written."""
+thread watches the store, and real Socket.IO clients receive what was written.
+
+These tests check what arrives, in which order and how often; how fast it arrives is measured by
+`wmon bench` (wmon/bench/live.py), not asserted on a loaded test machine."""
 
 import json
 import select
@@ -22,7 +25,6 @@ from tests.helpers import ROOT, wait_until
 from web import live
 
 T0 = 1_795_316_400_000
-LATENCY_S = 1.0
 WAIT_S = 10.0
 TOKEN = "s3cret"
 
@@ -143,14 +145,14 @@ def browsers(server):
         thread.join(timeout=WAIT_S)
 
 
-def test_batches_from_another_process_reach_a_subscriber_within_a_second(writer, browsers):
+def test_batches_from_another_process_reach_a_subscriber_each_once_in_order(writer, browsers):
     writer.batch(0)
     browser = browsers()
     assert browser.subscribe("orders") == {"query": "q", "caught_up": 0, "complete": True}
     for batch_id in range(1, 6):
-        written = writer.batch(batch_id, ends=[batch_id * 10, batch_id * 5], latests=[99, 99])
-        latency = browser.arrival(batch_id) - written
-        assert latency < LATENCY_S, f"batch {batch_id} took {latency:.2f} s to arrive"
+        writer.batch(batch_id, ends=[batch_id * 10, batch_id * 5], latests=[99, 99])
+        browser.arrival(batch_id)
+    time.sleep(1.0)  # anything sent twice would have arrived by now
     assert browser.batch_ids() == [1, 2, 3, 4, 5]
     [(_, last)] = [e for e in browser.events("batch") if e[1]["batch"]["batch_id"] == 5]
     assert last["query"] == "q" and last["batch"]["batch_time_ms"] == T0 + 5_000
@@ -164,7 +166,7 @@ def test_the_overview_room_hears_of_new_queries_and_failures(writer, browsers):
     writer.batch(0)
     browser = browsers()
     assert browser.client.call("subscribe_overview", timeout=WAIT_S) == {"queries": 1}
-    [(_, first)] = browser.events("overview")
+    (_, first), *_ = browser.events("overview")
     assert first["full"] and [q["id"] for q in first["queries"]] == ["q"]
 
     writer.batch(0, query_id="other", name="other")
@@ -175,9 +177,7 @@ def test_the_overview_room_hears_of_new_queries_and_failures(writer, browsers):
         WAIT_S,
         "the new query in the overview",
     )
-    written = writer.write(
-        "terminated", query_id="q", run_id="run-1", timestamp_ms=T0 + 9, exception="boom"
-    )
+    writer.write("terminated", query_id="q", run_id="run-1", timestamp_ms=T0 + 9, exception="boom")
 
     def failed():
         return next(
@@ -190,7 +190,11 @@ def test_the_overview_room_hears_of_new_queries_and_failures(writer, browsers):
             None,
         )
 
-    assert wait_until(failed, WAIT_S, "the failure in the overview") - written < LATENCY_S
+    wait_until(failed, WAIT_S, "the failure in the overview")
+    statuses = [
+        q["status"] for _, o in browser.events("overview") for q in o["queries"] if q["id"] == "q"
+    ]
+    assert set(statuses[statuses.index("failed") :]) == {"failed"}, "and stays failed"
 
 
 def test_timers_and_status_reach_the_query_room(writer, browsers):
@@ -233,8 +237,9 @@ def test_a_replayed_batch_reaches_subscribers(writer, browsers):
     browser = browsers()
     browser.subscribe("q")
     # The query restarts from its checkpoint and runs batch 1 again.
-    written = writer.batch(1, run_id="run-2", at_ms=T0 + 30_000, rows=12)
-    assert browser.arrival(1, run_id="run-2") - written < LATENCY_S
+    writer.batch(1, run_id="run-2", at_ms=T0 + 30_000, rows=12)
+    browser.arrival(1, run_id="run-2")
+    time.sleep(1.0)  # anything sent twice would have arrived by now
     [(_, replayed)] = browser.events("batch")
     assert replayed["batch"]["num_input_rows"] == 12
 
@@ -280,8 +285,9 @@ def test_bad_subscriptions_are_refused_with_a_reason(writer, browsers):
     browser = browsers()
     for payload, error in [
         ({"query": "nosuchquery"}, "no query with id or name 'nosuchquery'"),
-        ({"query": "q", "after_batch": "3"}, "after_batch must be a batch id or null, not '3'"),
-        ({"query": "q", "after_batch": True}, "after_batch must be a batch id or null, not True"),
+        ({"query": "q", "after_batch": "3"}, "after_batch must be a whole number, not '3'"),
+        ({"query": "q", "after_batch": True}, "after_batch must be a whole number, not True"),
+        ({"query": "q", "after_batch": 2.0}, "after_batch must be a whole number, not 2.0"),
         ({"after_batch": 3}, "subscribe needs"),
         ("q", "subscribe needs"),
     ]:
@@ -347,9 +353,8 @@ def test_alert_events_from_another_process_reach_the_overview_the_query_and_the_
     everything.client.call("subscribe_alerts", timeout=WAIT_S)
     other.subscribe("other")
 
-    evaluated = evaluate_in_another_process(database_url)
-    [(at, fired)] = wait_until(lambda: query.events("alert"), WAIT_S, "the firing alert")
-    assert at - evaluated < LATENCY_S, f"the alert took {at - evaluated:.2f} s to arrive"
+    evaluate_in_another_process(database_url)
+    [(_, fired)] = wait_until(lambda: query.events("alert"), WAIT_S, "the firing alert")
     [listed] = get_json(server, "/api/alerts")["alerts"]
     assert fired == {"alert": listed, "transition": "firing", "at_ms": listed["fired_at_ms"]}
     assert (listed["rule"], listed["partition"], listed["query"]) == (
@@ -384,16 +389,14 @@ def test_the_alerts_room_hears_each_change_to_the_silences_in_force(app, engine,
     overview.client.call("subscribe_overview", timeout=WAIT_S)
     assert [data for _, data in browser.events("silences")] == [{"silences": []}]
 
-    def heard(count, since, what):
-        """The `count`th `silences` event, as GET /api/silences lists them, arriving within
-        LATENCY_S of the change at `since`: each silence's rule and partition."""
+    def heard(count, what):
+        """The `count`th `silences` event, as GET /api/silences lists them: each silence's
+        rule and partition."""
         wait_until(lambda: len(browser.events("silences")) >= count, WAIT_S, what)
-        at, data = browser.events("silences")[count - 1]
-        assert at - since < LATENCY_S, f"{what} took {at - since:.2f} s to arrive"
+        _, data = browser.events("silences")[count - 1]
         assert data == get_json(server, "/api/silences")
         return [(s["rule"], s["partition"]) for s in data["silences"]]
 
-    changed = time.time()
     with so.Session(engine) as session:  # as another process would, straight in the store
         silence(
             session,
@@ -404,31 +407,26 @@ def test_the_alerts_room_hears_each_change_to_the_silences_in_force(app, engine,
             now_ms=now,
             by="cli",
         )
-    assert heard(2, changed, "the silence from the store") == [("partition_idle", "t/1")]
+    assert heard(2, "the silence from the store") == [("partition_idle", "t/1")]
 
-    changed = time.time()
     made = act(server, "POST", "/api/silences", {"minutes": 5, "rule": "offset_lag"})["silence"]
-    assert heard(3, changed, "the silence from the API") == [
+    assert heard(3, "the silence from the API") == [
         ("partition_idle", "t/1"),
         ("offset_lag", None),
     ]
 
-    changed = time.time()
     with so.Session(engine) as session:
         [from_store] = session.scalars(sa.select(Silence).where(Silence.created_by == "cli"))
         lift_silence(session, from_store.id, now)
-    assert heard(4, changed, "the silence lifted in the store") == [("offset_lag", None)]
+    assert heard(4, "the silence lifted in the store") == [("offset_lag", None)]
 
-    changed = time.time()
     act(server, "DELETE", f"/api/silences/{made['id']}")
-    assert heard(5, changed, "the silence lifted through the API") == []
+    assert heard(5, "the silence lifted through the API") == []
 
-    changed = time.time()
     act(server, "POST", "/api/silences", {"minutes": 1, "comment": "short"})
-    assert heard(6, changed, "a one-minute silence") == [(None, None)]
-    changed = time.time()
+    assert heard(6, "a one-minute silence") == [(None, None)]
     app.config["CLOCK"] = lambda: int(time.time() * 1000) + 61_000
-    assert heard(7, changed, "the one-minute silence to run out") == []
+    assert heard(7, "the one-minute silence to run out") == []
 
     time.sleep(1.0)  # anything sent twice would have arrived by now
     assert len(browser.events("silences")) == 7
