@@ -5,12 +5,11 @@ alike; every response carries the security headers.
 
 from __future__ import annotations
 
-import sqlalchemy.exc as sa_exc
 from flask import Flask, Response, current_app, render_template, request
 from werkzeug.exceptions import BadRequest, HTTPException, RequestEntityTooLarge
 
 from monitor.numbers import shown
-from monitor.store.engine import StoreError, error_reason
+from monitor.store.engine import STORE_FAILURES, unusable
 from monitor.store.reads import QueryNotFound
 from web.hosts import is_trusted
 from web.params import BadParameter
@@ -63,8 +62,7 @@ def query_not_found(error: QueryNotFound) -> tuple[dict[str, str] | str, int]:
 
 def store_unavailable(error: Exception) -> tuple[dict[str, str] | str, int]:
     """The store cannot be used: 503, saying why in one line."""
-    reason = str(error) if isinstance(error, StoreError) else error_reason(error)
-    return answer(f"cannot use the store: {reason}", 503)
+    return answer(unusable(error), 503)
 
 
 def check_host() -> None:
@@ -88,8 +86,7 @@ def init_app(app: Flask) -> None:
     app.register_error_handler(RequestEntityTooLarge, too_large)
     app.register_error_handler(BadParameter, bad_parameter)
     app.register_error_handler(QueryNotFound, query_not_found)
-    app.register_error_handler(StoreError, store_unavailable)
-    app.register_error_handler(sa_exc.DBAPIError, store_unavailable)
-    app.register_error_handler(sa_exc.TimeoutError, store_unavailable)
+    for failure in STORE_FAILURES:
+        app.register_error_handler(failure, store_unavailable)
     app.before_request(check_host)
     app.after_request(secure)

@@ -8,9 +8,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import sqlalchemy.exc as sa_exc
-
-from monitor.store.engine import error_reason
+from monitor.store.engine import STORE_FAILURES, error_reason
 from web.sockets import socketio
 
 
@@ -57,7 +55,7 @@ class Periodic(Task):
     def _pass(self) -> None:
         try:
             self.work()
-        except sa_exc.DBAPIError as error:
+        except STORE_FAILURES as error:
             self.log.warning("%s: %s", self.cannot, error_reason(error))
         except Exception:
             # The task must outlive any one failed pass, or its work would end silently.

@@ -14,11 +14,10 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-import sqlalchemy.exc as sa_exc
 from flask import Flask, current_app, request
 from flask_socketio import SocketIO
 
-from monitor.store.engine import StoreError, error_reason
+from monitor.store.engine import STORE_FAILURES, unusable
 from monitor.store.reads import QueryNotFound
 from web.hosts import is_trusted
 
@@ -155,8 +154,8 @@ def acknowledged(handler: Callable[..., dict[str, Any]]) -> Callable[..., dict[s
             return {"error": str(error)}
         except QueryNotFound as error:
             return {"error": str(error.args[0])}
-        except (sa_exc.DBAPIError, sa_exc.TimeoutError, StoreError) as error:
-            return {"error": f"cannot use the store: {error_reason(error)}"}
+        except STORE_FAILURES as error:
+            return {"error": unusable(error)}
         except Exception:
             log.exception("wmon: Socket.IO %s failed", handler.__name__)
             return {"error": f"{handler.__name__} failed on the server; see its log"}

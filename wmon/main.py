@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import sqlalchemy.exc as sa_exc
 
-from monitor.store.engine import StoreError, error_reason
+from monitor.store.engine import StoreError, unusable
 from monitor.store.reads import QueryNotFound
 from wmon import alerts, bench, db, demo, queries, serve
 from wmon.options import CliError, Parser
@@ -37,7 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"wmon: error: {message}", file=sys.stderr)
         return 1
     except sa_exc.DatabaseError as error:
-        print(f"wmon: error: cannot use the store: {error_reason(error)}", file=sys.stderr)
+        print(f"wmon: error: {unusable(error)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

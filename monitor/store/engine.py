@@ -19,6 +19,11 @@ class StoreError(Exception):
     """The store cannot be used: a bad URL, an unsupported backend, a missing schema."""
 
 
+# Every way the store fails to be usable: what the driver says, an exhausted connection
+# pool, or our own StoreError.
+STORE_FAILURES = (sa_exc.DBAPIError, sa_exc.TimeoutError, StoreError)
+
+
 def parse_url(database_url: str) -> sa.URL:
     """Validate a database URL and return it parsed, or raise StoreError saying what is wrong."""
     try:
@@ -129,6 +134,11 @@ def error_reason(error: BaseException) -> str:
     if isinstance(error, sa_exc.DatabaseError) and any(sign in reason for sign in _NO_SCHEMA):
         return f"{reason} (is the store migrated? run `wmon db upgrade`)"
     return reason
+
+
+def unusable(error: BaseException) -> str:
+    """What the dashboard says of a store failure, in one line."""
+    return f"cannot use the store: {error_reason(error)}"
 
 
 def display_url(engine_or_url: sa.Engine | str) -> str:
