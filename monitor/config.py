@@ -37,6 +37,7 @@ class Settings:
     alert_rules: Path | None = None
     alert_interval_s: int = DEFAULT_ALERT_INTERVAL_S
     api_token: str | None = None
+    ingest_token: str | None = None
     allowed_hosts: tuple[str, ...] = ()
 
 
@@ -70,6 +71,7 @@ def load_settings(environ: Mapping[str, str] = os.environ) -> Settings:
             environ, "WMON_ALERT_INTERVAL", DEFAULT_ALERT_INTERVAL_S, 1, DAY_S
         ),
         api_token=environ.get("WMON_API_TOKEN") or None,
+        ingest_token=environ.get("WMON_INGEST_TOKEN") or None,
         allowed_hosts=tuple(
             name.strip()
             for name in environ.get("WMON_ALLOWED_HOSTS", "").split(",")

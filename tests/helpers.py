@@ -130,3 +130,72 @@ def start_query(
     writer = deduplicated.writeStream.queryName(query_name).option("checkpointLocation", checkpoint)
     writer = writer.foreachBatch(each_batch) if each_batch else writer.format("noop")
     return writer.trigger(processingTime=every).start()
+
+
+def start_partition_counts(spark: Any, scenario: Any, log_dir: Path, checkpoint: str) -> Any:
+    """The scenario's records measured by the instrumented operator and counted per partition
+    (a watermark of 10 s), a batch every 300 ms, written nowhere."""
+    reader = spark.readStream.format("partitioned_log").options(**scenario.source_options(log_dir))
+    measured = monitor.instrument(reader.load(), checkpoint=checkpoint, delay="10 seconds")
+    return (
+        measured.withWatermark("timestamp", "10 seconds")
+        .groupBy("partition")
+        .count()
+        .writeStream.queryName(unique_name("scenario"))
+        .format("noop")
+        .outputMode("update")
+        .option("checkpointLocation", checkpoint)
+        .trigger(processingTime="300 milliseconds")
+        .start()
+    )
+
+
+# What each of a query's history tables holds, in a stable order, for comparing two stores.
+_STORED_TABLES = ("queries", "runs", "batches", "sources", "partitions", "partition_event_times")
+
+
+def stored_rows(
+    engine: Any, query_id: str, leave_out: tuple[str, ...] = ()
+) -> dict[str, list[dict[str, Any]]]:
+    """Every stored row of one query, table by table, without the columns in `leave_out`
+    (and without generated row ids), sorted so two stores compare row by row."""
+    import sqlalchemy as sa
+
+    from monitor.store.models import Base
+
+    rows: dict[str, list[dict[str, Any]]] = {}
+    with engine.connect() as connection:
+        for name in _STORED_TABLES:
+            table = Base.metadata.tables[name]
+            key = table.c.id if name == "queries" else table.c.query_id
+            found = connection.execute(sa.select(table).where(key == query_id)).mappings()
+            kept = [
+                {
+                    k: v
+                    for k, v in row.items()
+                    if k not in leave_out and not (k == "id" and name != "queries")
+                }
+                for row in found
+            ]
+            rows[name] = sorted(kept, key=lambda row: json.dumps(row, sort_keys=True, default=str))
+    return rows
+
+
+def row_differences(
+    ours: dict[str, list[dict[str, Any]]], theirs: dict[str, list[dict[str, Any]]]
+) -> list[tuple[str, int, str, Any, Any]]:
+    """Where two results of `stored_rows` differ: (table, row, column, ours, theirs); a
+    table of different lengths is one difference with the lengths."""
+    found = []
+    for table in ours.keys() | theirs.keys():
+        mine, other = ours.get(table, []), theirs.get(table, [])
+        if len(mine) != len(other):
+            found.append((table, -1, "rows", len(mine), len(other)))
+            continue
+        for index, (row, twin) in enumerate(zip(mine, other, strict=True)):
+            found += [
+                (table, index, column, row.get(column), twin.get(column))
+                for column in sorted(row.keys() | twin.keys())
+                if row.get(column) != twin.get(column)
+            ]
+    return sorted(found, key=str)

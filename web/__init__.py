@@ -9,7 +9,21 @@ from typing import Any
 from flask import Flask
 
 from monitor.config import load_settings
-from web import alerts_api, api, db, errors, evaluation, live, pages, retention, sockets, vendor
+from monitor.health.predicates import Timeouts
+from web import (
+    alerts_api,
+    api,
+    collector,
+    db,
+    errors,
+    evaluation,
+    live,
+    pages,
+    retention,
+    sockets,
+    tokens,
+    vendor,
+)
 from web.hosts import allowed_hosts
 from web.params import MAX_BODY_BYTES, IdConverter
 from web.sockets import socketio
@@ -27,14 +41,15 @@ def now_ms() -> int:
 
 
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
-    """The app: DATABASE_URL (default: WMON_DATABASE_URL or the embedded store),
-    POLL_INTERVAL_S, OVERVIEW_REFRESH_S, RETENTION_DAYS
-    (default: WMON_RETENTION_DAYS), PRUNE_INTERVAL_S, ALERT_RULES, ALERT_INTERVAL_S (defaults:
-    WMON_ALERT_RULES, WMON_ALERT_INTERVAL), API_TOKEN (default: WMON_API_TOKEN;
-    without one, actions on alerts are refused) and CLOCK (a function returning epoch
+    """The app. These may be set in `config`: DATABASE_URL (default: WMON_DATABASE_URL or the
+    embedded store), POLL_INTERVAL_S, OVERVIEW_REFRESH_S, RETENTION_DAYS (default:
+    WMON_RETENTION_DAYS), PRUNE_INTERVAL_S, ALERT_RULES, ALERT_INTERVAL_S (defaults:
+    WMON_ALERT_RULES, WMON_ALERT_INTERVAL), API_TOKEN (default: WMON_API_TOKEN; without one,
+    actions on alerts are refused), INGEST_TOKEN (default: WMON_INGEST_TOKEN; without one, the
+    collector refuses events), TIMEOUTS (idle and stall timeouts of the events the collector
+    stores; default: WMON_IDLE_TIMEOUT, WMON_STALL_TIMEOUT), CLOCK (a function returning epoch
     milliseconds) and ALLOWED_HOSTS (the names besides IP addresses that requests and Socket.IO
-    origins may use; default: localhost, this machine's names and WMON_ALLOWED_HOSTS) may be set
-    in `config`."""
+    origins may use; default: localhost, this machine's names and WMON_ALLOWED_HOSTS)."""
     app = Flask(__name__)
     settings = load_settings()
     app.config.from_mapping(
@@ -46,6 +61,10 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         ALERT_RULES=settings.alert_rules,
         ALERT_INTERVAL_S=settings.alert_interval_s,
         API_TOKEN=settings.api_token,
+        INGEST_TOKEN=settings.ingest_token,
+        TIMEOUTS=Timeouts(
+            idle_ms=settings.idle_timeout_s * 1000, stall_ms=settings.stall_timeout_s * 1000
+        ),
         CLOCK=now_ms,
         ALLOWED_HOSTS=allowed_hosts(settings.allowed_hosts),
         MAX_CONTENT_LENGTH=MAX_BODY_BYTES,
@@ -54,11 +73,13 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.url_map.converters["id"] = IdConverter
     db.init_app(app)
     errors.init_app(app)
+    tokens.init_app(app)
     live.init_app(app)
     retention.init_app(app)
     evaluation.init_app(app)
     app.register_blueprint(api.bp)
     app.register_blueprint(alerts_api.bp)
+    app.register_blueprint(collector.bp)
     app.register_blueprint(pages.bp)
     app.register_blueprint(vendor.bp)
     sockets.init_app(app)

@@ -6,7 +6,6 @@ token as `Authorization: Bearer <token>`. Without a configured token actions are
 
 from __future__ import annotations
 
-import hmac
 from typing import Any
 
 import sqlalchemy as sa
@@ -37,24 +36,11 @@ from web.params import (
     json_body,
     text_field,
 )
+from web.tokens import require_token
 
 bp = Blueprint("alerts", __name__, url_prefix="/api")
 
 MAX_SILENCE_MINUTES = 7 * 24 * 60
-
-
-class Refused(Exception):
-    """A request to act without the right token; the status says which."""
-
-    def __init__(self, message: str, status: int) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-@bp.errorhandler(Refused)
-def refused(error: Refused) -> tuple[dict[str, str], int]:
-    """401 for a missing or wrong token, 403 when no token is configured."""
-    return {"error": str(error)}, error.status
 
 
 @bp.errorhandler(ActionError)
@@ -64,12 +50,7 @@ def not_possible(error: ActionError) -> tuple[dict[str, str], int]:
 
 
 def _check_token() -> None:
-    token = current_app.config["API_TOKEN"]
-    if not token:
-        raise Refused("actions are disabled: the server has no token (set WMON_API_TOKEN)", 403)
-    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(given.encode(), token.encode()):
-        raise Refused("a valid token is needed: send Authorization: Bearer <token>", 401)
+    require_token("API_TOKEN", "actions are disabled: the server has no token (set WMON_API_TOKEN)")
 
 
 def _now() -> int:

@@ -46,8 +46,8 @@ def http_error(error: HTTPException) -> Response:
 
 def too_large(_error: RequestEntityTooLarge) -> tuple[dict[str, str] | str, int]:
     """A body over the limit: 413, saying the limit."""
-    limit_kib = current_app.config["MAX_CONTENT_LENGTH"] // 1024
-    return answer(f"the request body is too large: the limit is {limit_kib} KiB", 413)
+    limit_kib = (request.max_content_length or current_app.config["MAX_CONTENT_LENGTH"]) // 1024
+    return answer(f"the request body is too large: the limit is {limit_kib:,} KiB", 413)
 
 
 def bad_parameter(error: BadParameter) -> tuple[dict[str, str] | str, int]:

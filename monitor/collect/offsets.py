@@ -42,11 +42,16 @@ def decode(offset: Any) -> Any:
 
 
 def encode(offset: Any) -> str | None:
-    """An offset as compact JSON text, as the store keeps it raw."""
+    """An offset as compact JSON text, as the store keeps it raw. Spark's event log gives
+    offsets as the source's JSON text, `progress.json` as JSON: both are stored alike; text
+    that is not JSON is kept as it is."""
     if offset is None:
         return None
     if isinstance(offset, str):
-        return offset
+        try:
+            offset = json.loads(offset)
+        except (ValueError, RecursionError):
+            return offset
     return json.dumps(offset, separators=(",", ":"), sort_keys=True)
 
 

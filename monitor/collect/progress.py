@@ -11,6 +11,7 @@ import json
 import logging
 import math
 from datetime import datetime, timedelta, timezone
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from monitor.collect.observed import ObservationError, partition_event_times
@@ -142,8 +143,8 @@ def parse_source(index: int, doc: dict[str, Any]) -> SourceProgress:
         end_offset=encode(end),
         latest_offset=encode(latest),
         num_input_rows=_int(doc.get("numInputRows")),
-        input_rows_per_second=_float(doc.get("inputRowsPerSecond")),
-        processed_rows_per_second=_float(doc.get("processedRowsPerSecond")),
+        input_rows_per_second=_rate(doc.get("inputRowsPerSecond")),
+        processed_rows_per_second=_rate(doc.get("processedRowsPerSecond")),
         partitions=parse_partitions(start, end, latest),
     )
 
@@ -154,7 +155,8 @@ def parse_progress(doc: Any) -> BatchProgress:
         raise ProgressError(f"progress must be a JSON object, not {type(doc).__name__}")
     event_time = _dict(doc, "eventTime")
     durations = _whole_numbers(_dict(doc, "durationMs"))
-    observed = _dict(doc, "observedMetrics")
+    observed = {name: _row(value) for name, value in _dict(doc, "observedMetrics").items()}
+    sources = _list(doc, "sources")
     return BatchProgress(
         query_id=_required(doc, "id", str),
         run_id=_required(doc, "runId", str),
@@ -165,16 +167,55 @@ def parse_progress(doc: Any) -> BatchProgress:
         event_time_min_ms=_time(event_time, "min"),
         event_time_max_ms=_time(event_time, "max"),
         event_time_avg_ms=_time(event_time, "avg"),
-        num_input_rows=_int(doc.get("numInputRows")),
-        input_rows_per_second=_float(doc.get("inputRowsPerSecond")),
-        processed_rows_per_second=_float(doc.get("processedRowsPerSecond")),
+        num_input_rows=_int(_of_sources(doc, sources, "numInputRows")),
+        input_rows_per_second=_rate(_of_sources(doc, sources, "inputRowsPerSecond")),
+        processed_rows_per_second=_rate(_of_sources(doc, sources, "processedRowsPerSecond")),
         trigger_duration_ms=durations.get("triggerExecution"),
         durations_ms=durations,
         operators=tuple(parse_operator(i, op) for i, op in enumerate(_list(doc, "stateOperators"))),
-        sources=tuple(parse_source(i, src) for i, src in enumerate(_list(doc, "sources"))),
+        sources=tuple(parse_source(i, src) for i, src in enumerate(sources)),
         observed_metrics=observed,
         event_times=_event_times(observed),
     )
+
+
+def _of_sources(doc: dict[str, Any], sources: list[dict[str, Any]], key: str) -> Any:
+    """A batch's figure: as given, or else, as Spark computes it, the sum over its sources.
+    (`progress.json` has it; the event log's form of the progress leaves it out.)"""
+    if key in doc or not sources:
+        return doc.get(key)
+    values = [_float(source.get(key)) for source in sources]
+    return None if None in values else sum(v for v in values if v is not None)
+
+
+def _rate(value: Any) -> float | None:
+    """A rate as `progress.json` writes it: to one decimal, halves rounded up. The event log
+    writes Spark's doubles in full; this makes both say the same."""
+    number = _float(value)
+    if number is None or abs(number) >= _WHOLE_DOUBLES:
+        return number
+    return float(Decimal(number).quantize(_TENTH, rounding=ROUND_HALF_UP))
+
+
+_TENTH = Decimal("0.1")
+# From here on every double is a whole number: nothing to round (and Decimal's 28 digits of
+# precision would not hold the larger ones).
+_WHOLE_DOUBLES = 2.0**52
+
+
+def _row(value: Any) -> Any:
+    """An observed row as `progress.json` writes it, {field: value}. Spark's event log writes
+    rows as {"values": [...], "schema": {"type": "struct", "fields": [{"name": ...}, ...]}}."""
+    if isinstance(value, dict) and value.keys() == {"values", "schema"}:
+        schema, values = value["schema"], value["values"]
+        fields = schema.get("fields") if isinstance(schema, dict) else None
+        if isinstance(fields, list) and isinstance(values, list) and len(fields) == len(values):
+            names = [field.get("name") if isinstance(field, dict) else None for field in fields]
+            if all(isinstance(name, str) for name in names):
+                return {name: _row(item) for name, item in zip(names, values, strict=True)}
+    if isinstance(value, list):
+        return [_row(item) for item in value]
+    return value
 
 
 def _event_times(observed: dict[str, Any]) -> tuple[PartitionEventTimes, ...]:

@@ -1,8 +1,9 @@
-"""The single background writer between the listener and the store.
+"""The single background writer between the listener and where its events go.
 
 Callbacks hand events to `submit`, which never blocks. Events wait in a bounded buffer
-while the store is unreachable and are retried in order; when the buffer is full the
-oldest waiting event is dropped, counted and reported.
+while their destination (the store, or the collector over HTTP) is unreachable and are
+retried in order; when the buffer is full the oldest waiting event is dropped, counted and
+reported.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 import sqlalchemy.exc as sa_exc
@@ -46,35 +48,39 @@ def _ensure_schema(engine: sa.Engine) -> None:
         upgrade(engine)
 
 
-class StoreWriter:
-    """Writes submitted events to the store on one background thread, in order."""
+class BufferedWriter:
+    """Delivers submitted items on one background thread, in order, in groups: `deliver`
+    raises one of `transient` while the destination is unavailable (retried with backoff),
+    any other error to reject the items. `describe` says an error in one line; `destination`
+    names where the items go, in messages."""
 
     def __init__(
         self,
-        engine: sa.Engine,
+        deliver: Callable[[list[Any]], None],
         capacity: int,
-        write: Callable[[sa.Engine, Sequence[Event]], None] = write_events,
+        transient: tuple[type[Exception], ...],
         group_size: int = 100,
-        prepare: Callable[[sa.Engine], None] = _ensure_schema,
         max_backoff: float = 5.0,
+        describe: Callable[[Exception], str] = str,
+        destination: str = "store",
     ) -> None:
         if capacity < 1:
             raise ValueError(f"the writer's capacity must be at least 1, not {capacity}")
-        self._engine, self._write, self._prepare = engine, write, prepare
+        self._deliver, self._transient, self._describe = deliver, transient, describe
+        self._destination = destination
         self._capacity, self._max_backoff = capacity, max_backoff
         self._group_size = group_size
-        self._buffer: deque[Event] = deque()
-        self._in_flight: list[Event] = []
+        self._buffer: deque[Any] = deque()
+        self._in_flight: list[Any] = []
         self._lock = threading.Condition()
         self._stop = threading.Event()
-        self._prepared = False
         self._written = self._dropped = self._rejected = self._retries = 0
         self._store_available = True
         self._last_error: str | None = None
         self._thread = threading.Thread(target=self._run, name="wmon-writer", daemon=True)
         self._thread.start()
 
-    def submit(self, event: Event) -> None:
+    def submit(self, event: Any) -> None:
         """Queue an event; returns at once, dropping the oldest if the buffer is full."""
         with self._lock:
             if self._stop.is_set():
@@ -92,7 +98,9 @@ class StoreWriter:
     def _count_drop(self) -> None:
         self._dropped += 1
         if self._dropped == 1 or self._dropped % 1000 == 0:
-            log.warning("wmon: store buffer full, %d events dropped so far", self._dropped)
+            log.warning(
+                "wmon: %s buffer full, %d events dropped so far", self._destination, self._dropped
+            )
 
     def stats(self) -> WriterStats:
         """A snapshot of the counters."""
@@ -129,7 +137,7 @@ class StoreWriter:
             log.warning("wmon: writer closed with %d events not written", self.stats().pending)
         return flushed
 
-    def _next(self) -> list[Event] | None:
+    def _next(self) -> list[Any] | None:
         """The next events to write together: all waiting, up to the group size."""
         with self._lock:
             while not self._buffer and not self._stop.is_set():
@@ -150,8 +158,8 @@ class StoreWriter:
                 self._in_flight = []
                 self._lock.notify_all()
 
-    def _store(self, events: list[Event]) -> None:
-        """Write events in one transaction; if the store rejects them, one at a time."""
+    def _store(self, events: list[Any]) -> None:
+        """Deliver events together; if the destination rejects them, one at a time."""
         error = self._retrying(events)
         if error is None:
             self._count_written(len(events))
@@ -163,17 +171,15 @@ class StoreWriter:
             for event in events:
                 self._store([event])
 
-    def _retrying(self, events: list[Event]) -> Exception | None:
-        """Write until done while the store is unavailable; the error if it rejects the events."""
+    def _retrying(self, events: list[Any]) -> Exception | None:
+        """Deliver until done while the destination is unavailable; the error if it rejects
+        the events."""
         backoff = 0.05
         while True:
             try:
-                if not self._prepared:
-                    self._prepare(self._engine)
-                    self._prepared = True
-                self._write(self._engine, events)
+                self._deliver(events)
                 return None
-            except TRANSIENT_ERRORS as error:
+            except self._transient as error:
                 self._note_unavailable(error)
             except Exception as error:
                 return error
@@ -184,22 +190,49 @@ class StoreWriter:
     def _note_unavailable(self, error: Exception) -> None:
         with self._lock:
             if self._store_available:
-                log.warning("wmon: store unavailable, retrying: %s", error_reason(error))
+                log.warning(
+                    "wmon: %s unavailable, retrying: %s", self._destination, self._describe(error)
+                )
             self._store_available = False
             self._retries += 1
-            self._last_error = error_reason(error)
+            self._last_error = self._describe(error)
 
     def _count_written(self, count: int) -> None:
         with self._lock:
             self._written += count
             if not self._store_available:
-                log.warning("wmon: store available again")
+                log.warning("wmon: %s available again", self._destination)
             self._store_available = True
 
     def _count_rejected(self, error: Exception) -> None:
         with self._lock:
             self._rejected += 1
-            self._last_error = error_reason(error)
+            self._last_error = self._describe(error)
+
+
+class StoreWriter(BufferedWriter):
+    """Writes submitted events to the store, migrating it first if it is behind."""
+
+    def __init__(
+        self,
+        engine: sa.Engine,
+        capacity: int,
+        write: Callable[[sa.Engine, Sequence[Event]], None] = write_events,
+        group_size: int = 100,
+        prepare: Callable[[sa.Engine], None] = _ensure_schema,
+        max_backoff: float = 5.0,
+    ) -> None:
+        self._engine, self._write, self._prepare = engine, write, prepare
+        self._prepared = False
+        super().__init__(
+            self._write_events, capacity, TRANSIENT_ERRORS, group_size, max_backoff, error_reason
+        )
+
+    def _write_events(self, events: list[Event]) -> None:
+        if not self._prepared:
+            self._prepare(self._engine)
+            self._prepared = True
+        self._write(self._engine, events)
 
 
 class _Closing(Exception):

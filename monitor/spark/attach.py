@@ -10,7 +10,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from monitor.collect.writer import StoreWriter, WriterStats
+from monitor.collect.sender import HttpSender
+from monitor.collect.writer import BufferedWriter, StoreWriter, WriterStats
 from monitor.config import load_settings
 from monitor.health.predicates import Timeouts
 from monitor.spark.instrument import interval_ms
@@ -23,13 +24,19 @@ log = logging.getLogger(__name__)
 
 
 class MonitorHandle:
-    """A running attachment: flush it, read its stats, detach it; database_url hides passwords."""
+    """A running attachment: flush it, read its stats, detach it; database_url is where events
+    go (a store's URL without its password, or the collector's), engine the store's, if any."""
 
     def __init__(
-        self, spark: Any, listener: WatermarkListener, writer: StoreWriter, engine: sa.Engine
+        self,
+        spark: Any,
+        listener: WatermarkListener,
+        writer: BufferedWriter,
+        engine: sa.Engine | None,
+        destination: str,
     ) -> None:
         self._spark, self.listener, self._writer, self.engine = spark, listener, writer, engine
-        self.database_url = display_url(engine)
+        self.database_url = destination
         self.attached = True
         self._watches: list[TimerWatch] = []
 
@@ -52,13 +59,18 @@ class MonitorHandle:
         self._spark.streams.removeListener(self.listener)
         self.attached = False
         closed = self._writer.close(timeout)
-        self.engine.dispose()
+        if self.engine is not None:
+            self.engine.dispose()
         return closed
 
     def watch_timers(
         self, query: Any, checkpoint: str, interval: float = 30.0, due_within: str = "30 minutes"
     ) -> TimerWatch:
         """Snapshot the query's pending timers from its checkpoint every `interval` seconds."""
+        if self.engine is None:
+            raise ValueError(
+                "timer snapshots are stored directly: attach with a database URL to watch timers"
+            )
         watch = TimerWatch(
             self._spark, query, checkpoint, self._writer.submit, interval, interval_ms(due_within)
         )
@@ -85,21 +97,43 @@ class MonitorHandle:
         self.detach()
 
 
+def _is_collector(url: str | None) -> bool:
+    return url is not None and url.lower().startswith(("http://", "https://"))
+
+
 def attach(
     spark: Any,
     database_url: str | None = None,
     *,
+    token: str | None = None,
     buffer_size: int | None = None,
     idle_timeout: float | None = None,
     stall_timeout: float | None = None,
 ) -> MonitorHandle:
-    """Record every streaming query of `spark` in the store at `database_url`.
+    """Record every streaming query of `spark` in the store at `database_url`, or post them to
+    the collector of `wmon serve` when it is an http(s):// URL (with `token`, default
+    WMON_INGEST_TOKEN) for drivers that cannot reach the store.
 
     What is not given comes from the WMON_ settings; timeouts are in seconds: a partition with
     no new data for `idle_timeout` is idle, one that does not advance for `stall_timeout`
-    while work waits is stalled.
+    while work waits is stalled (through a collector, the server's own settings decide).
     """
     settings = load_settings()
+    capacity = buffer_size or settings.buffer_size
+    if _is_collector(database_url):
+        assert database_url is not None
+        if idle_timeout is not None or stall_timeout is not None:
+            raise ValueError("through a collector, the timeouts are the server's to set")
+        sender = HttpSender(
+            database_url,
+            token or settings.ingest_token,
+            sender=spark.sparkContext.applicationId,
+            capacity=capacity,
+        )
+        listener = WatermarkListener(sender.submit, forward_json=True)
+        spark.streams.addListener(listener)
+        log.info("wmon: monitoring streaming queries through %s", sender.endpoint)
+        return MonitorHandle(spark, listener, sender, None, database_url)
     timeouts = Timeouts(
         idle_ms=int(1000 * (settings.idle_timeout_s if idle_timeout is None else idle_timeout)),
         stall_ms=int(1000 * (settings.stall_timeout_s if stall_timeout is None else stall_timeout)),
@@ -107,10 +141,10 @@ def attach(
     engine = create_engine(database_url or settings.database_url)
     writer = StoreWriter(
         engine,
-        capacity=buffer_size or settings.buffer_size,
+        capacity=capacity,
         write=functools.partial(write_events, timeouts=timeouts),
     )
     listener = WatermarkListener(writer.submit)
     spark.streams.addListener(listener)
     log.info("wmon: monitoring streaming queries into %s", display_url(engine))
-    return MonitorHandle(spark, listener, writer, engine)
+    return MonitorHandle(spark, listener, writer, engine, display_url(engine))

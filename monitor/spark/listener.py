@@ -19,53 +19,18 @@ from typing import Any
 
 from pyspark.sql.streaming import StreamingQueryListener
 
-from monitor.collect.progress import ProgressError, parse_progress, parse_time_ms
-from monitor.events import Event, QueryIdle, QueryStarted, QueryTerminated
+from monitor.collect.spark_events import (
+    IDLE,
+    PROGRESS,
+    STARTED,
+    TERMINATED,
+    named,
+    streaming_event,
+    timestamp_text,
+)
+from monitor.events import Event, QueryStarted, QueryTerminated
 
 log = logging.getLogger(__name__)
-
-
-def _field(doc: dict[str, Any], key: str) -> Any:
-    if key not in doc:
-        raise ProgressError(f"event has no {key!r}")
-    return doc[key]
-
-
-def _id(doc: dict[str, Any], key: str) -> str:
-    value = _field(doc, key)
-    if not isinstance(value, str) or not value:
-        raise ProgressError(f"event field {key!r} must be a non-empty string, not {value!r}")
-    return value
-
-
-def started_event(doc: dict[str, Any]) -> QueryStarted:
-    """A QueryStarted from the JSON form of Spark's QueryStartedEvent."""
-    return QueryStarted(
-        query_id=_id(doc, "id"),
-        run_id=_id(doc, "runId"),
-        name=doc.get("name"),
-        timestamp_ms=parse_time_ms(_field(doc, "timestamp")),
-    )
-
-
-def idle_event(doc: dict[str, Any]) -> QueryIdle:
-    """A QueryIdle from the JSON form of Spark's QueryIdleEvent."""
-    return QueryIdle(
-        query_id=_id(doc, "id"),
-        run_id=_id(doc, "runId"),
-        timestamp_ms=parse_time_ms(_field(doc, "timestamp")),
-    )
-
-
-def terminated_event(doc: dict[str, Any], now_ms: int) -> QueryTerminated:
-    """A QueryTerminated from the JSON form of Spark's QueryTerminatedEvent (it has no time)."""
-    return QueryTerminated(
-        query_id=_id(doc, "id"),
-        run_id=_id(doc, "runId"),
-        timestamp_ms=now_ms,
-        exception=doc.get("exception"),
-        error_class=doc.get("errorClassOnException"),
-    )
 
 
 class CallbackTimes:
@@ -82,26 +47,43 @@ class CallbackTimes:
 
 
 class WatermarkListener(StreamingQueryListener):
-    """Collects start, progress, idle and termination events of every query of a session."""
+    """Collects start, progress, idle and termination events of every query of a session.
 
-    def __init__(self, submit: Callable[[Event], None], clock: Callable[[], float] = time.time):
-        self._submit, self._clock = submit, clock
+    Each event is read and checked, then submitted as our event; or, with `forward_json`, as
+    Spark's own JSON in the event log's form (for the HTTP collector), a terminated event
+    stamped with the time it arrived.
+    """
+
+    def __init__(
+        self,
+        submit: Callable[[Any], None],
+        clock: Callable[[], float] = time.time,
+        forward_json: bool = False,
+    ):
+        self._submit, self._clock, self._forward_json = submit, clock, forward_json
         self.times = CallbackTimes()
         self.rejected = 0
         self._running: set[str] = set()
         self._running_lock = threading.Lock()
 
     def handle(self, kind: str, doc: Callable[[], Any]) -> None:
-        """Convert one event of `kind` from its JSON form and submit it; errors are logged."""
+        """Convert one of Spark's events of `kind` (spark_events.KINDS) from its JSON form and
+        submit it; errors are logged. A terminated event happened now, by the listener's clock."""
         started = time.perf_counter()
         try:
-            event = self._convert(kind, doc())
-            self._submit(event)
+            document, now_ms = doc(), int(self._clock() * 1000)
+            event = streaming_event(kind, document, now_ms)
+            if self._forward_json:
+                if isinstance(event, QueryTerminated):
+                    document = {**document, "timestamp": timestamp_text(event.timestamp_ms)}
+                self._submit(named(kind, document))
+            else:
+                self._submit(event)
             self._track(event)
         except Exception as error:
             # A monitoring failure must never become a query failure.
             self.rejected += 1
-            log.error("wmon: ignored a %s event it could not read: %s", kind, error)
+            log.error("wmon: ignored a %s it could not read: %s", kind, error)
         self.times.add(time.perf_counter() - started)
 
     def _track(self, event: Event) -> None:
@@ -117,21 +99,10 @@ class WatermarkListener(StreamingQueryListener):
         with self._running_lock:
             return set(self._running)
 
-    def _convert(self, kind: str, doc: Any) -> Event:
-        if not isinstance(doc, dict):
-            raise ProgressError(f"{kind} event must be a JSON object")
-        if kind == "progress":
-            return parse_progress(_field(doc, "progress"))
-        if kind == "started":
-            return started_event(doc)
-        if kind == "idle":
-            return idle_event(doc)
-        return terminated_event(doc, int(self._clock() * 1000))
-
     def onQueryStarted(self, event: Any) -> None:
         """A query started a run."""
         self.handle(
-            "started",
+            STARTED,
             lambda: {
                 "id": str(event.id),
                 "runId": str(event.runId),
@@ -142,19 +113,19 @@ class WatermarkListener(StreamingQueryListener):
 
     def onQueryProgress(self, event: Any) -> None:
         """A batch finished."""
-        self.handle("progress", lambda: {"progress": json.loads(event.progress.json)})
+        self.handle(PROGRESS, lambda: {"progress": json.loads(event.progress.json)})
 
     def onQueryIdle(self, event: Any) -> None:
         """A trigger found no new data."""
         self.handle(
-            "idle",
+            IDLE,
             lambda: {"id": str(event.id), "runId": str(event.runId), "timestamp": event.timestamp},
         )
 
     def onQueryTerminated(self, event: Any) -> None:
         """A run stopped or failed."""
         self.handle(
-            "terminated",
+            TERMINATED,
             lambda: {
                 "id": str(event.id),
                 "runId": str(event.runId),
@@ -187,19 +158,19 @@ class JavaEventBridge:
 
     def onQueryStarted(self, jevent: Any) -> None:
         """A query started a run."""
-        self._listener.handle("started", lambda: json.loads(jevent.json()))
+        self._listener.handle(STARTED, lambda: json.loads(jevent.json()))
 
     def onQueryProgress(self, jevent: Any) -> None:
         """A batch finished."""
-        self._listener.handle("progress", lambda: json.loads(jevent.json()))
+        self._listener.handle(PROGRESS, lambda: json.loads(jevent.json()))
 
     def onQueryIdle(self, jevent: Any) -> None:
         """A trigger found no new data."""
-        self._listener.handle("idle", lambda: json.loads(jevent.json()))
+        self._listener.handle(IDLE, lambda: json.loads(jevent.json()))
 
     def onQueryTerminated(self, jevent: Any) -> None:
         """A run stopped or failed."""
-        self._listener.handle("terminated", lambda: json.loads(jevent.json()))
+        self._listener.handle(TERMINATED, lambda: json.loads(jevent.json()))
 
     class Java:
         """The JVM interface Py4J implements with this object."""

@@ -332,3 +332,33 @@ class DeliveryAttempt(Base):
     ok: so.Mapped[bool] = so.mapped_column(sa.Boolean)
     status_code: so.Mapped[int | None] = so.mapped_column(sa.Integer)
     error: so.Mapped[str | None] = so.mapped_column(sa.Text)
+
+
+class LogPosition(Base):
+    """How far `wmon ingest` has read one event log file; written in the same transaction as
+    the events read from it, so a restart resumes exactly where the store says."""
+
+    __tablename__ = "log_positions"
+
+    # Stable across the file's rename when its application ends (`x.inprogress` to `x`).
+    key: so.Mapped[str] = so.mapped_column(sa.String(1024), primary_key=True)
+    url: so.Mapped[str] = so.mapped_column(sa.Text)
+    app_id: so.Mapped[str] = so.mapped_column(sa.String(255), index=True)
+    # Decompressed bytes and whole lines read so far.
+    bytes_read: so.Mapped[int] = so.mapped_column(sa.BigInteger)
+    lines_read: so.Mapped[int] = so.mapped_column(sa.BigInteger)
+    # The log's own clock there: the latest time its events had shown.
+    clock_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+
+
+class Sender(Base):
+    """A JVM listener or an attached driver posting to the collector, and what it lost."""
+
+    __tablename__ = "senders"
+
+    id: so.Mapped[str] = so.mapped_column(sa.String(255), primary_key=True)
+    first_seen_ms: so.Mapped[int] = so.mapped_column(Millis)
+    last_seen_ms: so.Mapped[int] = so.mapped_column(Millis)
+    events: so.Mapped[int] = so.mapped_column(sa.BigInteger)
+    # The latest count of events it dropped (its queue full), as it reported it.
+    dropped: so.Mapped[int] = so.mapped_column(sa.BigInteger)

@@ -8,7 +8,7 @@ what the new batch starts before the newest of them is marked rewound.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import singledispatch
 from typing import Any
 
@@ -43,12 +43,19 @@ DEFAULT_TIMEOUTS = Timeouts()
 
 
 def write_events(
-    engine: sa.Engine, events: Sequence[Event], timeouts: Timeouts = DEFAULT_TIMEOUTS
+    engine: sa.Engine,
+    events: Sequence[Event],
+    timeouts: Timeouts = DEFAULT_TIMEOUTS,
+    *,
+    also: Callable[[so.Session], None] | None = None,
 ) -> None:
-    """Write events in order in one transaction; `timeouts` decide what is idle or stalled."""
+    """Write events in order in one transaction; `timeouts` decide what is idle or stalled.
+    `also` writes what must be stored with them or not at all (where a log was read up to)."""
     with so.Session(engine) as session, session.begin():
         for event in events:
             record(event, session, timeouts)
+        if also is not None:
+            also(session)
 
 
 def write_event(engine: sa.Engine, event: Event, timeouts: Timeouts = DEFAULT_TIMEOUTS) -> None:

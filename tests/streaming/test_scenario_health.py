@@ -8,7 +8,7 @@ import monitor
 from monitor.store.models import Batch, Partition, PartitionEventTime
 from streaming.log import PartitionedLog
 from streaming.scenarios import play
-from tests.helpers import unique_name, wait_until
+from tests.helpers import start_partition_counts, wait_until
 
 # Spark's side; the health derivation in the store runs on both stores in test_health_store.py.
 pytestmark = [
@@ -21,21 +21,7 @@ WAIT = 180
 def run_until(spark, scenario, log_dir, checkpoint, database_url, done, **timeouts):
     """Play a scenario through the instrumented windowed count until `done(query)` holds."""
     handle = monitor.attach(spark, database_url, **timeouts)
-    reader = spark.readStream.format("partitioned_log")
-    for key, value in scenario.source_options(log_dir).items():
-        reader = reader.option(key, value)
-    measured = monitor.instrument(reader.load(), checkpoint=checkpoint, delay="10 seconds")
-    query = (
-        measured.withWatermark("timestamp", "10 seconds")
-        .groupBy("partition")
-        .count()
-        .writeStream.queryName(unique_name("scenario"))
-        .format("noop")
-        .outputMode("update")
-        .option("checkpointLocation", checkpoint)
-        .trigger(processingTime="300 milliseconds")
-        .start()
-    )
+    query = start_partition_counts(spark, scenario, log_dir, checkpoint)
     try:
         wait_until(lambda: done(query), WAIT, "the scenario to play out")
     finally:

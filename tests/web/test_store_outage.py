@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from monitor.collect.spark_events import STARTED, named
 from monitor.store.engine import create_engine
 from monitor.store.migrate import upgrade
 from monitor.store.scratch import create_database
 from monitor.store.writes import write_event
-from tests.helpers import closed_port, wait_until
+from tests.helpers import closed_port, fixture, wait_until
 from tests.web_events import batch_event
 from web import create_app, db, retention
 
@@ -24,10 +25,16 @@ TOKEN = "s3cret"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 NOW = 1_700_000_000_000
 SILENCE = {"minutes": 30, "rule": "partition_stalled", "comment": "maintenance"}
+BODIES = {
+    ("POST", "/api/silences"): SILENCE,
+    ("POST", "/api/ingest"): named(STARTED, fixture("started.json")),
+}
 
 
 def _app(url: str):
-    return create_app({"TESTING": True, "DATABASE_URL": url, "API_TOKEN": TOKEN})
+    return create_app(
+        {"TESTING": True, "DATABASE_URL": url, "API_TOKEN": TOKEN, "INGEST_TOKEN": TOKEN}
+    )
 
 
 def _close(app) -> None:
@@ -83,7 +90,7 @@ def test_every_route_answers_503_with_the_reason_while_the_store_is_away(sqlite_
     routes = _store_routes(app)
     assert len(routes) >= 12, routes
     for method, path in routes:
-        body = SILENCE if (method, path) == ("POST", "/api/silences") else None
+        body = BODIES.get((method, path))
         response = client.open(path, method=method, headers=AUTH, json=body)
         assert response.status_code == 503, (method, path, response.status_code)
         text = response.get_data(as_text=True)

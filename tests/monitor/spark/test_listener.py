@@ -172,26 +172,42 @@ def without(doc: dict[str, Any], key: str) -> dict[str, Any]:
 
 STARTED = fixture("started.json")
 BAD_JAVA_EVENTS = [
-    ("onQueryProgress", "progress", FakeJavaEvent("{")),
-    ("onQueryProgress", "progress", FakeJavaEvent(json.dumps({"event": "progress"}))),
+    ("onQueryProgress", "QueryProgressEvent", FakeJavaEvent("{")),
+    ("onQueryProgress", "QueryProgressEvent", FakeJavaEvent(json.dumps({"event": "progress"}))),
     (
         "onQueryProgress",
-        "progress",
+        "QueryProgressEvent",
         FakeJavaEvent(json.dumps({"progress": without(progress_doc(), "batchId")})),
     ),
     (
         "onQueryProgress",
-        "progress",
+        "QueryProgressEvent",
         FakeJavaEvent(json.dumps({"progress": progress_doc(batchId="7")})),
     ),
-    ("onQueryProgress", "progress", FakeJavaEvent(error=RuntimeError("Py4J gateway is gone"))),
-    ("onQueryStarted", "started", FakeJavaEvent("[]")),
-    ("onQueryStarted", "started", FakeJavaEvent(json.dumps(without(STARTED, "timestamp")))),
-    ("onQueryStarted", "started", FakeJavaEvent(json.dumps({**STARTED, "timestamp": "yesterday"}))),
-    ("onQueryStarted", "started", FakeJavaEvent(json.dumps({**STARTED, "id": None}))),
-    ("onQueryIdle", "idle", FakeJavaEvent(json.dumps(without(fixture("idle.json"), "runId")))),
-    ("onQueryTerminated", "terminated", FakeJavaEvent(json.dumps({"runId": FAIL_RUN}))),
-    ("onQueryTerminated", "terminated", FakeJavaEvent("null")),
+    (
+        "onQueryProgress",
+        "QueryProgressEvent",
+        FakeJavaEvent(error=RuntimeError("Py4J gateway is gone")),
+    ),
+    ("onQueryStarted", "QueryStartedEvent", FakeJavaEvent("[]")),
+    (
+        "onQueryStarted",
+        "QueryStartedEvent",
+        FakeJavaEvent(json.dumps(without(STARTED, "timestamp"))),
+    ),
+    (
+        "onQueryStarted",
+        "QueryStartedEvent",
+        FakeJavaEvent(json.dumps({**STARTED, "timestamp": "yesterday"})),
+    ),
+    ("onQueryStarted", "QueryStartedEvent", FakeJavaEvent(json.dumps({**STARTED, "id": None}))),
+    (
+        "onQueryIdle",
+        "QueryIdleEvent",
+        FakeJavaEvent(json.dumps(without(fixture("idle.json"), "runId"))),
+    ),
+    ("onQueryTerminated", "QueryTerminatedEvent", FakeJavaEvent(json.dumps({"runId": FAIL_RUN}))),
+    ("onQueryTerminated", "QueryTerminatedEvent", FakeJavaEvent("null")),
 ]
 BAD_JAVA_IDS = [
     "truncated json",
@@ -216,7 +232,7 @@ def assert_rejected_and_logged(
     assert (listener.rejected, listener.times.count) == (1, 1)
     [record] = [r for r in caplog.records if r.name == "monitor.spark.listener"]
     assert record.levelno == logging.ERROR
-    assert record.getMessage().startswith(f"wmon: ignored a {kind} event it could not read: ")
+    assert record.getMessage().startswith(f"wmon: ignored a {kind} it could not read: ")
 
 
 @pytest.mark.parametrize(("callback", "kind", "jevent"), BAD_JAVA_EVENTS, ids=BAD_JAVA_IDS)
@@ -233,13 +249,17 @@ def bad_started_time() -> QueryStartedEvent:
 
 
 BAD_PYTHON_EVENTS = [
-    ("onQueryProgress", "progress", SimpleNamespace(progress=SimpleNamespace(json="{"))),
-    ("onQueryProgress", "progress", SimpleNamespace(progress=SimpleNamespace(json="{}"))),
-    ("onQueryProgress", "progress", object()),
-    ("onQueryStarted", "started", bad_started_time()),
-    ("onQueryStarted", "started", SimpleNamespace(id=RATE_QUERY)),
-    ("onQueryIdle", "idle", SimpleNamespace(id=RATE_QUERY, runId=RATE_RUN, timestamp=None)),
-    ("onQueryTerminated", "terminated", object()),
+    ("onQueryProgress", "QueryProgressEvent", SimpleNamespace(progress=SimpleNamespace(json="{"))),
+    ("onQueryProgress", "QueryProgressEvent", SimpleNamespace(progress=SimpleNamespace(json="{}"))),
+    ("onQueryProgress", "QueryProgressEvent", object()),
+    ("onQueryStarted", "QueryStartedEvent", bad_started_time()),
+    ("onQueryStarted", "QueryStartedEvent", SimpleNamespace(id=RATE_QUERY)),
+    (
+        "onQueryIdle",
+        "QueryIdleEvent",
+        SimpleNamespace(id=RATE_QUERY, runId=RATE_RUN, timestamp=None),
+    ),
+    ("onQueryTerminated", "QueryTerminatedEvent", object()),
 ]
 BAD_PYTHON_IDS = [
     "progress json truncated",
@@ -278,7 +298,7 @@ def test_a_failing_submit_never_escapes_the_callback(
     assert (listener.rejected, listener.times.count) == (1, 1)
     [record] = [r for r in caplog.records if r.name == "monitor.spark.listener"]
     assert record.getMessage() == (
-        "wmon: ignored a progress event it could not read: writer is gone"
+        "wmon: ignored a QueryProgressEvent it could not read: writer is gone"
     )
 
 
@@ -307,7 +327,7 @@ def test_the_handle_reports_events_the_listener_could_not_read(database_url: str
     engine = create_engine(database_url)
     writer = StoreWriter(engine, capacity=10)
     listener = WatermarkListener(writer.submit)
-    handle = MonitorHandle(spark=None, listener=listener, writer=writer, engine=engine)
+    handle = MonitorHandle(None, listener, writer, engine, "sqlite:///test")
     JavaEventBridge(listener).onQueryProgress(FakeJavaEvent("{"))
     JavaEventBridge(listener).onQueryStarted(FakeJavaEvent(json.dumps(fixture("started.json"))))
     assert handle.flush(30)

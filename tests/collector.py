@@ -1,0 +1,19 @@
+"""A real collector for tests: the dashboard app over a store, served over HTTP on a free port
+by Werkzeug's threaded server, as `wmon serve` serves it."""
+
+from contextlib import AbstractContextManager
+
+from monitor.health.predicates import Timeouts
+from wmon.bench.serving import served
+
+INGEST_TOKEN = "test-ingest-token"
+DEFAULT_TIMEOUTS = Timeouts()
+
+
+def serving_collector(
+    database_url: str, timeouts: Timeouts = DEFAULT_TIMEOUTS, port: int = 0
+) -> AbstractContextManager[str]:
+    """The collector's base URL while the block runs (on `port`, by default a free one); it
+    takes INGEST_TOKEN."""
+    config = {"DATABASE_URL": database_url, "INGEST_TOKEN": INGEST_TOKEN, "TIMEOUTS": timeouts}
+    return served(config, port)

@@ -1,0 +1,34 @@
+"""The dashboard app served over real HTTP for a benchmark (and for the collector of the
+tests), as `wmon serve` serves it."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from werkzeug.serving import make_server
+
+
+@contextmanager
+def served(config: Mapping[str, Any], port: int = 0) -> Iterator[str]:
+    """The app made with `config` in a threaded HTTP server on `port` (by default a free one),
+    for a with-block; its base URL. Its background tasks are stopped and its connections
+    closed afterwards."""
+    from web import create_app, db, live, retention
+
+    app = create_app(config)
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # not a line per request
+    server = make_server("127.0.0.1", port, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        thread.join(timeout=10)
+        live.watcher(app).stop()
+        retention.pruner(app).stop()
+        db.dispose(app)
