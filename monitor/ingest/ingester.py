@@ -1,0 +1,277 @@
+"""Spark's event logs into the store, exactly once: the third way in, from outside the job.
+
+Every file is read from where the store says it was read up to; the events of each group of
+lines are stored in the same transaction as the position after them, so a killed and
+restarted ingest neither skips nor repeats a line. Times come from the log itself: a terminated
+event, which carries none, happened at the log's clock, the latest time its events had shown.
+A run the log shows running when its application ends ends with it (Spark logs no end for it).
+
+A line that is not JSON, not a Spark event, or a streaming event that cannot be read is
+reported with its file and line and skipped; a file that cannot be read is reported and left;
+neither stops the other files and applications.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import sqlalchemy as sa
+import sqlalchemy.orm as so
+
+from monitor.collect.progress import ProgressError
+from monitor.collect.spark_events import event_time_ms, spark_event
+from monitor.collect.writer import TRANSIENT_ERRORS
+from monitor.events import BatchProgress, Event, QueryIdle, QueryStarted, QueryTerminated
+from monitor.health.predicates import Timeouts
+from monitor.ingest.logfiles import Application, LogError, LogFile, discover
+from monitor.ingest.reader import LogLine, LogReader, Position
+from monitor.store.engine import error_reason
+from monitor.store.models import LogPosition
+from monitor.store.positions import ReadPosition, save_position, stored_positions
+from monitor.store.writes import write_events
+
+log = logging.getLogger(__name__)
+
+# Lines stored per transaction: a position is saved this often while a file is read.
+LINES_PER_WRITE = 1_000
+APPLICATION_END = "SparkListenerApplicationEnd"
+# Spark logs no end of a query whose application stops under it (spark.stop() without
+# query.stop(), a killed driver): its run ends with the application, failed, saying so.
+UNSTOPPED = "the Spark application ended while this run was active; Spark logged no end of it"
+
+
+@dataclass
+class Totals:
+    """What an ingest has done so far."""
+
+    applications: int = 0
+    files: int = 0
+    lines: int = 0
+    events: int = 0
+    bytes_read: int = 0
+    problems: int = 0
+
+
+@dataclass
+class _AppState:
+    """One application being read: its log clock and the readers of its files by key."""
+
+    application: Application
+    clock_ms: int | None
+    readers: dict[str, LogReader] = field(default_factory=dict)
+    finished: set[str] = field(default_factory=set)
+    read_before: bool = False
+    # The runs this log started (or showed running) and has not ended: run id -> query id.
+    running: dict[str, str] = field(default_factory=dict)
+
+    def track(self, event: Event) -> None:
+        """Follow which runs of the log are running."""
+        if isinstance(event, QueryTerminated):
+            self.running.pop(event.run_id, None)
+        elif isinstance(event, (QueryStarted, QueryIdle, BatchProgress)):
+            self.running[event.run_id] = event.query_id
+
+    def ended(self, at_ms: int) -> list[QueryTerminated]:
+        """The ends of the runs still running when the application ended at `at_ms`."""
+        ends = [
+            QueryTerminated(query_id, run_id, at_ms, exception=UNSTOPPED)
+            for run_id, query_id in self.running.items()
+        ]
+        self.running.clear()
+        return ends
+
+
+class Ingester:
+    """Reads the event logs at `urls` into the store on `engine`; call `step` once for a
+    backfill, again and again to follow. `report` gets each problem in one line."""
+
+    def __init__(
+        self,
+        engine: sa.Engine,
+        urls: Iterable[str],
+        timeouts: Timeouts,
+        report: Callable[[str], None] = log.warning,
+        max_backoff: float = 5.0,
+    ) -> None:
+        self._engine, self._urls, self._timeouts = engine, list(urls), timeouts
+        self._report, self._max_backoff = report, max_backoff
+        self._apps: dict[str, _AppState] = {}
+        self._broken: set[str] = set()
+        self.totals = Totals()
+
+    def discover(self) -> list[Application]:
+        """Find the applications at every URL now (new ones, new files, renamed ones)."""
+        found: list[Application] = []
+        for url in self._urls:
+            errors: list[LogError] = []
+            try:
+                found += discover(url, errors)
+            except LogError as unreadable:
+                errors.append(unreadable)
+            for error in errors:
+                self._problem(str(error))
+        for application in found:
+            state = self._apps.get(application.url)
+            if state is None:
+                self._apps[application.url] = self._start(application)
+            else:
+                state.application = application
+        self.totals.applications = len(self._apps)
+        return found
+
+    def step(self, on_application: Callable[[Application, int, int], None] | None = None) -> int:
+        """Discover, then read every application's new lines into the store; the number of
+        lines read. `on_application(application, number, of)` follows each one's turn."""
+        before = self.totals.lines
+        found = self.discover()
+        for number, application in enumerate(found, 1):
+            self._read_application(self._apps[application.url])
+            if on_application is not None:
+                on_application(application, number, len(found))
+        return self.totals.lines - before
+
+    def _start(self, application: Application) -> _AppState:
+        """An application's state from the positions stored for its files."""
+        with so.Session(self._engine) as session:
+            clocks = session.execute(
+                sa.select(sa.func.count(), sa.func.max(LogPosition.clock_ms)).where(
+                    LogPosition.app_id == application.app_id
+                )
+            ).one()
+        return _AppState(application, clocks[1], read_before=clocks[0] > 0)
+
+    def _read_application(self, state: _AppState) -> None:
+        """Read each file in order; a file still being written ends the application's turn."""
+        done = state.finished | self._broken
+        files = [file for file in state.application.files if file.key not in done]
+        positions = stored_positions(self._engine, [file.key for file in files]) if files else {}
+        for file in files:
+            if file.compacted and state.read_before and file.key not in positions:
+                self._problem(
+                    f"{file.url}: skipped: the history server compacted files this ingest had"
+                    " already read from"
+                )
+                state.finished.add(file.key)
+                continue
+            reader = self._reader(state, file, positions.get(file.key))
+            if reader is None or not self._read_file(state, reader):
+                return
+            state.finished.add(file.key)
+
+    def _reader(
+        self, state: _AppState, file: LogFile, stored: ReadPosition | None
+    ) -> LogReader | None:
+        reader = state.readers.get(file.key)
+        try:
+            if reader is None:
+                start = Position(stored.bytes_read, stored.lines_read) if stored else Position()
+                reader = state.readers[file.key] = LogReader(file, start)
+                self.totals.files += 1
+            else:
+                reader.relocate(file)
+        except LogError as error:
+            self._give_up(file.key, str(error))
+            return None
+        return reader
+
+    def _read_file(self, state: _AppState, reader: LogReader) -> bool:
+        """Read the file's new lines into the store; whether it is wholly read."""
+        while True:
+            bytes_before = reader.bytes_read
+            try:
+                lines = reader.read(LINES_PER_WRITE)
+            except LogError as error:
+                self._give_up(reader.file.key, str(error))
+                # A broken file of a rolling log must not hold back the files after it.
+                return reader.file.complete
+            finally:
+                self.totals.bytes_read += reader.bytes_read - bytes_before
+            if not lines:
+                return reader.done
+            self._store_lines(state, reader.file, lines)
+
+    def _store_lines(self, state: _AppState, file: LogFile, lines: list[LogLine]) -> None:
+        """Turn the lines into events and store them with the position after the last one."""
+        numbered: list[tuple[int, Event]] = []
+        for line in lines:
+            for event in self._events(state, file, line):
+                state.track(event)
+                numbered.append((line.number, event))
+        end = lines[-1].end
+        position = ReadPosition(
+            file.key, file.url, state.application.app_id, end.offset, end.line, state.clock_ms
+        )
+        self._write([event for _, event in numbered], position, file, numbered)
+        self.totals.lines += len(lines)
+        self.totals.events += len(numbered)
+
+    def _events(self, state: _AppState, file: LogFile, line: LogLine) -> list[Event]:
+        """The line's events: its own, if it is one of ours, or at the application's end the
+        ends of the runs Spark left running. Problems are reported and skipped."""
+        try:
+            doc = json.loads(line.text)
+        except (ValueError, RecursionError) as error:
+            self._problem(f"{file.url}:{line.number}: skipped: not JSON ({error})")
+            return []
+        try:
+            event = spark_event(doc, state.clock_ms)
+        except ProgressError as error:
+            self._problem(f"{file.url}:{line.number}: skipped: {error}")
+            return []
+        moment = event_time_ms(doc)
+        if moment is not None and (state.clock_ms is None or moment > state.clock_ms):
+            state.clock_ms = moment
+        if doc.get("Event") == APPLICATION_END and state.clock_ms is not None:
+            return list(state.ended(state.clock_ms))
+        return [] if event is None else [event]
+
+    def _write(
+        self,
+        events: list[Event],
+        position: ReadPosition,
+        file: LogFile,
+        numbered: list[tuple[int, Event]],
+    ) -> None:
+        """Store events and position together; if the store rejects the group, each event
+        alone, so one it cannot hold is reported and the rest are kept."""
+        error = self._retrying(events, position)
+        if error is None:
+            return
+        for number, event in numbered:
+            if self._retrying([event], None) is not None:
+                self._problem(f"{file.url}:{number}: not stored: {error_reason(error)}")
+        self._retrying([], position)
+
+    def _retrying(self, events: list[Event], position: ReadPosition | None) -> Exception | None:
+        """Write, waiting out a store that is unavailable; the error if it rejects them."""
+        backoff, waiting = 0.05, False
+        also = None if position is None else _saving(position)
+        while True:
+            try:
+                write_events(self._engine, events, self._timeouts, also=also)
+                return None
+            except TRANSIENT_ERRORS as error:
+                if not waiting:
+                    self._report(f"store unavailable, retrying: {error_reason(error)}")
+                waiting = True
+            except Exception as error:
+                return error
+            time.sleep(backoff)
+            backoff = min(backoff * 2, self._max_backoff)
+
+    def _give_up(self, key: str, message: str) -> None:
+        """A file that cannot be read: reported once, then left alone."""
+        self._broken.add(key)
+        self._problem(f"{message} (file skipped)")
+
+    def _problem(self, message: str) -> None:
+        self.totals.problems += 1
+        self._report(message)
+
+
+def _saving(position: ReadPosition) -> Callable[[so.Session], None]:
+    return lambda session: save_position(session, position)

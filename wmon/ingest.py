@@ -1,0 +1,114 @@
+"""`wmon ingest`: Spark's event logs into the store, as a backfill or following live ones."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any, TextIO
+
+from monitor.config import load_settings
+from monitor.health.predicates import Timeouts
+from monitor.ingest.ingester import Ingester, Totals
+from monitor.ingest.logfiles import Application
+from monitor.store import migrate
+from monitor.store.engine import display_url
+from wmon.options import CliError, open_store, positive_float, store_option
+
+DEFAULT_INTERVAL_S = 2.0
+
+
+def register(commands: Any) -> None:
+    """Add `wmon ingest`."""
+    ingest = commands.add_parser(
+        "ingest",
+        parents=[store_option()],
+        help="read Spark event logs (files, rolling directories, history directories) into "
+        "the store",
+        description="Read Spark event logs into the store, exactly once: local paths or fsspec "
+        "URLs (s3://, hdfs://, ...), single files or rolling directories, any of Spark's codecs "
+        "but lzf, or a history directory of many applications. Run again, it goes on from "
+        "where it stopped. A line or file it cannot read is reported and skipped; then it "
+        "exits with status 1.",
+    )
+    ingest.add_argument("urls", metavar="PATH_OR_URL", nargs="+", help="where the logs are")
+    ingest.add_argument(
+        "--follow",
+        action="store_true",
+        help="keep reading new lines and new applications until interrupted",
+    )
+    ingest.add_argument(
+        "--interval",
+        type=positive_float,
+        default=DEFAULT_INTERVAL_S,
+        help=f"seconds between looks for new data with --follow (default {DEFAULT_INTERVAL_S:g})",
+    )
+    ingest.set_defaults(func=ingest_logs)
+
+
+def _size(count: int) -> str:
+    return f"{count / 1_000_000:,.1f} MB"
+
+
+def _summary(totals: Totals, seconds: float) -> str:
+    rate = totals.events / seconds if seconds > 0 else 0.0
+    return (
+        f"{totals.applications:,} applications, {totals.files:,} files: {totals.lines:,} lines, "
+        f"{totals.events:,} events stored, {_size(totals.bytes_read)} read in {seconds:,.1f} s "
+        f"({rate:,.0f} events/s); {totals.problems:,} problems"
+    )
+
+
+class Progress:
+    """One line per application on `out`, rewritten in place on a terminal; problems on
+    lines of their own."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._out, self._live = out, out.isatty()
+
+    def application(self, application: Application, number: int, of: int, totals: Totals) -> None:
+        """An application's turn is over."""
+        line = (
+            f"ingest: [{number}/{of}] {application.app_id}: "
+            f"{totals.events:,} events, {_size(totals.bytes_read)}"
+        )
+        if self._live:
+            self._out.write(f"\r\x1b[K{line}" + ("\n" if number == of else ""))
+        else:
+            self._out.write(line + "\n")
+        self._out.flush()
+
+    def problem(self, message: str) -> None:
+        """A problem, on its own line."""
+        self._out.write(("\r\x1b[K" if self._live else "") + f"wmon: {message}\n")
+        self._out.flush()
+
+
+def ingest_logs(args: argparse.Namespace) -> None:
+    """Read the logs at the given URLs once, or keep following them."""
+    engine = open_store(args.database_url, must_exist=False)
+    if not migrate.is_current(engine):
+        migrate.upgrade(engine)
+    settings = load_settings()
+    timeouts = Timeouts(settings.idle_timeout_s * 1000, settings.stall_timeout_s * 1000)
+    progress = Progress(sys.stderr)
+    ingester = Ingester(engine, args.urls, timeouts, report=progress.problem)
+
+    def show(application: Application, number: int, of: int) -> None:
+        progress.application(application, number, of, ingester.totals)
+
+    print(f"wmon: ingesting into {display_url(engine)}", file=sys.stderr)
+    started = time.monotonic()
+    try:
+        ingester.step(on_application=show)
+        while args.follow:
+            time.sleep(args.interval)
+            ingester.step()
+    finally:
+        print(_summary(ingester.totals, time.monotonic() - started))
+        engine.dispose()
+    if ingester.totals.problems:
+        raise CliError(
+            f"{ingester.totals.problems:,} problems, each reported above: what they name is not "
+            "stored; everything else is"
+        )
