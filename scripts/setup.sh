@@ -41,6 +41,28 @@ else
   say "Python packages are up to date"
 fi
 
+# The JVM listener (jvm/), compiled against the Spark jars pyspark ships: rebuilt only when a
+# source is newer than the jar.
+JAR=jvm/build/wmon-spark.jar
+build_listener_jar() {
+  command -v javac >/dev/null 2>&1 && command -v jar >/dev/null 2>&1 \
+    || fail "javac and jar (a JDK 17 or newer, not only a JRE) are needed to build $JAR"
+  local pyspark
+  pyspark=$("$VENV/bin/python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))') \
+    || fail "cannot find pyspark in $VENV to build $JAR against its jars"
+  say "building the JVM listener $JAR"
+  rm -rf jvm/build/classes
+  javac --release 17 -Xlint:all,-path -Werror -cp "$pyspark/jars/*" -d jvm/build/classes \
+    jvm/src/wmon/spark/*.java || fail "javac could not compile jvm/src (see above)"
+  jar --create --file "$JAR.tmp" -C jvm/build/classes . || fail "jar could not write $JAR"
+  mv "$JAR.tmp" "$JAR"
+}
+if [ ! -f "$JAR" ] || [ -n "$(find jvm/src -name '*.java' -newer "$JAR")" ]; then
+  build_listener_jar
+else
+  say "JVM listener is up to date"
+fi
+
 # Debian packages: npm for the dashboard's libraries, chromium for its browser tests.
 apt_install() {
   local sudo=""

@@ -22,6 +22,8 @@ def spark():
     from streaming.partitioned_log import register
 
     warehouse = tempfile.mkdtemp(prefix="wmon-spark-")
+    event_logs = Path(warehouse) / "event-logs"
+    event_logs.mkdir()
     session = (
         SparkSession.builder.master("local[2]")
         .appName("wmon-tests")
@@ -33,12 +35,24 @@ def spark():
         # A Python worker (our source's, a foreachBatch's) waits this long for the driver to
         # accept it; 15 s by default, which a loaded 2-core machine has run past.
         .config("spark.python.authenticate.socketTimeout", "60s")
+        # Spark's own event log, as a cluster writes it, for `wmon ingest` to read back.
+        .config("spark.eventLog.enabled", "true")
+        .config("spark.eventLog.dir", event_logs.as_uri())
+        # The JVM listener (jvm/, built by `make setup`), for tests/jvm to construct.
+        .config("spark.jars", str(Path(__file__).resolve().parents[1] / "jvm/build/wmon-spark.jar"))
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
     register(session)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_event_log(spark) -> Path:
+    """The directory of the test session's own rolling event log (Spark's defaults: zstd)."""
+    directory = Path(spark.conf.get("spark.eventLog.dir").removeprefix("file:"))
+    return directory / f"eventlog_v2_{spark.sparkContext.applicationId}"
 
 
 @pytest.fixture

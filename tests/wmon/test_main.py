@@ -299,7 +299,7 @@ BAD_ARGUMENTS = [
         ["watch"],
         "wmon: error: argument command: invalid choice: 'watch' (choose from 'db', 'prune',"
         " 'queries', 'batches', 'partitions', 'timers', 'alerts', 'generate', 'demo', 'serve',"
-        " 'bench')"
+        " 'ingest', 'spark-conf', 'submit', 'bench')"
         " (see wmon --help)",
     ),
     ([], "wmon: error: the following arguments are required: command (see wmon --help)"),

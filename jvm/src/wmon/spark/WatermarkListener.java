@@ -1,0 +1,174 @@
+package wmon.spark;
+
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
+import org.apache.spark.SparkConf;
+import org.apache.spark.sql.streaming.StreamingQueryListener;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Posts every streaming query event of a Spark application, in Spark's event-log form, to the
+ * wmon collector ({@code POST <spark.wmon.url>/api/ingest}). Loaded by configuration alone:
+ * {@code spark.sql.streaming.streamingQueryListeners=wmon.spark.WatermarkListener}.
+ *
+ * <p>Callbacks run on Spark's listener bus thread: they only queue the event itself (Spark's
+ * events are immutable) and, for a terminated event, the time it arrived; they never throw. A
+ * daemon thread renders each event's JSON and delivers the queue; a shutdown hook gives it
+ * {@code spark.wmon.closeTimeoutMs} to finish when the JVM exits.
+ */
+public class WatermarkListener extends StreamingQueryListener {
+    private static final long serialVersionUID = 1L;
+    private static final Logger LOG = LoggerFactory.getLogger(WatermarkListener.class);
+    /** The callback durations kept for {@link #callbackNanos()}. */
+    private static final int KEEP_TIMES = 10_000;
+    /** Every listener not yet closed, so that one Spark created can be read through py4j. */
+    private static final List<WatermarkListener> INSTANCES = new CopyOnWriteArrayList<>();
+
+    private final transient Settings settings;
+    private final transient Sender sender;
+    private final transient Thread shutdownHook;
+    private final transient CallbackTimes times = new CallbackTimes(KEEP_TIMES);
+    private final AtomicLong failures = new AtomicLong();
+
+    /** The constructor Spark calls for a listener named in its configuration. */
+    public WatermarkListener(SparkConf conf) {
+        settings = new Settings(conf);
+        settings.warnings.forEach(warning -> LOG.warn("wmon: {}", warning));
+        if (settings.ingestUri == null) {
+            sender = null;
+            shutdownHook = null;
+        } else {
+            sender = new Sender(settings);
+            sender.start();
+            shutdownHook = new Thread(this::deliverAndStop, "wmon-listener-shutdown");
+            Runtime.getRuntime().addShutdownHook(shutdownHook);
+            LOG.info("wmon: posting streaming query events to {}", settings.ingestUri);
+        }
+        INSTANCES.add(this);
+    }
+
+    /** Reads the settings from the JVM's spark.* system properties, as SparkConf does. */
+    public WatermarkListener() {
+        this(new SparkConf());
+    }
+
+    @Override
+    public void onQueryStarted(QueryStartedEvent event) {
+        handle(event, () -> event.json(), false);
+    }
+
+    @Override
+    public void onQueryProgress(QueryProgressEvent event) {
+        handle(event, () -> event.json(), false);
+    }
+
+    @Override
+    public void onQueryIdle(QueryIdleEvent event) {
+        handle(event, () -> event.json(), false);
+    }
+
+    @Override
+    public void onQueryTerminated(QueryTerminatedEvent event) {
+        handle(event, () -> event.json(), true);
+    }
+
+    /**
+     * Queue one event, to be rendered on the sender's thread; its JSON is asked for there, and
+     * nothing can escape from here.
+     */
+    private void handle(Object event, Supplier<String> json, boolean stamp) {
+        long start = System.nanoTime();
+        try {
+            if (sender != null) {
+                sender.offer(EventLog.later(event, json, stamp ? Instant.now() : null));
+            }
+        } catch (Throwable t) {
+            // Monitoring must never break the query: count it, say it once.
+            if (failures.getAndIncrement() == 0) {
+                LOG.warn("wmon: could not queue a streaming query event (counted as failures)", t);
+            }
+        } finally {
+            times.add(System.nanoTime() - start);
+        }
+    }
+
+    /** Deliver what is queued for at most spark.wmon.closeTimeoutMs, then stop sending. */
+    public void close() {
+        if (shutdownHook != null) {
+            try {
+                Runtime.getRuntime().removeShutdownHook(shutdownHook);
+            } catch (IllegalStateException shuttingDown) {
+                // The hook is running or about to: it does the same.
+            }
+        }
+        deliverAndStop();
+    }
+
+    private void deliverAndStop() {
+        INSTANCES.remove(this);
+        if (sender == null) {
+            return;
+        }
+        try {
+            sender.close(settings.closeTimeoutMs);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        Map<String, Long> stats = sender.stats();
+        if (stats.get("dropped") > 0 || stats.get("rejected") > 0) {
+            LOG.warn("wmon: listener stopped: {}", stats);
+        }
+    }
+
+    /** Whether events are sent: spark.wmon.url is set and usable. */
+    public boolean enabled() {
+        return sender != null;
+    }
+
+    /**
+     * Counters since the start: queued, delivered, dropped (queue full, or left at close),
+     * rejected (by the collector, 400), retries (failed posts), pending (in the queue now),
+     * failures (callbacks that could not queue their event, and queued events whose JSON the
+     * sender's thread could not render: neither is sent) and callbacks.
+     */
+    public Map<String, Long> stats() {
+        Map<String, Long> stats = sender != null
+                ? sender.stats()
+                : new java.util.LinkedHashMap<>(Map.of("queued", 0L, "delivered", 0L,
+                        "dropped", 0L, "rejected", 0L, "retries", 0L, "pending", 0L,
+                        "failures", 0L));
+        stats.merge("failures", failures.get(), Long::sum);
+        stats.put("callbacks", times.count());
+        return stats;
+    }
+
+    /** How long the most recent callbacks (up to 10,000) took on the bus thread, oldest first. */
+    public long[] callbackNanos() {
+        return times.recent();
+    }
+
+    /** What was wrong with the settings, one sentence each (also logged as warnings). */
+    public List<String> warnings() {
+        return settings.warnings;
+    }
+
+    /** The collector's message for the last request it rejected (400), or null. */
+    public String lastRejection() {
+        return sender == null ? null : sender.lastRejection();
+    }
+
+    /** The identity sent as Wmon-Sender: spark.app.id, else a name made for this listener. */
+    public String senderId() {
+        return settings.sender;
+    }
+
+    /** Every listener created in this JVM and not closed, oldest first. */
+    public static List<WatermarkListener> instances() {
+        return List.copyOf(INSTANCES);
+    }
+}

@@ -1,0 +1,182 @@
+"""`wmon spark-conf` and `wmon submit`: monitor any Spark job by configuration alone, with the JVM
+listener of `jvm/` posting its streaming query events to `wmon serve`'s collector."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import shlex
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from monitor.config import load_settings
+from wmon.options import CliError
+
+LISTENER_CLASS = "wmon.spark.WatermarkListener"
+LISTENERS_KEY = "spark.sql.streaming.streamingQueryListeners"
+DEFAULT_URL = "http://127.0.0.1:5000"
+# spark-submit's options that take no value; every other option is followed by one.
+_SUBMIT_FLAGS = {"--verbose", "-v", "--supervise", "--help", "-h", "--version", "--usage-error"}
+
+
+def register(commands: Any) -> None:
+    """Add `wmon spark-conf` and `wmon submit`."""
+    conf = commands.add_parser(
+        "spark-conf", help="print the Spark settings that make a job report to the collector"
+    )
+    _add_collector(conf)
+    conf.add_argument(
+        "--format",
+        choices=("args", "defaults"),
+        default="args",
+        help="spark-submit arguments (default) or spark-defaults.conf lines",
+    )
+    conf.set_defaults(func=spark_conf)
+    submit = commands.add_parser(
+        "submit",
+        help="run pyspark's spark-submit with the listener added",
+        usage="wmon submit [--url URL] [--token TOKEN] -- SPARK_SUBMIT_ARGS...",
+    )
+    _add_collector(submit)
+    submit.add_argument("submit_args", nargs=argparse.REMAINDER, help="spark-submit's arguments")
+    submit.set_defaults(func=submit_job)
+
+
+def collector_url(text: str) -> str:
+    """An argparse type: an http(s) URL with a host, as the listener accepts."""
+    parts = urlsplit(text)
+    spaced = any(character.isspace() for character in text)
+    if parts.scheme not in ("http", "https") or not parts.hostname or spaced:
+        raise argparse.ArgumentTypeError(f"must be an http:// or https:// URL, not {text!r}")
+    return text
+
+
+def _add_collector(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--url",
+        type=collector_url,
+        default=DEFAULT_URL,
+        help=f"the collector, `wmon serve` (default {DEFAULT_URL})",
+    )
+    parser.add_argument(
+        "--token", help="the collector's ingest token (default: $WMON_INGEST_TOKEN, else none)"
+    )
+
+
+def listener_jar() -> Path:
+    """The listener's jar: $WMON_LISTENER_JAR, else `jvm/build/wmon-spark.jar` of this checkout."""
+    configured = os.environ.get("WMON_LISTENER_JAR")
+    if configured:
+        return Path(configured).expanduser().resolve()
+    return Path(__file__).resolve().parent.parent / "jvm" / "build" / "wmon-spark.jar"
+
+
+def built_jar() -> Path:
+    """The listener's jar, which must exist."""
+    jar = listener_jar()
+    if not jar.is_file():
+        raise CliError(f"no listener jar at {jar}: run `make setup` to build it")
+    return jar
+
+
+def listener_settings(jar: Path, url: str, token: str | None) -> list[tuple[str, str]]:
+    """The Spark settings that load the listener and point it at the collector."""
+    settings = [("spark.jars", str(jar)), (LISTENERS_KEY, LISTENER_CLASS), ("spark.wmon.url", url)]
+    if token:
+        settings.append(("spark.wmon.token", token))
+    return settings
+
+
+def _token(args: argparse.Namespace) -> str | None:
+    return args.token if args.token is not None else load_settings().ingest_token
+
+
+def spark_conf(args: argparse.Namespace) -> None:
+    """Print the settings as spark-submit arguments or as spark-defaults.conf lines."""
+    settings = listener_settings(built_jar(), args.url, _token(args))
+    for key, value in settings:
+        if args.format == "defaults":
+            print(f"{key} {value}")
+        elif key == "spark.jars":
+            print(f"--jars {shlex.quote(value)}")
+        else:
+            print(f"--conf {shlex.quote(f'{key}={value}')}")
+
+
+def submit_job(args: argparse.Namespace) -> None:
+    """Run pyspark's spark-submit with the listener's settings before the job's arguments."""
+    user_args = list(args.submit_args)
+    if user_args[:1] == ["--"]:
+        user_args = user_args[1:]
+    if not user_args:
+        raise CliError("give spark-submit's arguments after `--` (wmon submit -- app.py)")
+    settings = listener_settings(built_jar(), args.url, _token(args))
+    command = [str(spark_submit()), *merged_args(settings, user_args)]
+    env = dict(os.environ)
+    # A pip-installed pyspark is importable from this Python, not necessarily from `python3`.
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    code = subprocess.run(command, env=env).returncode
+    if code != 0:
+        raise SystemExit(code)
+
+
+def spark_submit() -> Path:
+    """pyspark's own `bin/spark-submit`, found without importing pyspark."""
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or spec.origin is None:
+        raise CliError("pyspark is not installed (pip install 'watermark-monitor[spark]')")
+    return Path(spec.origin).parent / "bin" / "spark-submit"
+
+
+def merged_args(settings: list[tuple[str, str]], user_args: Sequence[str]) -> list[str]:
+    """`--jars` and `--conf` arguments for the settings, then the job's arguments. spark-submit
+    keeps the last value of a setting, so a job's own `--jars` or listener list joins ours."""
+    options_end = _options_end(user_args)
+    ours = dict(settings)
+    rest: list[str] = []
+    index = 0
+    while index < options_end:
+        arg = user_args[index]
+        value = user_args[index + 1] if index + 1 < options_end else None
+        key, consumed = _setting_of(arg, value)
+        if key in ("spark.jars", LISTENERS_KEY) and consumed:
+            ours[key] = f"{ours[key]},{consumed[1]}"
+            index += consumed[0]
+        else:
+            rest.append(arg)
+            index += 1
+    front = ["--jars", ours.pop("spark.jars")]
+    front += [arg for key, value in ours.items() for arg in ("--conf", f"{key}={value}")]
+    return [*front, *rest, *user_args[options_end:]]
+
+
+def _setting_of(arg: str, value: str | None) -> tuple[str | None, tuple[int, str] | None]:
+    """The setting an option sets and (arguments it spans, its value); `--jars` is spark.jars."""
+    if arg == "--jars" and value is not None:
+        return "spark.jars", (2, value)
+    if arg.startswith("--jars="):
+        return "spark.jars", (1, arg.removeprefix("--jars="))
+    if arg in ("--conf", "-c") and value is not None and "=" in value:
+        key, _, setting = value.partition("=")
+        return key, (2, setting)
+    if arg.startswith("--conf=") and "=" in arg.removeprefix("--conf="):
+        key, _, setting = arg.removeprefix("--conf=").partition("=")
+        return key, (1, setting)
+    return None, None
+
+
+def _options_end(args: Sequence[str]) -> int:
+    """Where spark-submit's options stop: at the application (jar, .py file or class)."""
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if not arg.startswith("-"):
+            return index
+        takes_value = arg not in _SUBMIT_FLAGS and "=" not in arg
+        index += 2 if takes_value else 1
+    return len(args)
