@@ -1,0 +1,117 @@
+"""The ways in store the same thing: one real query monitored in process straight into a store,
+in process through the HTTP collector, by the JVM listener through the collector, and read back
+from Spark's event log, compared row by row, health included."""
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import monitor
+from monitor.health.predicates import Timeouts
+from monitor.ingest.ingester import Ingester
+from monitor.store.engine import create_engine
+from monitor.store.migrate import upgrade
+from streaming.log import PartitionedLog
+from streaming.scenarios import play
+from tests.collector import INGEST_TOKEN, serving_collector
+from tests.helpers import row_differences, start_partition_counts, stored_rows, wait_until
+
+pytestmark = pytest.mark.spark
+WAIT = 180
+IDLE_S, STALL_S = 60, 1
+# Spark does not say when a run ended: each way in stamps it by its own clock.
+WHEN_ENDED = ("terminated_at_ms", "updated_at_ms")
+
+
+def run_stalled_scenario(spark, log_dir, checkpoint):
+    """A measured query over three partitions, one held back until it is stalled."""
+    scenario = play(
+        "stalled_partition",
+        PartitionedLog(log_dir),
+        partitions=3,
+        records=600,
+        rate=60.0,
+        stalled_partition=1,
+    )
+    query = start_partition_counts(spark, scenario, log_dir, checkpoint)
+    try:
+        wait_until(lambda: len(query.recentProgress) >= 8, WAIT, "eight batches")
+    finally:
+        query.stop()
+    return query
+
+
+def migrated(path) -> Any:
+    engine = create_engine(f"sqlite:///{path}")
+    upgrade(engine)
+    return engine
+
+
+@contextlib.contextmanager
+def jvm_listener(spark: Any, url: str) -> Iterator[Any]:
+    """The JVM listener (jvm/) in the shared session, as Spark builds one from its settings,
+    posting to the collector at `url`; closed (its queue delivered) and removed afterwards."""
+    conf = spark._jvm.org.apache.spark.SparkConf(False)
+    conf.set("spark.wmon.url", url).set("spark.wmon.token", INGEST_TOKEN)
+    listener = spark._jvm.wmon.spark.WatermarkListener(conf)
+    spark._jsparkSession.streams().addListener(listener)
+    try:
+        yield listener
+    finally:
+        spark._jsparkSession.streams().removeListener(listener)
+        listener.close()
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_every_way_in_stores_the_same_rows(
+    spark, spark_event_log, log_dir, checkpoint, database_url, tmp_path
+):
+    timeouts = Timeouts(IDLE_S * 1000, STALL_S * 1000)
+    collected, from_jvm = migrated(tmp_path / "collected.db"), migrated(tmp_path / "jvm.db")
+    monitor_store = monitor.attach(spark, database_url, idle_timeout=IDLE_S, stall_timeout=STALL_S)
+    with (
+        serving_collector(str(collected.url), timeouts) as url,
+        serving_collector(str(from_jvm.url), timeouts) as jvm_url,
+        jvm_listener(spark, jvm_url) as listener,
+    ):
+        through_http = monitor.attach(spark, url, token=INGEST_TOKEN)
+        try:
+            query = run_stalled_scenario(spark, log_dir, checkpoint)
+        finally:
+            assert through_http.detach(timeout=60)
+            assert monitor_store.detach(timeout=60)
+        wait_until(
+            lambda: (
+                dict(listener.stats())["pending"] == 0
+                and stored_rows(from_jvm, str(query.id))["queries"][0]["status"] == "terminated"
+            ),
+            60,
+            "the JVM listener's delivery of the query's end",
+        )
+        jvm_stats = dict(listener.stats())
+    assert through_http.stats().dropped == through_http.stats().rejected == 0
+    assert jvm_stats["dropped"] == jvm_stats["rejected"] == jvm_stats["failures"] == 0
+
+    direct = stored_rows(monitor_store.engine, str(query.id), leave_out=WHEN_ENDED)
+    assert len(direct["batches"]) == len(query.recentProgress)
+    assert any(row["stalled"] for row in direct["partitions"]), "the scenario stalled nothing"
+    assert any(row["records"] for row in direct["partition_event_times"])
+    assert direct["queries"][0]["status"] == "terminated"
+    for way in (collected, from_jvm):
+        assert row_differences(stored_rows(way, str(query.id), leave_out=WHEN_ENDED), direct) == []
+
+    from_log = migrated(tmp_path / "from_log.db")
+    ingester = Ingester(from_log, [str(spark_event_log)], timeouts)
+
+    def terminated_in_log():
+        ingester.step()
+        return stored_rows(from_log, str(query.id))["queries"][0]["status"] == "terminated"
+
+    wait_until(terminated_in_log, 60, "the query's end in Spark's event log")
+    assert ingester.totals.problems == 0
+    assert row_differences(stored_rows(from_log, str(query.id), leave_out=WHEN_ENDED), direct) == []
+    ended = stored_rows(from_log, str(query.id))["queries"][0]["terminated_at_ms"]
+    last_batch = max(row["batch_time_ms"] for row in direct["batches"])
+    assert last_batch <= ended < last_batch + 10_000, "ended by the log's clock, not ours"
