@@ -1,5 +1,6 @@
 """`wmon bench`: the listener's time per progress event, the store's sustained ingest rate, the
-instrumented operator's overhead, writes beside a prune, and the dashboard's latency and history.
+instrumented operator's overhead, writes beside a prune, the three ways in (the JVM listener, the
+collector over HTTP, an event-log backfill), and the dashboard's latency and history.
 
 The benchmarks wire Spark, the store and the dashboard together, so they live with the command,
 not in the library; each module is imported only when its measurement runs.
@@ -58,16 +59,33 @@ def register(commands: Any) -> None:
         default=1,
         help="hours of 1-second batches pruned beside a writer (default 1; 0 skips)",
     )
+    parser.add_argument(
+        "--request-events",
+        type=whole_number(1, 10_000),
+        default=100,
+        help="progress events per request to the collector over HTTP (default 100)",
+    )
+    _add_selection(parser)
     _add_dashboard_arguments(parser)
     parser.set_defaults(func=run)
 
 
-def _add_dashboard_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
+def _add_selection(parser: argparse.ArgumentParser) -> None:
+    only = parser.add_mutually_exclusive_group()
+    only.add_argument(
         "--dashboard",
         action="store_true",
         help="measure only the dashboard: store-to-browser latency and opening a day of history",
     )
+    only.add_argument(
+        "--ways-in",
+        action="store_true",
+        help="measure only the ways in: the JVM listener on Spark's bus (--spark-seconds), the "
+        "collector over HTTP and an event-log backfill (--events, --partitions)",
+    )
+
+
+def _add_dashboard_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--clients",
         type=whole_number(0, 10_000),
@@ -113,10 +131,15 @@ def run(args: argparse.Namespace) -> None:
     from wmon.bench.live import live_figures
     from wmon.bench.prune import prune_figures
     from wmon.bench.spark import spark_figures
+    from wmon.bench.ways_in import ways_in_figures
 
+    if args.ways_in:
+        ways_in_figures(args)
+        return
     if not args.dashboard:
         collector_figures(args)
         spark_figures(args)
+        ways_in_figures(args)
         if args.prune_hours > 0:
             prune_figures(args)
     if args.clients > 0:

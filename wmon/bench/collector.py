@@ -12,6 +12,7 @@ import time
 from collections.abc import Sequence
 
 from monitor.collect.progress import parse_progress
+from monitor.collect.spark_events import PROGRESS
 from monitor.collect.writer import StoreWriter
 from monitor.spark.listener import WatermarkListener
 from monitor.store.engine import create_engine
@@ -40,7 +41,7 @@ def listener_time(database_url: str, count: int, partitions: int) -> list[float]
     writer = StoreWriter(engine, capacity=count + 1)
     listener = WatermarkListener(writer.submit)
     for text in progress_events(count, partitions):
-        listener.handle("progress", functools.partial(json.loads, text))
+        listener.handle(PROGRESS, functools.partial(json.loads, text))
     writer.close(timeout=600)
     engine.dispose()
     return list(listener.times.recent)

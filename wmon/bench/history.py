@@ -9,23 +9,19 @@ the query (to find the newest batch), then the batches and the partition history
 from __future__ import annotations
 
 import argparse
-import logging
 import statistics
-import threading
 import time
 import urllib.request
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 
 import sqlalchemy as sa
-from werkzeug.serving import make_server
 
 from monitor.store.engine import create_engine, display_url
 from monitor.store.migrate import upgrade
 from monitor.store.scratch import scratch_database
 from monitor.store.synthetic import fill
+from wmon.bench.serving import served
 
 QUERY = "bench-history"
 START_MS = 1_795_000_000_000
@@ -67,24 +63,6 @@ def fill_store(database_url: str, hours: int, partitions: int) -> float:
     return time.perf_counter() - started
 
 
-@contextmanager
-def served(database_url: str) -> Iterator[str]:
-    """The dashboard app in a threaded HTTP server on a free port, for a with-block."""
-    from web import create_app, db
-
-    app = create_app({"DATABASE_URL": database_url, "RETENTION_DAYS": KEEP_DAYS})
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # not a line per request
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        thread.join(timeout=10)
-        db.dispose(app)
-
-
 def _get(url: str) -> float:
     """Seconds until the whole answer arrived."""
     started = time.perf_counter()
@@ -110,7 +88,7 @@ def history_times(
     database_url: str, hours: int, points: int, rounds: int = 4
 ) -> list[dict[str, float]]:
     """Open the page `rounds` times on a freshly started app: the first is cold."""
-    with served(database_url) as base:
+    with served({"DATABASE_URL": database_url, "RETENTION_DAYS": KEEP_DAYS}) as base:
         return [open_day(base, hours, points) for _ in range(rounds)]
 
 
