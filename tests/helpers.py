@@ -155,17 +155,21 @@ _STORED_TABLES = ("queries", "runs", "batches", "sources", "partitions", "partit
 
 
 def stored_rows(
-    engine: Any, query_id: str, leave_out: tuple[str, ...] = ()
+    engine: Any,
+    query_id: str,
+    leave_out: tuple[str, ...] = (),
+    tables: tuple[str, ...] = _STORED_TABLES,
 ) -> dict[str, list[dict[str, Any]]]:
-    """Every stored row of one query, table by table, without the columns in `leave_out`
-    (and without generated row ids), sorted so two stores compare row by row."""
+    """Every stored row of one query in `tables` (by default its progress history), without
+    the columns in `leave_out` (and without generated row ids), sorted so two stores compare
+    row by row."""
     import sqlalchemy as sa
 
     from monitor.store.models import Base
 
     rows: dict[str, list[dict[str, Any]]] = {}
     with engine.connect() as connection:
-        for name in _STORED_TABLES:
+        for name in tables:
             table = Base.metadata.tables[name]
             key = table.c.id if name == "queries" else table.c.query_id
             found = connection.execute(sa.select(table).where(key == query_id)).mappings()

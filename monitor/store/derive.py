@@ -8,22 +8,20 @@ from typing import Any
 
 from monitor.health import predicates as health
 from monitor.health.predicates import Timeouts
-from monitor.store.models import Batch, Partition
 
+# Rows are column dicts: those about to be stored, and those of the batch before, as stored.
 Row = dict[str, Any]
 
 
-def _progress(row: Partition | None) -> health.Progress | None:
-    if row is None or row.last_arrival_ms is None or row.last_advance_ms is None:
+def _progress(row: Row | None) -> health.Progress | None:
+    if row is None or row["last_arrival_ms"] is None or row["last_advance_ms"] is None:
         return None
     return health.Progress(
-        row.end_offset, row.latest_offset, row.last_arrival_ms, row.last_advance_ms
+        row["end_offset"], row["latest_offset"], row["last_arrival_ms"], row["last_advance_ms"]
     )
 
 
-def partitions(
-    rows: list[Row], before: Mapping[tuple[int, str], Partition], timeouts: Timeouts
-) -> None:
+def partitions(rows: list[Row], before: Mapping[tuple[int, str], Row], timeouts: Timeouts) -> None:
     """Mark each partition row idle, stalled or rewound, carrying arrival and advance times."""
     for row in rows:
         previous = _progress(before.get((row["source_index"], row["partition"])))
@@ -39,17 +37,17 @@ def partitions(
 
 
 def query_watermark(
-    batch: Row, before: Batch | None, partition_rows: list[Row], timeouts: Timeouts
+    batch: Row, before: Row | None, partition_rows: list[Row], timeouts: Timeouts
 ) -> None:
     """Mark the query's watermark stalled or rewound, carrying when it last advanced."""
     watermark, now = batch["watermark_ms"], batch["batch_time_ms"]
-    previous = None if before is None else before.watermark_ms
+    previous = None if before is None else before["watermark_ms"]
     if watermark is None:
         batch["watermark_advanced_at_ms"] = None
     elif before is None or previous is None or watermark > previous:
         batch["watermark_advanced_at_ms"] = now
     else:
-        batch["watermark_advanced_at_ms"] = before.watermark_advanced_at_ms or now
+        batch["watermark_advanced_at_ms"] = before["watermark_advanced_at_ms"] or now
     waiting = bool(batch["num_input_rows"]) or any(r["offset_lag"] for r in partition_rows)
     advanced_at = batch["watermark_advanced_at_ms"]
     batch["watermark_stalled"] = (
@@ -63,8 +61,8 @@ def query_watermark(
 def restored(
     batch: Row,
     partition_rows: list[Row],
-    newest: Batch | None,
-    newest_partitions: Mapping[tuple[int, str], Partition],
+    newest: Row | None,
+    newest_partitions: Mapping[tuple[int, str], Row],
 ) -> None:
     """Mark rewound what a batch starts before the newest batch it supersedes: a restore from
     an older checkpoint. A replay of that batch itself starts where it did, and is not."""
@@ -72,10 +70,10 @@ def restored(
         return
     for row in partition_rows:
         reached = newest_partitions.get((row["source_index"], row["partition"]))
-        start, reached_start = row["start_offset"], reached and reached.start_offset
+        start, reached_start = row["start_offset"], reached and reached["start_offset"]
         if start is not None and reached_start is not None and start < reached_start:
             row["rewound"] = True
-    watermark, reached_watermark = batch["watermark_ms"], newest.watermark_ms
+    watermark, reached_watermark = batch["watermark_ms"], newest["watermark_ms"]
     if watermark is not None and reached_watermark is not None and watermark < reached_watermark:
         batch["watermark_rewound"] = True
 

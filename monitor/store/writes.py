@@ -3,6 +3,10 @@
 A batch id at or below ones already stored means the query was restarted from a checkpoint:
 the stored batches from that id on are superseded by the checkpoint's lineage and replaced, and
 what the new batch starts before the newest of them is marked rewound.
+
+Events are written set-based, a group in one transaction: each query's latest state is read
+once per group and carried from batch to batch in memory, health is derived in Python, and the
+group's rows are inserted with one multi-row statement per table.
 """
 
 from __future__ import annotations
@@ -18,14 +22,18 @@ import sqlalchemy.orm as so
 from monitor.events import (
     BatchProgress,
     Event,
+    OperatorProgress,
     PartitionEventTimes,
+    PartitionOffsets,
     QueryIdle,
     QueryStarted,
     QueryTerminated,
+    SourceProgress,
     TimerSnapshot,
 )
 from monitor.health.predicates import Timeouts
 from monitor.store import derive
+from monitor.store.bulk import insert_rows
 from monitor.store.models import (
     Base,
     Batch,
@@ -40,6 +48,7 @@ from monitor.store.models import (
 
 ACTIVE, IDLE, TERMINATED, FAILED = "active", "idle", "terminated", "failed"
 DEFAULT_TIMEOUTS = Timeouts()
+Row = dict[str, Any]
 
 
 def write_events(
@@ -52,8 +61,10 @@ def write_events(
     """Write events in order in one transaction; `timeouts` decide what is idle or stalled.
     `also` writes what must be stored with them or not at all (where a log was read up to)."""
     with so.Session(engine) as session, session.begin():
+        group = _Group(session, timeouts)
         for event in events:
-            record(event, session, timeouts)
+            record(event, group)
+        group.insert_waiting()
         if also is not None:
             also(session)
 
@@ -63,9 +74,114 @@ def write_event(engine: sa.Engine, event: Event, timeouts: Timeouts = DEFAULT_TI
     write_events(engine, [event], timeouts)
 
 
+@dataclasses.dataclass(frozen=True)
+class _Latest:
+    """What a query's next batch is derived from: its newest batch with that batch's partition
+    rows by (source, partition), and the newest event-time rows by partition."""
+
+    batch: Row | None
+    partitions: dict[tuple[int, str], Row]
+    event_times: dict[str, Row]
+
+
+class _Group:
+    """One transaction's events: rows wait to be inserted together, table by table, and each
+    query's latest state is read from the store once, then carried from batch to batch."""
+
+    def __init__(self, session: so.Session, timeouts: Timeouts) -> None:
+        self.session, self.timeouts = session, timeouts
+        self._waiting: dict[type[Base], list[Row]] = {table: [] for table in _INSERT_ORDER}
+        self._latest: dict[str, _Latest] = {}
+
+    def latest(self, query_id: str) -> _Latest:
+        """The query's latest state, from the store the first time it is asked for."""
+        if query_id not in self._latest:
+            self._latest[query_id] = _read_latest(self.session, query_id)
+        return self._latest[query_id]
+
+    def supersede(self, query_id: str, batch_id: int) -> _Latest:
+        """Remove the stored rows of batch `batch_id` and of any after it (a replay, or a
+        restart from an older checkpoint); the state the batch follows on from."""
+        self.insert_waiting()
+        for table in (PartitionEventTime, Partition, Source, StateOperator, Batch):
+            self.session.execute(
+                sa.delete(table).where(table.query_id == query_id, table.batch_id >= batch_id)
+            )
+        self._latest[query_id] = _read_latest(self.session, query_id)
+        return self._latest[query_id]
+
+    def add(self, rows: dict[type[Base], list[Row]]) -> None:
+        """Rows to insert with the group's others."""
+        for table, values in rows.items():
+            self._waiting[table] += values
+
+    def follow(self, query_id: str, batch: Row, rows: dict[type[Base], list[Row]]) -> None:
+        """Carry a stored batch's rows forward as the state its query's next batch follows."""
+        before = self._latest[query_id]
+        times = rows[PartitionEventTime]
+        self._latest[query_id] = _Latest(
+            batch,
+            {(row["source_index"], row["partition"]): row for row in rows[Partition]},
+            {row["partition"]: row for row in times} if times else before.event_times,
+        )
+
+    def insert_waiting(self) -> None:
+        """Write the query and run rows, then insert every waiting row, table by table."""
+        self.session.flush()
+        connection = self.session.connection()
+        for model, values in self._waiting.items():
+            insert_rows(connection, Base.metadata.tables[model.__tablename__], values)
+            self._waiting[model] = []
+
+
+def _read_latest(session: so.Session, query_id: str) -> _Latest:
+    """A query's latest state as stored."""
+    batches, partitions = Batch.__table__, Partition.__table__
+    batch = (
+        session.execute(
+            sa.select(batches)
+            .where(batches.c.query_id == query_id)
+            .order_by(batches.c.batch_id.desc())
+            .limit(1)
+        )
+        .mappings()
+        .first()
+    )
+    if batch is None:
+        return _Latest(None, {}, {})
+    found = session.execute(
+        sa.select(partitions).where(
+            partitions.c.query_id == query_id, partitions.c.batch_id == batch["batch_id"]
+        )
+    ).mappings()
+    return _Latest(
+        dict(batch),
+        {(row["source_index"], row["partition"]): dict(row) for row in found},
+        _read_event_times(session, query_id),
+    )
+
+
+def _read_event_times(session: so.Session, query_id: str) -> dict[str, Row]:
+    """The event-time rows of the query's newest batch that has any: every partition seen."""
+    times = PartitionEventTime.__table__
+    newest = (
+        sa.select(sa.func.max(times.c.batch_id))
+        .where(times.c.query_id == query_id)
+        .scalar_subquery()
+    )
+    found = session.execute(
+        sa.select(times).where(times.c.query_id == query_id, times.c.batch_id == newest)
+    ).mappings()
+    return {row["partition"]: dict(row) for row in found}
+
+
+# Inserted in this order, after the query and run rows they refer to.
+_INSERT_ORDER = (Batch, StateOperator, Source, Partition, PartitionEventTime, TimerSnapshotRow)
+
+
 @singledispatch
-def record(event: object, session: so.Session, timeouts: Timeouts) -> None:
-    """Record one event in a session; each event type registers its own writer."""
+def record(event: object, group: _Group) -> None:
+    """Record one event in a group; each event type registers its own writer."""
     raise TypeError(f"not a monitor event: {type(event).__name__}")
 
 
@@ -86,7 +202,8 @@ def _run_row(session: so.Session, query_id: str, run_id: str) -> Run:
 
 
 @record.register
-def _started(event: QueryStarted, session: so.Session, _timeouts: Timeouts) -> None:
+def _started(event: QueryStarted, group: _Group) -> None:
+    session = group.session
     query = _query_row(session, event.query_id, event.run_id, event.timestamp_ms)
     query.name, query.run_id, query.status = event.name, event.run_id, ACTIVE
     query.started_at_ms = query.updated_at_ms = event.timestamp_ms
@@ -96,7 +213,8 @@ def _started(event: QueryStarted, session: so.Session, _timeouts: Timeouts) -> N
 
 
 @record.register
-def _idle(event: QueryIdle, session: so.Session, _timeouts: Timeouts) -> None:
+def _idle(event: QueryIdle, group: _Group) -> None:
+    session = group.session
     query = _query_row(session, event.query_id, event.run_id, event.timestamp_ms)
     if query.run_id == event.run_id and query.status == ACTIVE:
         query.status = IDLE
@@ -105,7 +223,8 @@ def _idle(event: QueryIdle, session: so.Session, _timeouts: Timeouts) -> None:
 
 
 @record.register
-def _terminated(event: QueryTerminated, session: so.Session, _timeouts: Timeouts) -> None:
+def _terminated(event: QueryTerminated, group: _Group) -> None:
+    session = group.session
     query = _query_row(session, event.query_id, event.run_id, event.timestamp_ms)
     if query.run_id == event.run_id:
         query.status = FAILED if event.exception else TERMINATED
@@ -117,7 +236,8 @@ def _terminated(event: QueryTerminated, session: so.Session, _timeouts: Timeouts
 
 
 @record.register
-def _batch(event: BatchProgress, session: so.Session, timeouts: Timeouts) -> None:
+def _batch(event: BatchProgress, group: _Group) -> None:
+    session = group.session
     query = _query_row(session, event.query_id, event.run_id, event.batch_time_ms)
     run = _run_row(session, event.query_id, event.run_id)
     run.name = event.name
@@ -125,86 +245,51 @@ def _batch(event: BatchProgress, session: so.Session, timeouts: Timeouts) -> Non
         query.run_id, query.status, query.name = event.run_id, ACTIVE, event.name
     query.updated_at_ms = max(query.updated_at_ms, event.batch_time_ms)
     query.last_batch_id = event.batch_id  # any stored after it are superseded, below
-    # The query and run rows must exist before the batch rows that refer to them.
-    session.flush()
-    newest = _supersede(session, event.query_id, event.batch_id)
+    latest = group.latest(event.query_id)
+    superseded = None
+    if latest.batch is not None and latest.batch["batch_id"] >= event.batch_id:
+        superseded = latest
+        latest = group.supersede(event.query_id, event.batch_id)
     rows = _batch_rows(event)
-    rows[PartitionEventTime] = _event_time_rows(session, event)
-    before, partitions_before = _newest_batch(
-        session, event.query_id, Batch.batch_id < event.batch_id
-    )
+    rows[PartitionEventTime] = _event_time_rows(event, latest.event_times)
     [batch] = rows[Batch]
-    derive.partitions(rows[Partition], partitions_before, timeouts)
-    derive.query_watermark(batch, before, rows[Partition], timeouts)
+    derive.partitions(rows[Partition], latest.partitions, group.timeouts)
+    derive.query_watermark(batch, latest.batch, rows[Partition], group.timeouts)
     derive.event_times(batch, rows[PartitionEventTime], rows[Partition])
-    derive.restored(batch, rows[Partition], *newest)
-    for table, values in rows.items():
-        if values:
-            session.execute(sa.insert(table), values)
-
-
-def _supersede(
-    session: so.Session, query_id: str, batch_id: int
-) -> tuple[Batch | None, dict[tuple[int, str], Partition]]:
-    """Remove the rows of a replayed batch and of any stored after it; the newest of them, as
-    :func:`_newest_batch` gives it. A new batch (the usual case) costs one indexed lookup."""
-    newest = _newest_batch(session, query_id, Batch.batch_id >= batch_id)
-    if newest[0] is not None:
-        for table in (PartitionEventTime, Partition, Source, StateOperator, Batch):
-            session.execute(
-                sa.delete(table).where(table.query_id == query_id, table.batch_id >= batch_id)
-            )
-    return newest
-
-
-def _newest_batch(
-    session: so.Session, query_id: str, which: sa.ColumnElement[bool]
-) -> tuple[Batch | None, dict[tuple[int, str], Partition]]:
-    """The stored batch with the highest id of those `which` selects, and its partition rows
-    by (source, partition)."""
-    found = session.scalars(
-        sa.select(Batch)
-        .where(Batch.query_id == query_id, which)
-        .order_by(Batch.batch_id.desc())
-        .limit(1)
-    ).first()
-    if found is None:
-        return None, {}
-    rows = session.scalars(
-        sa.select(Partition).where(
-            Partition.query_id == query_id, Partition.batch_id == found.batch_id
-        )
-    )
-    return found, {(row.source_index, row.partition): row for row in rows}
+    if superseded is not None:
+        derive.restored(batch, rows[Partition], superseded.batch, superseded.partitions)
+    group.add(rows)
+    group.follow(event.query_id, batch, rows)
 
 
 _NOT_BATCH_COLUMNS = ("query_id", "name", "operators", "sources", "event_times")
+_BATCH_FIELDS = tuple(
+    f.name for f in dataclasses.fields(BatchProgress) if f.name not in _NOT_BATCH_COLUMNS
+)
+_OPERATOR_FIELDS = tuple(f.name for f in dataclasses.fields(OperatorProgress))
+_SOURCE_FIELDS = tuple(f.name for f in dataclasses.fields(SourceProgress) if f.name != "partitions")
+_OFFSET_FIELDS = tuple(f.name for f in dataclasses.fields(PartitionOffsets))
 
 
-def _batch_rows(event: BatchProgress) -> dict[type[Base], list[dict[str, Any]]]:
+def _fields(item: object, names: tuple[str, ...]) -> Row:
+    """An event's fields as columns (shallow: nested values stay as they are)."""
+    return {name: getattr(item, name) for name in names}
+
+
+def _batch_rows(event: BatchProgress) -> dict[type[Base], list[Row]]:
     """The rows of a batch and its operators, sources and partitions, as column dicts."""
     keys = {"query_id": event.query_id, "batch_id": event.batch_id}
-    batch = {
-        f.name: getattr(event, f.name)
-        for f in dataclasses.fields(event)
-        if f.name not in _NOT_BATCH_COLUMNS
-    }
-    rows: dict[type[Base], list[dict[str, Any]]] = {
-        Batch: [keys | batch],
-        StateOperator: [keys | dataclasses.asdict(op) for op in event.operators],
+    rows: dict[type[Base], list[Row]] = {
+        Batch: [keys | _fields(event, _BATCH_FIELDS)],
+        StateOperator: [keys | _fields(op, _OPERATOR_FIELDS) for op in event.operators],
         Source: [],
         Partition: [],
     }
     for source in event.sources:
-        fields = {
-            f.name: getattr(source, f.name)
-            for f in dataclasses.fields(source)
-            if f.name != "partitions"
-        }
-        rows[Source].append(keys | fields)
+        rows[Source].append(keys | _fields(source, _SOURCE_FIELDS))
         rows[Partition] += [
             keys
-            | dataclasses.asdict(partition)
+            | _fields(partition, _OFFSET_FIELDS)
             | {
                 "batch_time_ms": event.batch_time_ms,
                 "source_index": source.source_index,
@@ -215,28 +300,7 @@ def _batch_rows(event: BatchProgress) -> dict[type[Base], list[dict[str, Any]]]:
     return rows
 
 
-def _previous_event_times(
-    session: so.Session, query_id: str, batch_id: int
-) -> dict[str, PartitionEventTime]:
-    """The rows of the last batch before `batch_id` that has any: every partition seen so far."""
-    previous = session.scalar(
-        sa.select(sa.func.max(PartitionEventTime.batch_id)).where(
-            PartitionEventTime.query_id == query_id, PartitionEventTime.batch_id < batch_id
-        )
-    )
-    if previous is None:
-        return {}
-    rows = session.scalars(
-        sa.select(PartitionEventTime).where(
-            PartitionEventTime.query_id == query_id, PartitionEventTime.batch_id == previous
-        )
-    )
-    return {row.partition: row for row in rows}
-
-
-def _idle_partition(
-    name: str, before: PartitionEventTime, late_watermark_ms: int | None
-) -> PartitionEventTimes:
+def _idle_partition(name: str, before: Row, late_watermark_ms: int | None) -> PartitionEventTimes:
     return PartitionEventTimes(
         partition=name,
         records=0,
@@ -244,25 +308,24 @@ def _idle_partition(
         max_event_ms=None,
         late_records=0,
         late_watermark_ms=late_watermark_ms,
-        delay_ms=before.delay_ms,
+        delay_ms=before["delay_ms"],
     )
 
 
-def _event_time_rows(session: so.Session, event: BatchProgress) -> list[dict[str, Any]]:
-    """Per-partition event times of a batch, with running max event time, W_p and late total."""
-    before = _previous_event_times(session, event.query_id, event.batch_id)
+def _event_time_rows(event: BatchProgress, before: dict[str, Row]) -> list[Row]:
+    """Per-partition event times of a batch, with running max event time, W_p and late total,
+    following on from the rows `before` it (every partition seen so far)."""
     measured = {times.partition: times for times in event.event_times}
     for name in before.keys() - measured.keys():
         # A partition without records in this batch still faced this batch's late threshold.
         threshold = next(
-            (t.late_watermark_ms for t in event.event_times), before[name].late_watermark_ms
+            (t.late_watermark_ms for t in event.event_times), before[name]["late_watermark_ms"]
         )
         measured[name] = _idle_partition(name, before[name], threshold)
     rows = []
     for name, times in sorted(measured.items()):
         last = before.get(name)
-        known = [times.max_event_ms, last.max_event_time_ms if last else None]
-        max_event = max((t for t in known if t is not None), default=None)
+        max_event = _later(times.max_event_ms, last["max_event_time_ms"] if last else None)
         rows.append(
             {
                 "query_id": event.query_id,
@@ -277,17 +340,24 @@ def _event_time_rows(session: so.Session, event: BatchProgress) -> list[dict[str
                 "delay_ms": times.delay_ms,
                 "max_event_time_ms": max_event,
                 "partition_watermark_ms": None if max_event is None else max_event - times.delay_ms,
-                "late_records_total": times.late_records + (last.late_records_total if last else 0),
+                "late_records_total": times.late_records
+                + (last["late_records_total"] if last else 0),
                 "late_samples": [list(sample) for sample in times.late_samples],
             }
         )
     return rows
 
 
+def _later(a: int | None, b: int | None) -> int | None:
+    """The later of two times either of which may be unknown."""
+    if a is None or b is None:
+        return b if a is None else a
+    return max(a, b)
+
+
 @record.register
-def _timers(event: TimerSnapshot, session: so.Session, _timeouts: Timeouts) -> None:
-    _query_row(session, event.query_id, event.run_id, event.taken_at_ms)
-    session.flush()
+def _timers(event: TimerSnapshot, group: _Group) -> None:
+    _query_row(group.session, event.query_id, event.run_id, event.taken_at_ms)
     fields = dataclasses.asdict(event)
     del fields["run_id"]
-    session.execute(sa.insert(TimerSnapshotRow), [fields])
+    group.add({TimerSnapshotRow: [fields]})

@@ -47,12 +47,16 @@ def listener_time(database_url: str, count: int, partitions: int) -> list[float]
     return list(listener.times.recent)
 
 
-def ingest_rate(database_url: str, count: int, partitions: int) -> tuple[float, float]:
-    """Batches and partition rows written per second through the writer, sustained."""
+def ingest_rate(
+    database_url: str, count: int, partitions: int, instrumented: bool = False
+) -> tuple[float, float]:
+    """Batches and partition rows written per second through the writer, sustained; with the
+    instrumented operator's figures, each batch has a second row per partition."""
     engine = create_engine(database_url)
     upgrade(engine)
     batches = [
-        parse_progress(json.loads(text)["progress"]) for text in progress_events(count, partitions)
+        parse_progress(json.loads(text)["progress"])
+        for text in progress_events(count, partitions, instrumented)
     ]
     writer = StoreWriter(engine, capacity=count + 1)
     started = time.perf_counter()
@@ -74,11 +78,19 @@ def collector_figures(args: argparse.Namespace) -> None:
             "  handling per event:",
             milliseconds(listener_time(sqlite_url, args.events, args.partitions)),
         )
-        batches, rows = ingest_rate(f"sqlite:///{folder}/ingest.db", args.events, args.partitions)
-        print(f"store ingest, SQLite: {batches:,.0f} batches/s = {rows:,.0f} partition rows/s")
+        print_ingest("SQLite", f"sqlite:///{folder}/ingest.db", args)
     if not args.no_postgres:
         with scratch_database(args.postgres_url, "wmon_bench") as url:
-            batches, rows = ingest_rate(url, args.events, args.partitions)
-            print(
-                f"store ingest, PostgreSQL: {batches:,.0f} batches/s = {rows:,.0f} partition rows/s"
-            )
+            print_ingest("PostgreSQL", url, args)
+
+
+def print_ingest(store: str, database_url: str, args: argparse.Namespace) -> None:
+    """The store's sustained ingest of one query, plain, then of another with the instrumented
+    operator's figures into the same store."""
+    for instrumented in (False, True):
+        batches, rows = ingest_rate(database_url, args.events, args.partitions, instrumented)
+        what = "instrumented, an event-time row per partition too" if instrumented else "offsets"
+        print(
+            f"store ingest, {store} ({what}): {batches:,.0f} batches/s = "
+            f"{rows:,.0f} partition rows/s"
+        )

@@ -8,10 +8,38 @@ import uuid
 from typing import Any
 
 
+def measured(batch_id: int, partitions: int, time_ms: int) -> dict[str, Any]:
+    """The instrumented operator's observed metric for one batch: every partition measured,
+    some records late, with samples."""
+    figures = {
+        str(p): {
+            "records": 1000,
+            "min_ms": time_ms - 5_000 - p,
+            "max_ms": time_ms - 500 + p,
+            "late": p % 3,
+            "samples": [[f"k{p}", time_ms - 20_000, 1000 * batch_id + p]] if p % 3 else [],
+        }
+        for p in range(partitions)
+    }
+    task = {
+        "batch": batch_id,
+        "delay_ms": 10_000,
+        "late_watermark_ms": time_ms - 11_000 if batch_id else None,
+        "partitions": figures,
+    }
+    return {"wmon": {"tasks": [json.dumps(task, separators=(",", ":"))]}}
+
+
 def synthetic_progress(
-    query_id: str, run_id: str, batch_id: int, partitions: int, time_ms: int
+    query_id: str,
+    run_id: str,
+    batch_id: int,
+    partitions: int,
+    time_ms: int,
+    instrumented: bool = False,
 ) -> dict[str, Any]:
-    """A progress document shaped like Spark's for a Kafka source with `partitions` partitions."""
+    """A progress document shaped like Spark's for a Kafka source with `partitions` partitions,
+    with the instrumented operator's figures if `instrumented`."""
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(time_ms / 1000))
     end = {str(p): 1000 * (batch_id + 1) + p for p in range(partitions)}
     return {
@@ -49,18 +77,18 @@ def synthetic_progress(
             }
         ],
         "sink": {"description": "NoopTable"},
-        "observedMetrics": {},
+        "observedMetrics": measured(batch_id, partitions, time_ms) if instrumented else {},
     }
 
 
-def progress_events(count: int, partitions: int) -> list[str]:
+def progress_events(count: int, partitions: int, instrumented: bool = False) -> list[str]:
     """`count` listener events of one query, as JSON, one batch a second from now."""
     query_id, run_id, now_ms = str(uuid.uuid4()), str(uuid.uuid4()), int(time.time() * 1000)
     return [
         json.dumps(
             {
                 "progress": synthetic_progress(
-                    query_id, run_id, batch, partitions, now_ms + batch * 1000
+                    query_id, run_id, batch, partitions, now_ms + batch * 1000, instrumented
                 )
             }
         )

@@ -1,0 +1,133 @@
+"""The set-based write path: events written together as one group, or in groups of any size, store
+exactly what they store written one at a time, in every table, replays and restarts included."""
+
+import json
+from collections.abc import Iterator
+
+import pytest
+import sqlalchemy as sa
+
+from monitor.collect.progress import parse_progress
+from monitor.events import QueryIdle, QueryStarted, QueryTerminated, TimerSnapshot
+from monitor.store.engine import create_engine
+from monitor.store.scratch import create_database, drop_database
+from monitor.store.writes import write_event, write_events
+from tests.conftest import POSTGRES_SERVER, _migrated
+from tests.helpers import stored_rows
+from wmon.bench.synthetic import synthetic_progress
+
+A, B = "aaaaaaaa-0000-0000-0000-000000000001", "bbbbbbbb-0000-0000-0000-000000000002"
+T0 = 1_795_000_000_000
+MINUTE = 60_000
+TABLES = (
+    "queries",
+    "runs",
+    "batches",
+    "state_operators",
+    "sources",
+    "partitions",
+    "partition_event_times",
+    "timer_snapshots",
+)
+
+
+def progress(query_id, run_id, batch_id, at_ms, *, unmeasured=(), start_back=0):
+    """An instrumented batch of four partitions: partition 2 stalls from batch 2 on (its end
+    offset stays while more arrives), partitions in `unmeasured` had no records; a restart
+    from an older checkpoint starts `start_back` offsets back."""
+    doc = synthetic_progress(query_id, run_id, batch_id, 4, at_ms, instrumented=True)
+    [source] = doc["sources"]
+    if batch_id >= 2:
+        source["startOffset"]["telemetry"]["2"] = source["endOffset"]["telemetry"]["2"] = 2002
+    for offset in source["startOffset"]["telemetry"]:
+        source["startOffset"]["telemetry"][offset] -= start_back
+    [task] = doc["observedMetrics"]["wmon"]["tasks"]
+    figures = json.loads(task)
+    for name in unmeasured:
+        del figures["partitions"][name]
+    doc["observedMetrics"]["wmon"]["tasks"] = [json.dumps(figures)]
+    return parse_progress(doc)
+
+
+def events():
+    """Two queries interleaved: starts, batches a minute apart, a replayed batch, a restart
+    from an older checkpoint, an idle query, a timer snapshot, a failure."""
+    written = [QueryStarted(A, "a1", "alpha", T0), QueryStarted(B, "b1", "beta", T0)]
+    for batch_id in range(8):
+        at_ms = T0 + batch_id * MINUTE
+        quiet = ("3",) if 3 <= batch_id <= 5 else ()
+        written.append(progress(A, "a1", batch_id, at_ms, unmeasured=quiet))
+        if batch_id < 5:
+            written.append(progress(B, "b1", batch_id, at_ms + 500))
+    written += [
+        progress(A, "a2", 7, T0 + 9 * MINUTE),  # the last batch again, after a restart
+        progress(A, "a3", 4, T0 + 10 * MINUTE, start_back=1500),  # an older checkpoint
+        progress(A, "a3", 5, T0 + 11 * MINUTE),
+        QueryIdle(A, "a3", T0 + 12 * MINUTE),
+        TimerSnapshot(A, "a3", T0 + 12 * MINUTE, T0, 7, T0 + 13 * MINUTE, 60_000, 2),
+        QueryTerminated(B, "b1", T0 + 12 * MINUTE, "java.lang.IllegalStateException", "E1"),
+        progress(A, "a3", 6, T0 + 13 * MINUTE, unmeasured=("0", "1")),
+    ]
+    return written
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_urls(request, tmp_path, postgres_template) -> Iterator[list[str]]:
+    """Three migrated, empty stores on one backend."""
+    if request.param == "sqlite":
+        yield [_migrated(f"sqlite:///{tmp_path / f'store{n}.db'}") for n in range(3)]
+        return
+    urls = [
+        create_database(POSTGRES_SERVER, "wmon_test", template=postgres_template) for _ in range(3)
+    ]
+    yield urls
+    for url in urls:
+        drop_database(url)
+
+
+def contents(url):
+    engine = create_engine(url)
+    try:
+        return {query: stored_rows(engine, query, tables=TABLES) for query in (A, B)}
+    finally:
+        engine.dispose()
+
+
+def test_one_group_and_groups_of_three_store_what_single_events_store(store_urls):
+    one_by_one, whole, by_three = store_urls
+    written = events()
+    engine = create_engine(one_by_one)
+    for event in written:
+        write_event(engine, event)
+    engine.dispose()
+    engine = create_engine(whole)
+    write_events(engine, written)
+    engine.dispose()
+    engine = create_engine(by_three)
+    for start in range(0, len(written), 3):
+        write_events(engine, written[start : start + 3])
+    engine.dispose()
+
+    expected = contents(one_by_one)
+    assert contents(whole) == expected
+    assert contents(by_three) == expected
+
+    # What the comparison covered: the restart replaced batches 4 to 7 with 4 to 6, and each
+    # health flag was derived somewhere.
+    alpha, beta = expected[A], expected[B]
+    assert [row["batch_id"] for row in alpha["batches"]] == [0, 1, 2, 3, 4, 5, 6]
+    assert {row["run_id"] for row in alpha["batches"] if row["batch_id"] >= 4} == {"a3"}
+    assert any(row["stalled"] for row in alpha["partitions"])
+    assert any(row["rewound"] for row in alpha["partitions"])
+    assert any(row["records"] == 0 for row in alpha["partition_event_times"])
+    assert sum(row["late_records"] for row in alpha["partition_event_times"]) > 0
+    assert len(alpha["timer_snapshots"]) == 1 and len(beta["batches"]) == 5
+    assert [row["status"] for row in alpha["queries"] + beta["queries"]] == ["active", "failed"]
+
+
+def test_a_group_reads_each_query_once_however_many_batches_it_holds(engine):
+    statements = []
+    sa.event.listen(engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
+    write_events(engine, [progress(A, "a1", n, T0 + n * MINUTE) for n in range(50)])
+    reads = [text for text in statements if text.lstrip().upper().startswith("SELECT")]
+    assert len(reads) <= 6, reads
