@@ -1,10 +1,13 @@
 """Live push over Socket.IO: what anyone writes to the store reaches the browsers watching it.
 
-A background task, started once on the first connection, looks at the store every
-POLL_INTERVAL_S (0.25 s by default) with a few cheap reads (:mod:`monitor.store.changes`), so
-it sees rows written by any listener, in this process or on another machine, and pushes them
-to the rooms of the queries they belong to. The events each side sends, and their payloads,
-are the live protocol of docs/live.md.
+A background task, started once on the first connection, looks at the store as soon as a
+writer commits (:mod:`monitor.store.notify`: PostgreSQL's notifications, SQLite's data
+version) and at least every POLL_INTERVAL_S (0.25 s by default), with a few cheap reads
+(:mod:`monitor.store.changes`), so it sees rows written by any listener, in this process or
+on another machine, and pushes them to the rooms of the queries they belong to. Each event is
+encoded once for all the clients of a room and queued to each, so a slow client does not hold
+up the others. The events each side sends, and their payloads, are the live protocol of
+docs/live.md.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from monitor.store.changes import (
     timer_watch,
 )
 from monitor.store.models import AlertEvent, AlertRow, Batch, Query, TimerSnapshotRow
+from monitor.store.notify import ChangeSignal
 from monitor.store.reads import find_query, list_queries
 from monitor.store.summary import latest_batch
 from web import db
@@ -96,12 +100,14 @@ class Watcher:
         self._joining: dict[str, list[Joining]] = {}
         self.silences: list[dict[str, Any]] | None = None
         self._last_full = 0.0
+        self._changes = ChangeSignal(lambda: db.engine(app))
         self._task = Periodic(
             self.look,
             lambda: app.config["POLL_INTERVAL_S"],
             log,
             cannot="wmon live: cannot read the store",
             failed="wmon live: a look at the store failed",
+            wait=self._changes.wait,
         )
 
     def start(self) -> None:
@@ -111,6 +117,7 @@ class Watcher:
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the background task and wait for it to end."""
         self._task.stop(timeout)
+        self._changes.close()
 
     def prime(self, session: so.Session) -> None:
         """With the lock held: unless a look already did, take the store as it is as sent."""

@@ -34,10 +34,17 @@ class Task:
             self._task.join(timeout)
 
 
+def _sleep(seconds: float, stopping: threading.Event) -> object:
+    # Waiting on the event rather than sleeping lets `stop` end a long wait (an hour between
+    # prunes) at once; the app's Socket.IO runs in threading mode.
+    return stopping.wait(seconds)
+
+
 class Periodic(Task):
-    """`work()` every `every()` seconds as a background task. A failed pass is logged to `log`
-    (`cannot`, with the reason, when the store cannot be used; `failed` and the traceback for
-    anything else) and the next pass still comes."""
+    """`work()` every `every()` seconds as a background task, or sooner when `wait` (given the
+    seconds and the stopping event) returns early. A failed pass is logged to `log` (`cannot`,
+    with the reason, when the store cannot be used; `failed` and the traceback for anything
+    else) and the next pass still comes."""
 
     def __init__(
         self,
@@ -47,9 +54,10 @@ class Periodic(Task):
         *,
         cannot: str,
         failed: str,
+        wait: Callable[[float, threading.Event], object] = _sleep,
     ) -> None:
         super().__init__(self._repeat)
-        self.work, self.every, self.log = work, every, log
+        self.work, self.every, self.log, self.wait = work, every, log, wait
         self.cannot, self.failed = cannot, failed
 
     def _pass(self) -> None:
@@ -64,6 +72,4 @@ class Periodic(Task):
     def _repeat(self, stopping: threading.Event) -> None:
         while not stopping.is_set():
             self._pass()
-            # Waiting on the event rather than sleeping lets `stop` end a long wait (an hour
-            # between prunes) at once; the app's Socket.IO runs in threading mode.
-            stopping.wait(self.every())
+            self.wait(self.every(), stopping)

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.store.models import LIVE_ALERT_STATES, AlertEvent, AlertRow, Silence
+from monitor.store.notify import announce
 
 
 class ActionError(ValueError):
@@ -43,6 +44,7 @@ def acknowledge(session: so.Session, alert_id: int, by: str, now_ms: int) -> Ale
             message=f"acknowledged by {by}",
         )
     )
+    announce(session)
     session.commit()
     return alert
 
@@ -72,6 +74,7 @@ def silence(
         comment=comment,
     )
     session.add(created)
+    announce(session)
     session.commit()
     return created
 
@@ -82,6 +85,7 @@ def lift_silence(session: so.Session, silence_id: int, now_ms: int) -> Silence:
     if found is None:
         raise NotFound(f"no silence {silence_id}")
     found.until_ms = min(found.until_ms, now_ms)
+    announce(session)
     session.commit()
     return found
 

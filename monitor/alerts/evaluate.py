@@ -19,6 +19,7 @@ from monitor.alerts.rules import RULES, Finding
 from monitor.health.facts import QueryFacts
 from monitor.store.facts import latest_batch, read_facts
 from monitor.store.models import LIVE_ALERT_STATES, AlertEvent, AlertRow
+from monitor.store.notify import announce
 from monitor.store.reads import list_queries
 
 
@@ -46,6 +47,8 @@ def evaluate(session: so.Session, rules: RuleSet, now_ms: int) -> list[AlertEven
                 now_ms,
             )
     enqueue(session, events, rules.receivers, now_ms)
+    if events:
+        announce(session)
     session.commit()
     return events
 

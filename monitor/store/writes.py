@@ -45,6 +45,7 @@ from monitor.store.models import (
     StateOperator,
     TimerSnapshotRow,
 )
+from monitor.store.notify import announce
 
 ACTIVE, IDLE, TERMINATED, FAILED = "active", "idle", "terminated", "failed"
 DEFAULT_TIMEOUTS = Timeouts()
@@ -67,6 +68,7 @@ def write_events(
         group.insert_waiting()
         if also is not None:
             also(session)
+        announce(session)
 
 
 def write_event(engine: sa.Engine, event: Event, timeouts: Timeouts = DEFAULT_TIMEOUTS) -> None:

@@ -162,6 +162,17 @@ def test_batches_from_another_process_reach_a_subscriber_each_once_in_order(writ
     ]
 
 
+def test_a_commit_wakes_the_watcher_long_before_its_next_poll(app, writer, browsers):
+    app.config["POLL_INTERVAL_S"] = 10 * WAIT_S  # only the store's signal brings them in time
+    writer.batch(0)
+    browser = browsers()
+    browser.subscribe("orders")
+    for batch_id in range(1, 4):
+        writer.batch(batch_id)
+        browser.arrival(batch_id)
+    assert browser.batch_ids() == [1, 2, 3]
+
+
 def test_the_overview_room_hears_of_new_queries_and_failures(writer, browsers):
     writer.batch(0)
     browser = browsers()
