@@ -67,6 +67,7 @@ def register(commands: Any) -> None:
     )
     _add_selection(parser)
     _add_dashboard_arguments(parser)
+    _add_fleet_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -82,6 +83,35 @@ def _add_selection(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="measure only the ways in: the JVM listener on Spark's bus (--spark-seconds), the "
         "collector over HTTP and an event-log backfill (--events, --partitions)",
+    )
+    only.add_argument(
+        "--fleet",
+        type=fleet_sizes,
+        metavar="N[,N…]",
+        help="measure only a fleet of N queries (several sizes, comma-separated) on PostgreSQL: "
+        "writer processes, the dashboard's push and the evaluator on one store "
+        "(--fleet-seconds, --fleet-writers, --clients)",
+    )
+
+
+def fleet_sizes(text: str) -> list[int]:
+    """Fleet sizes: whole numbers from 1 to 100,000, comma-separated."""
+    size = whole_number(1, 100_000)
+    return [size(part.strip()) for part in text.split(",")]
+
+
+def _add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--fleet-seconds",
+        type=whole_number(1, 86_400),
+        default=60,
+        help="seconds each fleet size runs for, a batch a second per query (default 60)",
+    )
+    parser.add_argument(
+        "--fleet-writers",
+        type=whole_number(1, 64),
+        default=4,
+        help="processes writing the fleet's batches (default 4)",
     )
 
 
@@ -127,6 +157,7 @@ def _add_dashboard_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> None:
     """Run every measurement asked for and print the figures the docs quote."""
     from wmon.bench.collector import collector_figures
+    from wmon.bench.fleet import fleet_figures
     from wmon.bench.history import history_figures
     from wmon.bench.live import live_figures
     from wmon.bench.prune import prune_figures
@@ -135,6 +166,9 @@ def run(args: argparse.Namespace) -> None:
 
     if args.ways_in:
         ways_in_figures(args)
+        return
+    if args.fleet:
+        fleet_figures(args)
         return
     if not args.dashboard:
         collector_figures(args)

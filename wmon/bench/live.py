@@ -51,12 +51,13 @@ class Deliveries:
     def summary(self) -> str:
         """p50, p95 and max, the share delivered, and the first clients' p50."""
         return (
-            f"{_percentiles(self.latencies)}; {len(self.latencies):,} of {self.expected:,} "
-            f"deliveries; the first client of each batch: {_percentiles(self.first)}"
+            f"{percentiles(self.latencies)}; {len(self.latencies):,} of {self.expected:,} "
+            f"deliveries; the first client of each batch: {percentiles(self.first)}"
         )
 
 
-def _percentiles(seconds: list[float]) -> str:
+def percentiles(seconds: list[float]) -> str:
+    """p50, p95 and max of durations in seconds, as whole milliseconds."""
     ordered = sorted(seconds) or [float("nan")]
     p95 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
     return (
@@ -84,7 +85,7 @@ def store_batch(engine: Any, batch_id: int, partitions: int) -> float:
 def _serve(database_url: str, port: int, log: IO[bytes]) -> subprocess.Popen[bytes]:
     """`wmon serve` on the store, once it answers; what it prints goes to `log`."""
     server = subprocess.Popen(
-        [sys.executable, "-m", "wmon.main", "serve", "--port", str(port)]
+        [sys.executable, "-m", "wmon", "serve", "--port", str(port)]
         + ["--database-url", database_url],
         stdout=log,
         stderr=log,
@@ -145,7 +146,7 @@ def measure(
             received = collect()
     finally:
         engine.dispose()
-    return _deliveries(committed, received)
+    return delivered(committed, received)
 
 
 @contextmanager
@@ -202,7 +203,8 @@ def _write(engine: Any, seconds: int, partitions: int) -> dict[int, float]:
     return committed
 
 
-def _deliveries(committed: dict[int, float], received: list[Arrivals]) -> Deliveries:
+def delivered(committed: dict[int, float], received: list[Arrivals]) -> Deliveries:
+    """The latency of each delivery of a committed batch, and of each batch's first."""
     by_batch: dict[int, list[float]] = {}
     for arrivals in received:
         for batch_id, at in arrivals:
