@@ -150,6 +150,10 @@ class Watcher:
         for joining in self._joining_any(to):
             joining.missed.append((event, payload, key))
 
+    def _heard(self, name: str) -> bool:
+        """With the lock held: whether anyone is in room `name`, or on the way into it."""
+        return bool(socketio.server.manager.rooms.get("/", {}).get(name) or self._joining.get(name))
+
     def _joining_any(self, names: list[str]) -> list[Joining]:
         found: dict[str, Joining] = {}
         for name in names:
@@ -166,6 +170,8 @@ class Watcher:
         for batch in rows:
             by_query.setdefault(batch.query_id, []).append(batch)
         for query_id, batches in by_query.items():
+            if not self._heard(room(query_id)):
+                continue  # a fleet's other queries: read only for the rooms someone is in
             for batch, payload in zip(batches, batch_events(session, batches), strict=True):
                 key = (batch.id, self._batches.fingerprint(batch))
                 self._emit("batch", payload, [room(query_id)], key)
@@ -195,10 +201,17 @@ class Watcher:
             queries = session.scalars(sa.select(Query).where(Query.id.in_(changed))).all()
         else:
             return
+        overview_heard = self._heard(OVERVIEW_ROOM)
+        if not overview_heard:
+            queries = [query for query in queries if self._heard(room(query.id))]
+        if not queries:
+            return
         entries = overview(session, queries, Lens.of(self.app))
-        self._emit("overview", {"queries": entries, "full": full}, [OVERVIEW_ROOM])
+        if overview_heard:
+            self._emit("overview", {"queries": entries, "full": full}, [OVERVIEW_ROOM])
         for entry in entries:
-            self._emit("summary", entry, [room(entry["id"])])
+            if self._heard(room(entry["id"])):
+                self._emit("summary", entry, [room(entry["id"])])
 
     def _push_alerts(self, session: so.Session, ids: Sequence[int]) -> None:
         if not ids:
