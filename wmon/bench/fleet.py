@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from monitor.collect.progress import parse_progress
+from monitor.events import BatchProgress
 from monitor.store.engine import create_engine
 from monitor.store.migrate import upgrade
 from monitor.store.scratch import scratch_database
@@ -24,7 +25,7 @@ from wmon.bench.live import QUERY, Deliveries, delivered, percentiles, served, w
 from wmon.bench.synthetic import synthetic_progress
 
 GROUP_SIZE = 100  # events a writer stores in one transaction, as the writer's group
-START_DELAY_S = 5.0  # for every writer process to be running when the first second is due
+START_DELAY_S = 1.0  # from the last writer being ready to the first second's batches
 KEEPS_UP_S = 1.0
 
 
@@ -33,44 +34,57 @@ def query_ids(count: int) -> list[str]:
     return [QUERY] + [f"bench-fleet-{n:04d}" for n in range(1, count)]
 
 
-def write_share(
-    database_url: str,
-    queries: list[str],
-    partitions: int,
-    first_due: float,
-    seconds: int,
-    first_batch: int = 1,
+def make_events(
+    queries: list[str], partitions: int, first_batch: int, seconds: int, base_s: float
+) -> list[list[BatchProgress]]:
+    """Each second's batches of `queries`, numbered from `first_batch`, stamped from `base_s`:
+    made beforehand, as each query's own listener would have made them, so that a writer's
+    time is the store's."""
+    return [
+        [
+            parse_progress(
+                synthetic_progress(q, q, first_batch + n, partitions, int((base_s + n) * 1000))
+            )
+            for q in queries
+        ]
+        for n in range(seconds)
+    ]
+
+
+def write_seconds(
+    database_url: str, seconds_of_events: list[list[BatchProgress]], first_due: float
 ) -> tuple[list[float], dict[int, float]]:
-    """In a writer process: a batch of each of `queries` every second from `first_due`,
-    numbered from `first_batch`; the write lag of each batch, and when the watched query's
-    batches were committed."""
+    """Each second's events when it is due, from `first_due`, in groups; the write lag of each
+    batch, and when the watched query's batches were committed."""
     engine = create_engine(database_url)
     lags: list[float] = []
     watched: dict[int, float] = {}
     try:
         with engine.connect():
             pass  # connected before the first second is due
-        for second in range(seconds):
-            batch_id, due = first_batch + second, first_due + second
+        for second, events in enumerate(seconds_of_events):
+            due = first_due + second
             time.sleep(max(0.0, due - time.time()))
-            at_ms = int(due * 1000)
-            events = [
-                parse_progress(synthetic_progress(q, q, batch_id, partitions, at_ms))
-                for q in queries
-            ]
             for start in range(0, len(events), GROUP_SIZE):
-                write_events(engine, events[start : start + GROUP_SIZE])
+                group = events[start : start + GROUP_SIZE]
+                write_events(engine, group)
                 committed = time.time()
-                lags += [committed - due] * len(events[start : start + GROUP_SIZE])
-                if QUERY in queries[start : start + GROUP_SIZE]:
-                    watched[batch_id] = committed
+                lags += [committed - due] * len(group)
+                watched |= {event.batch_id: committed for event in group if event.query_id == QUERY}
     finally:
         engine.dispose()
     return lags, watched
 
 
-def _writer(args: tuple[str, list[str], int, float, int], results: Any) -> None:
-    results.put(write_share(*args))
+def _writer(
+    database_url: str, queries: list[str], partitions: int, seconds: int, channels: Any
+) -> None:
+    """A writer process: makes its events, says it is ready, waits for the first second's
+    time, writes, and answers with what `write_seconds` measured."""
+    ready, start, results = channels
+    events = make_events(queries, partitions, 1, seconds, time.time())
+    ready.put(len(queries))
+    results.put(write_seconds(database_url, events, start.get()))
 
 
 def run_fleet(
@@ -81,24 +95,28 @@ def run_fleet(
     upgrade(engine)
     engine.dispose()
     ids = query_ids(size)
-    shares = [ids[n::writers] for n in range(writers)]
+    shares = [share for share in (ids[n::writers] for n in range(writers)) if share]
     context = multiprocessing.get_context("spawn")
-    results = context.Queue()
+    channels = (context.Queue(), context.Queue(), context.Queue())
+    ready, start, results = channels
     with served(database_url) as url:
         # The watched query exists before the clients subscribe to it.
-        write_share(database_url, [QUERY], args.partitions, time.time(), 1, first_batch=0)
+        now = time.time()
+        write_seconds(database_url, make_events([QUERY], args.partitions, 0, 1, now), now)
         with watching(url, args.clients, args.client_processes) as collect:
-            first_due = time.time() + START_DELAY_S
             processes = [
                 context.Process(
-                    target=_writer,
-                    args=((database_url, share, args.partitions, first_due, seconds), results),
+                    target=_writer, args=(database_url, share, args.partitions, seconds, channels)
                 )
                 for share in shares
-                if share
             ]
             for process in processes:
                 process.start()
+            for _ in processes:
+                ready.get(timeout=600)
+            first_due = time.time() + START_DELAY_S
+            for _ in processes:
+                start.put(first_due)
             answers = [results.get(timeout=seconds * 10 + 120) for _ in processes]
             for process in processes:
                 process.join()
