@@ -14,6 +14,8 @@ DEFAULT_IDLE_TIMEOUT_S = 60
 DEFAULT_STALL_TIMEOUT_S = 120
 DEFAULT_RETENTION_DAYS = 30
 DEFAULT_ALERT_INTERVAL_S = 10
+# Where `instrument()` measures: the JVM when the session has wmon-spark.jar, else Python.
+OPERATORS = ("auto", "jvm", "python")
 
 
 def default_database_path(environ: Mapping[str, str] = os.environ) -> Path:
@@ -39,6 +41,7 @@ class Settings:
     api_token: str | None = None
     ingest_token: str | None = None
     allowed_hosts: tuple[str, ...] = ()
+    operator: str = "auto"
 
 
 DAY_S = 86_400
@@ -49,6 +52,15 @@ def _whole_number(
 ) -> int:
     raw = environ.get(name)
     return default if not raw else whole(raw, name, minimum, maximum)
+
+
+def _operator(environ: Mapping[str, str]) -> str:
+    raw = environ.get("WMON_OPERATOR", "").strip().lower() or "auto"
+    if raw not in OPERATORS:
+        raise ValueError(
+            f"WMON_OPERATOR must be one of {', '.join(OPERATORS)}, not {environ['WMON_OPERATOR']!r}"
+        )
+    return raw
 
 
 def load_settings(environ: Mapping[str, str] = os.environ) -> Settings:
@@ -77,4 +89,5 @@ def load_settings(environ: Mapping[str, str] = os.environ) -> Settings:
             for name in environ.get("WMON_ALLOWED_HOSTS", "").split(",")
             if name.strip()
         ),
+        operator=_operator(environ),
     )

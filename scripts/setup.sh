@@ -41,8 +41,8 @@ else
   say "Python packages are up to date"
 fi
 
-# The JVM listener (jvm/), compiled against the Spark jars pyspark ships: rebuilt only when a
-# source is newer than the jar.
+# The JVM listener and instrumented operator (jvm/), compiled against the Spark jars pyspark
+# ships: rebuilt only when a source is newer than the jar.
 JAR=jvm/build/wmon-spark.jar
 build_listener_jar() {
   command -v javac >/dev/null 2>&1 && command -v jar >/dev/null 2>&1 \
@@ -53,7 +53,7 @@ build_listener_jar() {
   say "building the JVM listener $JAR"
   rm -rf jvm/build/classes
   javac --release 17 -Xlint:all,-path -Werror -cp "$pyspark/jars/*" -d jvm/build/classes \
-    jvm/src/wmon/spark/*.java || fail "javac could not compile jvm/src (see above)"
+    jvm/src/wmon/spark/*.java jvm/src/wmon/spark/operator/*.java || fail "javac could not compile jvm/src (see above)"
   jar --create --file "$JAR.tmp" -C jvm/build/classes . || fail "jar could not write $JAR"
   mv "$JAR.tmp" "$JAR"
 }

@@ -29,6 +29,13 @@ def _tasks(observed_metrics: dict[str, Any]) -> list[dict[str, Any]]:
     return parsed
 
 
+def sample_order(sample: Any) -> tuple[bool, int, int, bool, str]:
+    """Late samples are kept smallest first by (offset, event time, key), a missing one first:
+    the same ones whatever order Spark ran and merged the tasks in."""
+    key, event_ms, offset = sample
+    return (offset is not None, offset or 0, event_ms, key is not None, key or "")
+
+
 def _optional(value: Any, name: str) -> int | None:
     """A whole number a 64-bit column holds, or None."""
     return None if value is None else json_whole(value, name)
@@ -56,8 +63,8 @@ def _merge(total: dict[str, Any], part: dict[str, Any]) -> None:
         value = _optional(part[key], key)
         if value is not None:
             total[key] = value if total[key] is None else pick(total[key], value)
-    room = SAMPLES_PER_PARTITION - len(total["samples"])
-    total["samples"] += [_sample(sample) for sample in part["samples"][: max(room, 0)]]
+    samples = total["samples"] + [_sample(sample) for sample in part["samples"]]
+    total["samples"] = sorted(samples, key=sample_order)[:SAMPLES_PER_PARTITION]
 
 
 def partition_event_times(observed_metrics: dict[str, Any]) -> tuple[PartitionEventTimes, ...]:

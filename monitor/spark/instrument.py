@@ -1,26 +1,23 @@
 """The instrumented operator: measures event time and late records per partition inside tasks.
 
-A pass-through `mapInArrow` adds one string column, filled only on the last row a task emits
-with that task's per-partition figures; `observe` collects those into the batch's progress
-event and the column is dropped again. Executors never touch the store: the listener on the
-driver reads the figures from `observedMetrics`.
+Two implementations measure the same figures and hand the listener the same JSON through
+`observe`: in the JVM (operator_jvm.py, when the session loaded wmon-spark.jar) and in Python
+(operator_python.py, a `mapInArrow` pass-through). Executors never touch the store: the
+listener on the driver reads the figures from `observedMetrics`.
 """
 
 from __future__ import annotations
 
-import functools
-import json
-import os
+import logging
 import re
-from collections.abc import Iterator
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
+from monitor.config import load_settings
+from monitor.spark.operator_jvm import jvm_operator, measured_in_jvm
+from monitor.spark.operator_python import measured_in_python
 
-from monitor.events import OBSERVATION, SAMPLES_PER_PARTITION
+log = logging.getLogger(__name__)
 
-STATS_COLUMN = "__wmon_stats"
 _UNITS_MS = {
     "millisecond": 1,
     "second": 1_000,
@@ -39,176 +36,17 @@ def interval_ms(text: str) -> int:
     return sum(int(number) * _UNITS_MS[unit.lower()] for number, unit in parts)
 
 
-def late_watermark_ms(checkpoint: str, batch_id: int) -> int | None:
-    """The watermark Spark drops late rows with in batch `batch_id`: that of batch N-1."""
-    path = os.path.join(checkpoint, "offsets", str(batch_id - 1))
-    if batch_id < 1 or not os.path.exists(path):
+def chosen_operator(spark: Any, setting: str) -> Any | None:
+    """The JVM operator's class, or None for the Python operator, as WMON_OPERATOR says."""
+    if setting == "python":
         return None
-    with open(path) as offsets:
-        offsets.readline()
-        return int(json.loads(offsets.readline())["batchWatermarkMs"])
-
-
-def partition_keys(
-    batch: pa.RecordBatch, partition: str | None, topic: str | None, task_partition: int
-) -> pa.Array:
-    """Each row's partition name: 'topic/partition', 'partition', or the Spark input split."""
-    if partition is None or partition not in batch.schema.names:
-        return pa.array([str(task_partition)] * batch.num_rows, pa.string())
-    keys = pc.cast(batch.column(partition), pa.string())
-    if topic is not None and topic in batch.schema.names:
-        keys = pc.binary_join_element_wise(pc.cast(batch.column(topic), pa.string()), keys, "/")
-    return keys
-
-
-def event_times_us(batch: pa.RecordBatch, event_time: str) -> pa.Array:
-    """Event times in epoch microseconds, Spark's own precision (integer columns are ms)."""
-    column = batch.column(event_time)
-    if pa.types.is_timestamp(column.type):
-        return pc.cast(pc.cast(column, pa.timestamp("us", tz="UTC")), pa.int64())
-    return pc.multiply(pc.cast(column, pa.int64()), 1000)
-
-
-def compared_times_ms(times_us: pa.Array, window_ms: int | None) -> pa.Array:
-    """Times whose `<= watermark` (in ms) agrees with Spark's comparison in microseconds.
-
-    Without a window Spark drops a row when t_us <= W_ms * 1000, that is when t rounded up to
-    the millisecond is <= W; with a window it compares the window's end, a whole millisecond.
-    """
-    if window_ms is None:
-        return pc.divide(pc.add(times_us, 999), 1000)
-    return effective_times_ms(pc.divide(times_us, 1000), window_ms)
-
-
-def effective_times_ms(times: pa.Array, window_ms: int | None) -> pa.Array:
-    """The time Spark compares with the watermark: the event time, or its window's end."""
-    if window_ms is None:
-        return times
-    # Epoch times are positive, so integer division floors to the window's start.
-    return pc.add(pc.multiply(pc.divide(times, window_ms), window_ms), window_ms)
-
-
-class TaskStats:
-    """Per-partition figures of one task: records, min/max event time, late records, samples."""
-
-    def __init__(self, late_watermark: int | None, window_ms: int | None) -> None:
-        self.late_watermark, self.window_ms = late_watermark, window_ms
-        self.partitions: dict[str, dict[str, Any]] = {}
-
-    def add(
-        self,
-        keys: pa.Array,
-        times: pa.Array,
-        record_keys: pa.Array | None,
-        offsets: pa.Array | None,
-        compared: pa.Array | None = None,
-    ) -> None:
-        """Fold one Arrow batch in: event times in ms, and the times Spark compares with the
-        watermark (by default the event times, or their window's end)."""
-        table = pa.table({"p": keys, "t": times})
-        valid = table.filter(pc.is_valid(table.column("t")))
-        aggregates = valid.group_by("p").aggregate([("t", "count"), ("t", "min"), ("t", "max")])
-        for row in aggregates.to_pylist():
-            entry = self.partitions.setdefault(
-                row["p"], {"records": 0, "min_ms": None, "max_ms": None, "late": 0, "samples": []}
-            )
-            entry["records"] += row["t_count"]
-            entry["min_ms"] = _min(entry["min_ms"], row["t_min"])
-            entry["max_ms"] = _max(entry["max_ms"], row["t_max"])
-        if self.late_watermark is not None:
-            if compared is None:
-                compared = effective_times_ms(times, self.window_ms)
-            late = pc.fill_null(pc.less_equal(compared, self.late_watermark), False)
-            if pc.any(late).as_py():
-                self._add_late(
-                    table.append_column("k", _or_nulls(record_keys, pa.string(), keys))
-                    .append_column("o", _or_nulls(offsets, pa.int64(), keys))
-                    .filter(late)
-                )
-
-    def _add_late(self, late_rows: pa.Table) -> None:
-        for row in late_rows.group_by("p").aggregate([("t", "count")]).to_pylist():
-            self.partitions[row["p"]]["late"] += row["t_count"]
-        for name in pc.unique(late_rows.column("p")).to_pylist():
-            samples = self.partitions[name]["samples"]
-            room = SAMPLES_PER_PARTITION - len(samples)
-            if room > 0:
-                rows = late_rows.filter(pc.equal(late_rows.column("p"), name)).slice(0, room)
-                samples += [[r["k"], r["t"], r["o"]] for r in rows.to_pylist()]
-
-    def to_json(self, batch_id: int, delay_ms: int) -> str:
-        """The figures as the JSON one row of the stats column carries."""
-        return json.dumps(
-            {
-                "batch": batch_id,
-                "delay_ms": delay_ms,
-                "late_watermark_ms": self.late_watermark,
-                "partitions": self.partitions,
-            },
-            separators=(",", ":"),
+    operator = jvm_operator(spark)
+    if operator is None and setting == "jvm":
+        raise RuntimeError(
+            "wmon: WMON_OPERATOR=jvm, but this Spark session has no wmon-spark.jar: "
+            "add it with spark.jars (`wmon spark-conf` prints the setting) or unset WMON_OPERATOR"
         )
-
-
-def _or_nulls(column: pa.Array | None, kind: pa.DataType, like: pa.Array) -> pa.Array:
-    return column if column is not None else pa.nulls(len(like), kind)
-
-
-def _min(a: int | None, b: int) -> int:
-    return b if a is None else min(a, b)
-
-
-def _max(a: int | None, b: int) -> int:
-    return b if a is None else max(a, b)
-
-
-def measure(
-    batches: Iterator[pa.RecordBatch],
-    *,
-    checkpoint: str,
-    event_time: str,
-    partition: str | None,
-    topic: str | None,
-    key: str | None,
-    offset: str | None,
-    delay_ms: int,
-    window_ms: int | None,
-) -> Iterator[pa.RecordBatch]:
-    """Pass every batch through unchanged, plus the stats column set on the task's last row."""
-    from pyspark import TaskContext
-
-    context = TaskContext.get()
-    batch_property = context.getLocalProperty("streaming.sql.batchId") if context else None
-    if context is None or batch_property is None:
-        raise RuntimeError("wmon: instrument() works only inside a streaming query")
-    batch_id = int(batch_property)
-    stats = TaskStats(late_watermark_ms(checkpoint, batch_id), window_ms)
-    previous: pa.RecordBatch | None = None
-    for batch in batches:
-        if batch.num_rows == 0:
-            yield batch.append_column(STATS_COLUMN, pa.nulls(0, pa.string()))
-            continue
-        if previous is not None:
-            yield previous.append_column(STATS_COLUMN, pa.nulls(previous.num_rows, pa.string()))
-        times_us = event_times_us(batch, event_time)
-        stats.add(
-            partition_keys(batch, partition, topic, context.partitionId()),
-            # Rounded down to the millisecond, as Spark's event-time statistics are.
-            pc.divide(times_us, 1000),
-            _column(batch, key, pa.string()),
-            _column(batch, offset, pa.int64()),
-            compared_times_ms(times_us, window_ms),
-        )
-        previous = batch
-    if previous is not None:
-        # The task's figures ride on its last row; empty batches passed through above.
-        last = [None] * (previous.num_rows - 1) + [stats.to_json(batch_id, delay_ms)]
-        yield previous.append_column(STATS_COLUMN, pa.array(last, pa.string()))
-
-
-def _column(batch: pa.RecordBatch, name: str | None, kind: pa.DataType) -> pa.Array | None:
-    if name is None or name not in batch.schema.names:
-        return None
-    return pc.cast(batch.column(name), kind)
+    return operator
 
 
 def instrument(
@@ -229,9 +67,6 @@ def instrument(
     is read from its offset log); `window` is the length of the event-time windows the job
     aggregates in, if any, so that late records are counted as Spark drops them.
     """
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import StringType, StructField, StructType
-
     if event_time not in df.columns:
         raise ValueError(f"instrument: no event-time column {event_time!r} in {df.columns}")
     if partition is not None and partition not in df.columns:
@@ -239,19 +74,19 @@ def instrument(
             f"instrument: no partition column {partition!r} in {df.columns} "
             "(partition=None measures per Spark input partition)"
         )
-    function = functools.partial(
-        measure,
-        checkpoint=checkpoint,
-        event_time=event_time,
-        partition=partition,
-        topic=topic,
-        key=key,
-        offset=offset,
-        delay_ms=interval_ms(delay),
-        window_ms=interval_ms(window) if window else None,
-    )
-    schema = StructType([*df.schema.fields, StructField(STATS_COLUMN, StringType())])
-    measured = df.mapInArrow(function, schema)
-    return measured.observe(OBSERVATION, F.collect_list(STATS_COLUMN).alias("tasks")).drop(
-        STATS_COLUMN
-    )
+    operator = chosen_operator(df.sparkSession, load_settings().operator)
+    options: dict[str, Any] = {
+        "checkpoint": checkpoint,
+        "event_time": event_time,
+        "partition": partition,
+        "topic": topic,
+        "key": key,
+        "offset": offset,
+        "delay_ms": interval_ms(delay),
+        "window_ms": interval_ms(window) if window else None,
+    }
+    if operator is None:
+        log.info("wmon: instrument() measures in Python (mapInArrow): no wmon-spark.jar in use")
+        return measured_in_python(df, **options)
+    log.info("wmon: instrument() measures in the JVM (wmon-spark.jar)")
+    return measured_in_jvm(operator, df, **options)

@@ -54,6 +54,13 @@ def register(commands: Any) -> None:
         help="records per run of the instrumented-operator overhead test (default 100000; 0 skips)",
     )
     parser.add_argument(
+        "--operator-rows",
+        type=whole_number(0, 1_000_000_000),
+        default=4_000_000,
+        help="rows per run of the instrumented operator on the JVM-only pipeline "
+        "(default 4000000; 0 skips)",
+    )
+    parser.add_argument(
         "--prune-hours",
         type=whole_number(0, 24 * 365),
         default=1,
@@ -91,6 +98,12 @@ def _add_selection(parser: argparse.ArgumentParser) -> None:
         help="measure only a fleet of N queries (several sizes, comma-separated) on PostgreSQL: "
         "writer processes, the dashboard's push and the evaluator on one store "
         "(--fleet-seconds, --fleet-writers, --clients)",
+    )
+    only.add_argument(
+        "--operator",
+        action="store_true",
+        help="measure only the instrumented operator, in the JVM and in Python: on the JVM-only "
+        "pipeline (--operator-rows) and the scooter pipeline (--overhead-records)",
     )
 
 
@@ -160,6 +173,7 @@ def run(args: argparse.Namespace) -> None:
     from wmon.bench.fleet import fleet_figures
     from wmon.bench.history import history_figures
     from wmon.bench.live import live_figures
+    from wmon.bench.operator import operator_figures
     from wmon.bench.prune import prune_figures
     from wmon.bench.spark import spark_figures
     from wmon.bench.ways_in import ways_in_figures
@@ -169,6 +183,9 @@ def run(args: argparse.Namespace) -> None:
         return
     if args.fleet:
         fleet_figures(args)
+        return
+    if args.operator:
+        operator_figures(args)
         return
     if not args.dashboard:
         collector_figures(args)

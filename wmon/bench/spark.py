@@ -1,5 +1,5 @@
-"""The Spark side's figures: the instrumented operator's overhead and the listener's callback
-time in a real streaming run."""
+"""The Spark side's figures: the instrumented operator's overhead (operator.py) and the
+listener's callback time in a real streaming run."""
 
 from __future__ import annotations
 
@@ -10,21 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from wmon.bench.collector import milliseconds
+from wmon.bench.operator import operator_figures
 
 
 def spark_figures(args: argparse.Namespace) -> None:
     """The instrumented operator's overhead and the listener in a real Spark run."""
-    if args.overhead_records > 0:
-        print(
-            f"instrumented operator on the scooter pipeline, {args.overhead_records:,} records, "
-            "best of 3 runs each:",
-            flush=True,
-        )
-        plain, instrumented = instrument_overhead(args.overhead_records)
-        print(
-            f"  plain {plain:,.0f} records/s, instrumented {instrumented:,.0f} records/s: "
-            f"overhead {100 * (plain / instrumented - 1):.1f}%"
-        )
+    operator_figures(args)
     if args.spark_seconds > 0:
         print(f"real Spark run, {args.spark_seconds} s, {args.partitions} partitions:", flush=True)
         ours, pyspark_path = spark_callback_times(args.spark_seconds, args.partitions)
@@ -107,43 +98,3 @@ def spark_callback_times(seconds: int, partitions: int) -> tuple[list[float], li
     spark.streams.removeListener(baseline)
     spark.stop()
     return list(handle.listener.times.recent), TimedPySparkPath.times
-
-
-def instrument_overhead(records: int, rounds: int = 3) -> tuple[float, float]:
-    """Records/s of the scooter pipeline (buffered offline detection), plain and instrumented.
-
-    The two run alternately in one SparkSession, `rounds` times each, and the best run of each
-    counts, so that both see the same warm JVM and the same machine load.
-    """
-    from streaming.demo import spark_session
-    from streaming.generator import generate
-    from streaming.log import PartitionedLog
-    from streaming.scooters import ROCKSDB_PROVIDER, BufferedOfflineDetector, scooter_pipeline
-
-    work = Path(tempfile.mkdtemp(prefix="wmon-overhead-"))
-    generate(PartitionedLog(work / "log"), partitions=4, records=records, rate=1000.0)
-    spark = spark_session("wmon-overhead")
-    spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
-    best = {False: float("inf"), True: float("inf")}
-    for round_number in range(rounds):
-        for instrumented in (False, True):
-            checkpoint = str(work / f"checkpoint-{instrumented}-{round_number}")
-            pipeline = scooter_pipeline(
-                spark,
-                str(work / "log"),
-                checkpoint,
-                BufferedOfflineDetector(),
-                instrumented=instrumented,
-            )
-            query = (
-                pipeline.writeStream.format("noop")
-                .outputMode("append")
-                .option("checkpointLocation", checkpoint)
-                .trigger(availableNow=True)
-                .start()
-            )
-            started = time.perf_counter()
-            query.awaitTermination()
-            best[instrumented] = min(best[instrumented], time.perf_counter() - started)
-    spark.stop()
-    return records / best[False], records / best[True]

@@ -1,4 +1,4 @@
-"""The instrumented operator's measurement with pyarrow alone, and reading its figures back.
+"""The Python operator's measurement with pyarrow alone, and reading its figures back.
 
 The same code on real Spark is tested in test_instrument.py; here every figure is computed by
 hand from a few rows, so each one can be checked exactly.
@@ -14,11 +14,11 @@ import pytest
 from monitor.collect.observed import ObservationError, partition_event_times
 from monitor.collect.progress import parse_progress
 from monitor.events import SAMPLES_PER_PARTITION, PartitionEventTimes
-from monitor.spark.instrument import (
+from monitor.spark.instrument import interval_ms
+from monitor.spark.operator_python import (
     TaskStats,
     effective_times_ms,
     event_times_us,
-    interval_ms,
     late_watermark_ms,
     measure,
     partition_keys,
@@ -296,6 +296,49 @@ def test_task_stats_samples_every_late_partition_of_a_large_batch():
     assert stats.partitions["telemetry/1"]["late"] == 3
 
 
+def test_task_stats_keeps_the_smallest_samples_whatever_the_order_rows_come_in():
+    """By offset, then event time, then key; a missing offset first."""
+    rows = [
+        ("p", T0 - 1, "b", 3),
+        ("p", T0 - 9, "z", 8),
+        ("p", T0 - 2, "c", 3),
+        ("p", T0 - 5, "y", 1),
+        ("p", T0 - 2, "a", 3),
+        ("p", T0 - 3, "x", None),
+        ("p", T0 - 4, "w", 9),
+    ]
+    expected = [
+        ["x", T0 - 3, None],
+        ["y", T0 - 5, 1],
+        ["a", T0 - 2, 3],
+        ["c", T0 - 2, 3],
+        ["b", T0 - 1, 3],
+    ]
+    for ordered in (rows, rows[::-1]):
+        stats = TaskStats(late_watermark=T0, window_ms=None)
+        add(stats, ordered[:3])
+        add(stats, ordered[3:])
+        assert stats.partitions["p"]["samples"] == expected
+
+
+def test_partition_event_times_samples_do_not_depend_on_the_order_of_tasks():
+    tasks = [
+        task({"p": figures(2, T0, T0, 2, [("k1", T0, 5), ("k2", T0, 7)])}),
+        task({"p": figures(2, T0, T0, 2, [("k0", T0, 6), (None, T0, None)])}),
+        task({"p": figures(3, T0, T0, 3, [("k3", T0, 1), ("k4", T0, 2), ("k5", T0 - 1, 2)])}),
+    ]
+    [forward] = partition_event_times({"wmon": {"tasks": tasks}})
+    [backward] = partition_event_times({"wmon": {"tasks": tasks[::-1]}})
+    assert forward == backward
+    assert forward.late_samples == (
+        (None, T0, None),
+        ("k3", T0, 1),
+        ("k5", T0 - 1, 2),
+        ("k4", T0, 2),
+        ("k1", T0, 5),
+    )
+
+
 def test_task_stats_round_trip_through_the_observed_metrics():
     other = TaskStats(late_watermark=T0 + 10_000, window_ms=None)
     add(other, [("telemetry/2", T0 + 30_000, "k20", 300), ("telemetry/2", T0 + 4_000, "k21", 301)])
@@ -369,6 +412,7 @@ def task(partitions, delay_ms=10_000, late_watermark_ms=T0 + 10_000):
 
 
 def test_partition_event_times_merges_tasks_that_share_a_partition():
+    """Samples: the five smallest by (offset, event time, key) of all tasks, in that order."""
     first = task(
         {
             "telemetry/1": figures(
@@ -398,10 +442,10 @@ def test_partition_event_times_merges_tasks_that_share_a_partition():
             10_000,
             (
                 ("a0", T0, 0),
-                ("a1", T0 + 1, 1),
-                ("a2", T0 + 2, 2),
-                ("a3", T0 + 3, 3),
                 ("b0", T0, 0),
+                ("a1", T0 + 1, 1),
+                ("b1", T0 + 1, 1),
+                ("a2", T0 + 2, 2),
             ),
         ),
         PartitionEventTimes("telemetry/2", 1, T0 + 7_000, T0 + 7_000, 0, T0 + 10_000, 10_000),

@@ -206,6 +206,7 @@ def test_a_query_that_is_not_instrumented_writes_no_event_times(engine, observed
 
 
 def test_late_samples_are_stored_as_key_time_offset_lists(engine):
+    # Kept smallest first by (offset, event time, key), a missing offset first.
     samples = [("scooter-1-4", T0 + 12_000, 204), (None, T0 + 15_000, None)]
     late = {"b": part(4, T0 + 12_000, T0 + 25_000, late=2, samples=samples)}
     write_event(engine, batch(0, BATCH_0))
@@ -214,7 +215,7 @@ def test_late_samples_are_stored_as_key_time_offset_lists(engine):
         (0, "a"): ([],),
         (0, "b"): ([],),
         (1, "a"): ([],),
-        (1, "b"): ([["scooter-1-4", T0 + 12_000, 204], [None, T0 + 15_000, None]],),
+        (1, "b"): ([[None, T0 + 15_000, None], ["scooter-1-4", T0 + 12_000, 204]],),
     }
 
 

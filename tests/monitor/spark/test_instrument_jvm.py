@@ -1,0 +1,198 @@
+"""The JVM operator on real Spark: the Python operator's figures exactly, and Spark's own drops.
+
+Every query here runs twice over the same log, in the same batches (availableNow, fixed read
+limits): once measured in the JVM, once in Python. What the listener would store, parsed from
+the progress events' observed metrics, must be the same — records, min/max event time, late
+records and late samples, per batch and partition.
+"""
+
+import json
+from types import SimpleNamespace
+
+import pytest
+from pyspark.sql import functions as F
+
+from monitor.collect.progress import parse_progress
+from monitor.config import load_settings
+from monitor.spark.instrument import chosen_operator, instrument
+from monitor.spark.operator_jvm import JVM_CLASS
+from streaming.log import LogRecord, PartitionedLog
+from tests.helpers import read_by_spark, unique_name
+
+pytestmark = pytest.mark.spark
+WAIT = 120
+START_MS = 1_700_000_000_000
+# Partition 0 drags the watermark ahead (1 s per record), 1 and 2 fall behind it (0.5 s and
+# 0.2 s): many of their records are late, more than the samples kept per batch.
+SPACING_MS = {0: 1_000, 1: 500, 2: 200}
+RECORDS = 120
+
+
+@pytest.fixture
+def skewed_log(log_dir):
+    log = PartitionedLog(log_dir)
+    for partition, spacing in SPACING_MS.items():
+        times = [START_MS + i * spacing for i in range(RECORDS)]
+        log.append("telemetry", partition, [LogRecord(f"k-{t % 7}-{t}", "{}", t) for t in times])
+    return log
+
+
+def sub_millisecond(df):
+    """Event times 0, 400 or 800 µs past their millisecond: Spark drops `ts_us <= W_ms * 1000`,
+    so a record 400 µs past the watermark's millisecond is kept, one exactly on it dropped."""
+    shift = (F.col("offset") % 3) * 400
+    return df.withColumn("timestamp", F.timestamp_micros(F.unix_micros("timestamp") + shift))
+
+
+# The shapes of source the operator meets: (how the source is changed, instrument's options).
+SHAPES = {
+    "topic-partition": (sub_millisecond, {}),
+    "integer-partition": (lambda df: sub_millisecond(df).drop("topic"), {}),
+    "text-partition": (
+        lambda df: df.withColumn("partition", F.concat(F.lit("p-"), "partition")).drop("topic"),
+        {},
+    ),
+    "input-split": (lambda df: df, {"partition": None}),
+    "no-key-or-offset": (lambda df: df.drop("key", "offset"), {}),
+}
+
+
+def run(spark, log_dir, checkpoint, monkeypatch, operator, shape, options, window=None):
+    """Run the instrumented query with WMON_OPERATOR=operator: the query, and its figures per
+    (batch, partition) as the listener parses them."""
+    monkeypatch.setenv("WMON_OPERATOR", operator)
+    source = (
+        spark.readStream.format("partitioned_log")
+        .option("path", str(log_dir))
+        .option("subscribe", "telemetry")
+        .option("maxOffsetsPerTrigger", 60)
+        .load()
+    )
+    measured = instrument(
+        shape(source), checkpoint=checkpoint, delay="5 seconds", window=window, **options
+    )
+    watermarked = measured.withWatermark("timestamp", "5 seconds")
+    if window:
+        result = watermarked.groupBy(F.window("timestamp", window), "partition").count()
+    else:
+        result = watermarked.dropDuplicates(["timestamp", "partition"])
+    query = (
+        result.writeStream.queryName(unique_name(f"{operator}-"))
+        .format("noop")
+        .outputMode("update" if window else "append")
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(WAIT), "the query did not finish"
+    figures = {}
+    for progress in query.recentProgress:
+        batch = parse_progress(json.loads(progress.json))
+        for times in batch.event_times:
+            figures[(batch.batch_id, times.partition)] = times
+    return query, figures
+
+
+def both(spark, log_dir, tmp_path, monkeypatch, shape, options, window=None):
+    """The figures measured in the JVM and in Python, over the same batches."""
+    return [
+        run(spark, log_dir, str(tmp_path / operator), monkeypatch, operator, shape, options, window)
+        for operator in ("jvm", "python")
+    ]
+
+
+@pytest.mark.parametrize("name", list(SHAPES))
+def test_jvm_and_python_operators_measure_the_same(
+    spark, skewed_log, log_dir, tmp_path, monkeypatch, name
+):
+    shape, options = SHAPES[name]
+    (jvm_query, jvm), (python_query, python) = both(
+        spark, log_dir, tmp_path, monkeypatch, shape, options
+    )
+    assert jvm == python
+    assert read_by_spark(jvm_query) == read_by_spark(python_query)
+    late = [times for times in jvm.values() if times.late_records]
+    assert late and sum(t.records for t in jvm.values()) == RECORDS * len(SPACING_MS)
+    if name == "no-key-or-offset":
+        assert all(s[0] is None and s[2] is None for t in late for s in t.late_samples)
+    else:
+        assert any(t.late_records > len(t.late_samples) == 5 for t in late)
+
+
+def test_jvm_and_python_operators_agree_behind_a_window_aggregation(
+    spark, skewed_log, log_dir, tmp_path, monkeypatch
+):
+    (_, jvm), (_, python) = both(
+        spark, log_dir, tmp_path, monkeypatch, lambda df: df, {}, window="5 seconds"
+    )
+    assert jvm == python
+    assert any(times.late_records for times in jvm.values())
+
+
+def test_jvm_late_records_are_those_spark_dropped(
+    spark, skewed_log, log_dir, checkpoint, monkeypatch
+):
+    """Behind dropDuplicates on (timestamp, partition), unique per record, Spark drops a record
+    only as late: what a batch read from a partition less what it kept is what it dropped."""
+    query, figures = run(spark, log_dir, checkpoint, monkeypatch, "jvm", sub_millisecond, {})
+    dropped = sum(
+        op["numRowsDroppedByWatermark"] for p in query.recentProgress for op in p["stateOperators"]
+    )
+    late = sum(times.late_records for times in figures.values())
+    assert late == dropped > 0
+    assert {key for key, times in figures.items() if times.late_records} <= set(
+        read_by_spark(query)
+    )
+
+
+# Choosing the operator
+
+
+def test_auto_chooses_the_jvm_operator_when_the_session_has_the_jar(spark):
+    operator = chosen_operator(spark, "auto")
+    assert operator is not None and operator._fqn == JVM_CLASS
+    assert chosen_operator(spark, "jvm") is not None
+
+
+@pytest.mark.parametrize("setting", ["auto", "python"])
+def test_without_the_jar_or_when_told_the_python_operator_is_chosen(spark, setting):
+    no_jar = SimpleNamespace(_jvm=None)  # as a Spark Connect session: no JVM to load it in
+    assert chosen_operator(no_jar, setting) is None
+    assert chosen_operator(spark, "python") is None
+
+
+def test_jvm_without_the_jar_is_a_clear_error():
+    with pytest.raises(RuntimeError, match=r"^wmon: WMON_OPERATOR=jvm, but this Spark session"):
+        chosen_operator(SimpleNamespace(_jvm=None), "jvm")
+
+
+@pytest.mark.parametrize(
+    "operator, message",
+    [
+        ("jvm", "wmon: instrument() measures in the JVM (wmon-spark.jar)"),
+        ("python", "wmon: instrument() measures in Python (mapInArrow): no wmon-spark.jar in use"),
+    ],
+    ids=["jvm", "python"],
+)
+def test_instrument_logs_which_operator_measures(spark, monkeypatch, caplog, operator, message):
+    monkeypatch.setenv("WMON_OPERATOR", operator)
+    source = spark.readStream.format("rate").load().withColumn("partition", F.lit(0))
+    with caplog.at_level("INFO", logger="monitor.spark.instrument"):
+        measured = instrument(source, checkpoint="/nowhere")
+    assert measured.columns == source.columns
+    logged = [r.getMessage() for r in caplog.records if r.name == "monitor.spark.instrument"]
+    assert logged == [message]
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [("", "auto"), ("auto", "auto"), ("JVM", "jvm"), (" python ", "python")],
+    ids=["unset", "auto", "upper-case", "spaces"],
+)
+def test_operator_setting(value, expected):
+    assert load_settings({"WMON_OPERATOR": value}).operator == expected
+
+
+def test_an_unknown_operator_setting_is_refused():
+    with pytest.raises(ValueError, match=r"^WMON_OPERATOR must be one of auto, jvm, python, not"):
+        load_settings({"WMON_OPERATOR": "scala"})
