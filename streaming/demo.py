@@ -14,7 +14,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -198,23 +198,29 @@ def _start_query(
     )
 
 
-def spark_session(app_name: str = "wmon-demo", shuffle_partitions: int = 4) -> Any:
-    """A local SparkSession whose Python workers use this interpreter."""
+def spark_session(
+    app_name: str = "wmon-demo",
+    shuffle_partitions: int = 4,
+    config: Mapping[str, str] | None = None,
+) -> Any:
+    """A local SparkSession whose Python workers use this interpreter, with `config` too."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
     from streaming.partitioned_log import register
 
-    spark = (
+    builder = (
         SparkSession.builder.master("local[*]")
         .appName(app_name)
         .config("spark.ui.enabled", "false")
         # Spark's console progress bars would interleave with the demo's own status lines.
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-        .getOrCreate()
     )
+    for key, value in (config or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
     return spark

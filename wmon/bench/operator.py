@@ -9,7 +9,6 @@ SparkSession (which loads wmon-spark.jar), `rounds` times each; the best run of 
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -17,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from streaming.demo import spark_session
 from wmon.submit import built_jar
 
 VARIANTS = ("plain", "jvm", "python")
@@ -60,28 +60,14 @@ def _report(rows: int, throughput: dict[str, float]) -> None:
 
 def session(app_name: str) -> Any:
     """A local SparkSession with wmon-spark.jar, so that the JVM operator can be chosen."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
-
-    from streaming.partitioned_log import register
-
-    spark = (
-        SparkSession.builder.master("local[*]")
-        .appName(app_name)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "4")
+    config = {
         # Several queries' deduplication state of millions of rows stay loaded in one session
         # until the state store's maintenance unloads them: give it room, and unload soon.
-        .config("spark.driver.memory", "4g")
-        .config("spark.sql.streaming.stateStore.maintenanceInterval", "2s")
-        .config("spark.jars", str(built_jar()))
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
-    return spark
+        "spark.driver.memory": "4g",
+        "spark.sql.streaming.stateStore.maintenanceInterval": "2s",
+        "spark.jars": str(built_jar()),
+    }
+    return spark_session(app_name, 4, config)
 
 
 @contextmanager
