@@ -88,6 +88,6 @@ def backfill_figures(args: argparse.Namespace) -> None:
     print(
         f"  {done.events / done.seconds:,.0f} events/s, {done.lines / done.seconds:,.0f} lines/s, "
         f"{log.compressed_bytes / MB / done.seconds:.2f} MB/s compressed "
-        f"({log.text_bytes / MB / done.seconds:.1f} MB/s of text), {done.seconds:.1f} s",
+        f"({log.text_bytes / MB / done.seconds:.1f} MB/s of text), {done.seconds:.3f} s",
         flush=True,
     )
