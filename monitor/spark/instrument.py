@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from monitor.config import load_settings
+from monitor.spark.measuring import Measuring
 from monitor.spark.operator_jvm import jvm_operator, measured_in_jvm
 from monitor.spark.operator_python import measured_in_python
 
@@ -75,18 +76,18 @@ def instrument(
             "(partition=None measures per Spark input partition)"
         )
     operator = chosen_operator(df.sparkSession, load_settings().operator)
-    options: dict[str, Any] = {
-        "checkpoint": checkpoint,
-        "event_time": event_time,
-        "partition": partition,
-        "topic": topic,
-        "key": key,
-        "offset": offset,
-        "delay_ms": interval_ms(delay),
-        "window_ms": interval_ms(window) if window else None,
-    }
+    measuring = Measuring(
+        checkpoint=checkpoint,
+        event_time=event_time,
+        partition=partition,
+        topic=topic,
+        key=key,
+        offset=offset,
+        delay_ms=interval_ms(delay),
+        window_ms=interval_ms(window) if window else None,
+    )
     if operator is None:
         log.info("wmon: instrument() measures in Python (mapInArrow): no wmon-spark.jar in use")
-        return measured_in_python(df, **options)
+        return measured_in_python(df, measuring)
     log.info("wmon: instrument() measures in the JVM (wmon-spark.jar)")
-    return measured_in_jvm(operator, df, **options)
+    return measured_in_jvm(operator, df, measuring)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from monitor.events import OBSERVATION, SAMPLES_PER_PARTITION
+from monitor.spark.measuring import Measuring
 
 JVM_CLASS = "wmon.spark.operator.Instrument"
 
@@ -28,19 +29,7 @@ def jvm_operator(spark: Any) -> Any | None:
     return found if isinstance(found, JavaClass) else None
 
 
-def measured_in_jvm(
-    operator: Any,
-    df: Any,
-    *,
-    checkpoint: str,
-    event_time: str,
-    partition: str | None,
-    topic: str | None,
-    key: str | None,
-    offset: str | None,
-    delay_ms: int,
-    window_ms: int | None,
-) -> Any:
+def measured_in_jvm(operator: Any, df: Any, measuring: Measuring) -> Any:
     """`df` observed as OBSERVATION by the JVM operator's aggregates."""
     from pyspark.sql import DataFrame
 
@@ -48,13 +37,13 @@ def measured_in_jvm(
         df._jdf,
         OBSERVATION,
         SAMPLES_PER_PARTITION,
-        checkpoint,
-        event_time,
-        partition,
-        topic,
-        key,
-        offset,
-        delay_ms,
-        window_ms or 0,
+        measuring.checkpoint,
+        measuring.event_time,
+        measuring.partition,
+        measuring.topic,
+        measuring.key,
+        measuring.offset,
+        measuring.delay_ms,
+        measuring.window_ms or 0,
     )
     return DataFrame(observed, df.sparkSession)

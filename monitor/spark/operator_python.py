@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 
 from monitor.collect.observed import sample_order
 from monitor.events import OBSERVATION, SAMPLES_PER_PARTITION
+from monitor.spark.measuring import Measuring
 
 STATS_COLUMN = "__wmon_stats"
 # Late samples: the records with the smallest (offset, event time, key), missing values first,
@@ -149,18 +150,7 @@ def _max(a: int | None, b: int) -> int:
     return b if a is None else max(a, b)
 
 
-def measure(
-    batches: Iterator[pa.RecordBatch],
-    *,
-    checkpoint: str,
-    event_time: str,
-    partition: str | None,
-    topic: str | None,
-    key: str | None,
-    offset: str | None,
-    delay_ms: int,
-    window_ms: int | None,
-) -> Iterator[pa.RecordBatch]:
+def measure(batches: Iterator[pa.RecordBatch], measuring: Measuring) -> Iterator[pa.RecordBatch]:
     """Pass every batch through unchanged, plus the stats column set on the task's last row."""
     from pyspark import TaskContext
 
@@ -169,7 +159,7 @@ def measure(
     if context is None or batch_property is None:
         raise RuntimeError("wmon: instrument() works only inside a streaming query")
     batch_id = int(batch_property)
-    stats = TaskStats(late_watermark_ms(checkpoint, batch_id), window_ms)
+    stats = TaskStats(late_watermark_ms(measuring.checkpoint, batch_id), measuring.window_ms)
     previous: pa.RecordBatch | None = None
     for batch in batches:
         if batch.num_rows == 0:
@@ -177,19 +167,19 @@ def measure(
             continue
         if previous is not None:
             yield previous.append_column(STATS_COLUMN, pa.nulls(previous.num_rows, pa.string()))
-        times_us = event_times_us(batch, event_time)
+        times_us = event_times_us(batch, measuring.event_time)
         stats.add(
-            partition_keys(batch, partition, topic, context.partitionId()),
+            partition_keys(batch, measuring.partition, measuring.topic, context.partitionId()),
             # Rounded down to the millisecond, as Spark's event-time statistics are.
             pc.divide(times_us, 1000),
-            _column(batch, key, pa.string()),
-            _column(batch, offset, pa.int64()),
-            compared_times_ms(times_us, window_ms),
+            _column(batch, measuring.key, pa.string()),
+            _column(batch, measuring.offset, pa.int64()),
+            compared_times_ms(times_us, measuring.window_ms),
         )
         previous = batch
     if previous is not None:
         # The task's figures ride on its last row; empty batches passed through above.
-        last = [None] * (previous.num_rows - 1) + [stats.to_json(batch_id, delay_ms)]
+        last = [None] * (previous.num_rows - 1) + [stats.to_json(batch_id, measuring.delay_ms)]
         yield previous.append_column(STATS_COLUMN, pa.array(last, pa.string()))
 
 
@@ -199,33 +189,12 @@ def _column(batch: pa.RecordBatch, name: str | None, kind: pa.DataType) -> pa.Ar
     return pc.cast(batch.column(name), kind)
 
 
-def measured_in_python(
-    df: Any,
-    *,
-    checkpoint: str,
-    event_time: str,
-    partition: str | None,
-    topic: str | None,
-    key: str | None,
-    offset: str | None,
-    delay_ms: int,
-    window_ms: int | None,
-) -> Any:
+def measured_in_python(df: Any, measuring: Measuring) -> Any:
     """`df` measured by the pass-through, observed as OBSERVATION."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType, StructField, StructType
 
-    function = functools.partial(
-        measure,
-        checkpoint=checkpoint,
-        event_time=event_time,
-        partition=partition,
-        topic=topic,
-        key=key,
-        offset=offset,
-        delay_ms=delay_ms,
-        window_ms=window_ms,
-    )
+    function = functools.partial(measure, measuring=measuring)
     schema = StructType([*df.schema.fields, StructField(STATS_COLUMN, StringType())])
     measured = df.mapInArrow(function, schema)
     return measured.observe(OBSERVATION, F.collect_list(STATS_COLUMN).alias("tasks")).drop(

@@ -15,6 +15,7 @@ from monitor.collect.observed import ObservationError, partition_event_times
 from monitor.collect.progress import parse_progress
 from monitor.events import SAMPLES_PER_PARTITION, PartitionEventTimes
 from monitor.spark.instrument import interval_ms
+from monitor.spark.measuring import Measuring
 from monitor.spark.operator_python import (
     TaskStats,
     effective_times_ms,
@@ -381,8 +382,7 @@ def test_task_stats_round_trip_through_the_observed_metrics():
 
 def test_measure_outside_a_spark_task_refuses_to_run(tmp_path):
     batches = iter([pa.record_batch({"timestamp": pa.array([T0], pa.int64())})])
-    measured = measure(
-        batches,
+    measuring = Measuring(
         checkpoint=str(tmp_path),
         event_time="timestamp",
         partition=None,
@@ -392,6 +392,7 @@ def test_measure_outside_a_spark_task_refuses_to_run(tmp_path):
         delay_ms=10_000,
         window_ms=None,
     )
+    measured = measure(batches, measuring)
     with pytest.raises(RuntimeError, match=r"^wmon: instrument\(\) works only inside a streaming"):
         next(measured)
 

@@ -1,0 +1,25 @@
+"""What the instrumented operator measures, as `instrument()` was asked: the same for both of
+its implementations (operator_jvm.py, operator_python.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class Measuring:
+    """Which columns hold what, and the thresholds late records are counted by.
+
+    `checkpoint` is the query's checkpoint location (each batch's late threshold is read from
+    its offset log); `partition`, `topic`, `key` and `offset` name columns, or are None where
+    the rows have none; `window_ms` is the length of the job's event-time windows, if any.
+    """
+
+    checkpoint: str
+    event_time: str
+    partition: str | None
+    topic: str | None
+    key: str | None
+    offset: str | None
+    delay_ms: int
+    window_ms: int | None
