@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import monitor
+from streaming.log import LogRecord, PartitionedLog
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
+START_MS = 1_700_000_000_000  # event times of the generated logs start here
 
 
 def fixture(name: str) -> Any:
@@ -91,6 +93,24 @@ def records_read(log: Any, checkpoint: str) -> Iterator[tuple[int, int, Any, boo
             for _, record in log.read("telemetry", partition, start, end):
                 late = previous is not None and record.timestamp_ms <= previous[0]
                 yield batch_id, partition, record, late
+
+
+def skewed_log(log_dir: Path, spacing_ms: dict[int, int], records: int) -> Any:
+    """A partitioned log of topic 'telemetry': `records` records per partition, event time
+    advancing `spacing_ms[partition]` per record from START_MS, keys 'scooter-{partition}-{i}'.
+    Read at the same rate in records, the widest spacing drags the watermark ahead of the
+    others, as in a backfill."""
+    log = PartitionedLog(log_dir)
+    for partition, spacing in spacing_ms.items():
+        log.append(
+            "telemetry",
+            partition,
+            [
+                LogRecord(f"scooter-{partition}-{i}", "{}", START_MS + i * spacing)
+                for i in range(records)
+            ],
+        )
+    return log
 
 
 def expected_late(log: Any, checkpoint: str) -> dict[tuple[int, str], int]:

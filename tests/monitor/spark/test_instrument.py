@@ -19,12 +19,10 @@ import sqlalchemy.orm as so
 import monitor
 from monitor.spark.instrument import instrument
 from monitor.store.models import Batch, PartitionEventTime
-from streaming.log import LogRecord, PartitionedLog
-from tests.helpers import ROOT, expected_late, read_by_spark, unique_name
+from tests.helpers import ROOT, START_MS, expected_late, read_by_spark, skewed_log, unique_name
 
 pytestmark = pytest.mark.spark
 WAIT = 180
-START_MS = 1_700_000_000_000
 # Event time advances 1 s per record in partition 0, 0.5 s in 1 and 0.2 s in 2: read at the same
 # rate in records, partition 0 drags the watermark ahead of the slower ones, as in a backfill.
 SPACING_MS = {0: 1_000, 1: 500, 2: 200}
@@ -32,18 +30,8 @@ RECORDS = 300
 
 
 @pytest.fixture
-def skewed_log(log_dir):
-    log = PartitionedLog(log_dir)
-    for partition, spacing in SPACING_MS.items():
-        log.append(
-            "telemetry",
-            partition,
-            [
-                LogRecord(f"scooter-{partition}-{i}", "{}", START_MS + i * spacing)
-                for i in range(RECORDS)
-            ],
-        )
-    return log
+def skewed(log_dir):
+    return skewed_log(log_dir, SPACING_MS, RECORDS)
 
 
 def run(spark, log_dir, checkpoint, database_url, shape):
@@ -105,7 +93,7 @@ def deduplicated(checkpoint):
 
 
 def test_late_records_are_exact_behind_drop_duplicates(
-    spark, skewed_log, log_dir, checkpoint, database_url, engine
+    spark, skewed, log_dir, checkpoint, database_url, engine
 ):
     query, emitted = run(spark, log_dir, checkpoint, database_url, deduplicated(checkpoint))
     rows = stored(engine, query.id)
@@ -163,7 +151,7 @@ def measured(rows):
 
 
 def test_a_batch_replayed_after_a_restart_is_counted_once(
-    spark, skewed_log, log_dir, checkpoint, database_url, engine
+    spark, skewed, log_dir, checkpoint, database_url, engine
 ):
     first, _ = run(spark, log_dir, checkpoint, database_url, deduplicated(checkpoint))
     before = measured(stored(engine, first.id))
@@ -189,7 +177,7 @@ def test_a_batch_replayed_after_a_restart_is_counted_once(
 @pytest.mark.e2e
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_a_retried_task_is_counted_once(
-    skewed_log, log_dir, checkpoint, database_url, engine, tmp_path
+    skewed, log_dir, checkpoint, database_url, engine, tmp_path
 ):
     markers = tmp_path / "failed-attempts"
     markers.mkdir()
@@ -206,6 +194,6 @@ def test_a_retried_task_is_counted_once(
     failed = {int(name.split("-")[0]) for name in os.listdir(markers)}
     assert failed == batches_read - {0}, "every task of batch 1 on should have failed once"
     late = {key: row.late_records for key, row in rows.items() if row.late_records}
-    assert late == expected_late(skewed_log, checkpoint)
+    assert late == expected_late(skewed, checkpoint)
     assert sum(late.values()) == result["dropped"] > 0
     assert sum(row.records for row in rows.values()) == RECORDS * len(SPACING_MS)

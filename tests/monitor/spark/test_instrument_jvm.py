@@ -16,12 +16,10 @@ from monitor.collect.progress import parse_progress
 from monitor.config import load_settings
 from monitor.spark.instrument import chosen_operator, instrument
 from monitor.spark.operator_jvm import JVM_CLASS
-from streaming.log import LogRecord, PartitionedLog
-from tests.helpers import read_by_spark, unique_name
+from tests.helpers import read_by_spark, skewed_log, unique_name
 
 pytestmark = pytest.mark.spark
 WAIT = 120
-START_MS = 1_700_000_000_000
 # Partition 0 drags the watermark ahead (1 s per record), 1 and 2 fall behind it (0.5 s and
 # 0.2 s): many of their records are late, more than the samples kept per batch.
 SPACING_MS = {0: 1_000, 1: 500, 2: 200}
@@ -29,12 +27,8 @@ RECORDS = 120
 
 
 @pytest.fixture
-def skewed_log(log_dir):
-    log = PartitionedLog(log_dir)
-    for partition, spacing in SPACING_MS.items():
-        times = [START_MS + i * spacing for i in range(RECORDS)]
-        log.append("telemetry", partition, [LogRecord(f"k-{t % 7}-{t}", "{}", t) for t in times])
-    return log
+def skewed(log_dir):
+    return skewed_log(log_dir, SPACING_MS, RECORDS)
 
 
 def sub_millisecond(df):
@@ -103,7 +97,7 @@ def both(spark, log_dir, tmp_path, monkeypatch, shape, options, window=None):
 
 @pytest.mark.parametrize("name", list(SHAPES))
 def test_jvm_and_python_operators_measure_the_same(
-    spark, skewed_log, log_dir, tmp_path, monkeypatch, name
+    spark, skewed, log_dir, tmp_path, monkeypatch, name
 ):
     shape, options = SHAPES[name]
     (jvm_query, jvm), (python_query, python) = both(
@@ -120,7 +114,7 @@ def test_jvm_and_python_operators_measure_the_same(
 
 
 def test_jvm_and_python_operators_agree_behind_a_window_aggregation(
-    spark, skewed_log, log_dir, tmp_path, monkeypatch
+    spark, skewed, log_dir, tmp_path, monkeypatch
 ):
     (_, jvm), (_, python) = both(
         spark, log_dir, tmp_path, monkeypatch, lambda df: df, {}, window="5 seconds"
@@ -129,9 +123,7 @@ def test_jvm_and_python_operators_agree_behind_a_window_aggregation(
     assert any(times.late_records for times in jvm.values())
 
 
-def test_jvm_late_records_are_those_spark_dropped(
-    spark, skewed_log, log_dir, checkpoint, monkeypatch
-):
+def test_jvm_late_records_are_those_spark_dropped(spark, skewed, log_dir, checkpoint, monkeypatch):
     """Behind dropDuplicates on (timestamp, partition), unique per record, Spark drops a record
     only as late: what a batch read from a partition less what it kept is what it dropped."""
     query, figures = run(spark, log_dir, checkpoint, monkeypatch, "jvm", sub_millisecond, {})

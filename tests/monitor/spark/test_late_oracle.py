@@ -16,13 +16,11 @@ from pyspark.sql import functions as F
 
 import monitor
 from monitor.store.models import PartitionEventTime
-from streaming.log import LogRecord, PartitionedLog
-from tests.helpers import unique_name
+from tests.helpers import skewed_log, unique_name
 
 pytestmark = pytest.mark.spark
 WAIT = 120
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-START_MS = 1_700_000_000_000
 # Event time advances 2 s per record in partition 0, 0.8 s in 1 and 0.25 s in 2. Read at the
 # same rate in records, partition 0 drags the watermark ahead and the other two fall behind it:
 # their later records arrive in windows the watermark has passed, some of them half kept. Some
@@ -35,11 +33,7 @@ DELAY = WINDOW = "5 seconds"
 
 @pytest.fixture
 def log(log_dir):
-    log = PartitionedLog(log_dir)
-    for partition, spacing in SPACING_MS.items():
-        times = [START_MS + i * spacing for i in range(RECORDS)]
-        log.append("telemetry", partition, [LogRecord(f"s-{t}", "{}", t) for t in times])
-    return log
+    return skewed_log(log_dir, SPACING_MS, RECORDS)
 
 
 def counts_per_window(df):
