@@ -9,8 +9,6 @@ calls it on the bus thread as it calls any listener. The times are its own
 
 from __future__ import annotations
 
-import os
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -33,22 +31,10 @@ class BusTimes:
 
 
 def spark_session() -> Any:
-    """A local SparkSession (2 cores) with the listener's jar on its class path."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
+    """A local SparkSession with the listener's jar on its class path."""
+    from streaming.demo import spark_session as session
 
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("wmon-bench-jvm-listener")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.jars", str(built_jar()))
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    return session("wmon-bench-jvm-listener", 2, {"spark.jars": str(built_jar())})
 
 
 def dedup_query(spark: Any, checkpoint: Path) -> Any:
