@@ -65,6 +65,7 @@ class DemoOptions:
     host: str = "127.0.0.1"
     port: int = 5000
     database_url: str | None = None
+    jar: Path | None = None  # wmon-spark.jar: the instrumented operator measures in the JVM
 
     def __post_init__(self) -> None:
         unknown = [name for name in self.scenarios if name not in SCENARIOS]
@@ -80,7 +81,7 @@ def run_demo(options: DemoOptions, serve: Callable[[DemoOptions], Dashboard]) ->
     server = serve(options)
     stop = threading.Event()
     sources = _start_players(PartitionedLog(workdir / "log"), stop, options)
-    spark = _start_spark()
+    spark = _start_spark(options.jar)
     handle = _attach_monitor(spark, options)
     queries: list[Any] = []
     try:
@@ -99,13 +100,15 @@ def _start_players(
     return {name: _start_player(log, name, stop, options) for name in options.scenarios}
 
 
-def _start_spark() -> Any:
-    """The demo's SparkSession, with the state store that transformWithState needs."""
+def _start_spark(jar: Path | None) -> Any:
+    """The demo's SparkSession, with the state store that transformWithState needs and, if
+    given, wmon-spark.jar on its class path."""
     from streaming.scooters import ROCKSDB_PROVIDER
 
-    print("demo: starting Spark...", flush=True)
+    where = "in the JVM, with wmon-spark.jar" if jar else "in Python (no wmon-spark.jar)"
+    print(f"demo: starting Spark; the instrumented operator measures {where}...", flush=True)
     # Two cores run four stateful queries: fewer state partitions, fewer tasks per batch.
-    spark = spark_session(shuffle_partitions=2)
+    spark = spark_session(shuffle_partitions=2, config={"spark.jars": str(jar)} if jar else None)
     spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
     return spark
 

@@ -63,6 +63,9 @@ def generate(args: argparse.Namespace) -> None:
 def demo(args: argparse.Namespace) -> None:
     """Play the scenarios into the monitored scooter pipeline and serve the dashboard."""
     from streaming.demo import DemoError, DemoOptions, run_demo
+    from wmon.submit import listener_jar
+
+    jar = listener_jar()
 
     try:
         run_demo(
@@ -79,6 +82,7 @@ def demo(args: argparse.Namespace) -> None:
                 host=args.host,
                 port=args.port,
                 database_url=args.database_url,
+                jar=jar if jar.is_file() else None,
             ),
             DemoDashboard.serve,
         )

@@ -70,6 +70,8 @@ def test_the_demo_plays_scenarios_into_monitored_queries_with_the_dashboard(tmp_
         if demo.poll() is None:
             demo.kill()
     assert any(line.startswith("demo: stopping") for line in lines), lines
+    # `make setup` built wmon-spark.jar: the demo's operator measures in the JVM.
+    assert any("operator measures in the JVM" in line for line in lines), lines
     assert "[Stage " not in errors + "".join(lines), "Spark's console progress bars are off"
     theirs = [
         line for line in lines if line.strip() and not line.startswith(("demo:", "scooters_"))
