@@ -24,7 +24,7 @@ class Timeouts:
     stall_ms: int = 120_000
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Progress:
     """Where a partition (or a query's watermark) stands after a batch, and since when."""
 

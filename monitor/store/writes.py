@@ -63,6 +63,7 @@ def write_events(
     `also` writes what must be stored with them or not at all (where a log was read up to)."""
     with so.Session(engine) as session, session.begin():
         group = _Group(session, timeouts)
+        group.read_ahead(events)
         for event in events:
             record(event, group)
         group.insert_waiting()
@@ -94,11 +95,44 @@ class _Group:
         self.session, self.timeouts = session, timeouts
         self._waiting: dict[type[Base], list[Row]] = {table: [] for table in _INSERT_ORDER}
         self._latest: dict[str, _Latest] = {}
+        self._queries: dict[str, Query] = {}
+        self._runs: dict[str, Run] = {}
+
+    def read_ahead(self, events: Sequence[Event]) -> None:
+        """Read what the events will need in a few statements, not a few per event: the
+        query and run rows, and the latest state of each query that reports batches."""
+        queries = sorted({event.query_id for event in events})
+        runs = sorted({event.run_id for event in events})
+        batched = sorted({e.query_id for e in events if isinstance(e, BatchProgress)})
+        for chunk in _chunks(queries):
+            for query in self.session.scalars(sa.select(Query).where(Query.id.in_(chunk))):
+                self._queries[query.id] = query
+        for chunk in _chunks(runs):
+            for run in self.session.scalars(sa.select(Run).where(Run.run_id.in_(chunk))):
+                self._runs[run.run_id] = run
+        for chunk in _chunks([query for query in batched if query not in self._latest]):
+            self._latest |= _read_latest(self.session, chunk)
+
+    def query_row(self, query_id: str, run_id: str, at_ms: int) -> Query:
+        """The query's row, as read ahead, or a new one, active since `at_ms`."""
+        if query_id not in self._queries:
+            query = Query(id=query_id, run_id=run_id, status=ACTIVE, updated_at_ms=at_ms)
+            self.session.add(query)
+            self._queries[query_id] = query
+        return self._queries[query_id]
+
+    def run_row(self, query_id: str, run_id: str) -> Run:
+        """The run's row, as read ahead, or a new one."""
+        if run_id not in self._runs:
+            run = Run(run_id=run_id, query_id=query_id)
+            self.session.add(run)
+            self._runs[run_id] = run
+        return self._runs[run_id]
 
     def latest(self, query_id: str) -> _Latest:
         """The query's latest state, from the store the first time it is asked for."""
         if query_id not in self._latest:
-            self._latest[query_id] = _read_latest(self.session, query_id)
+            self._latest |= _read_latest(self.session, [query_id])
         return self._latest[query_id]
 
     def supersede(self, query_id: str, batch_id: int) -> _Latest:
@@ -109,7 +143,7 @@ class _Group:
             self.session.execute(
                 sa.delete(table).where(table.query_id == query_id, table.batch_id >= batch_id)
             )
-        self._latest[query_id] = _read_latest(self.session, query_id)
+        self._latest |= _read_latest(self.session, [query_id])
         return self._latest[query_id]
 
     def add(self, rows: dict[type[Base], list[Row]]) -> None:
@@ -136,45 +170,52 @@ class _Group:
             self._waiting[model] = []
 
 
-def _read_latest(session: so.Session, query_id: str) -> _Latest:
-    """A query's latest state as stored."""
-    batches, partitions = Batch.__table__, Partition.__table__
-    batch = (
-        session.execute(
-            sa.select(batches)
-            .where(batches.c.query_id == query_id)
-            .order_by(batches.c.batch_id.desc())
-            .limit(1)
-        )
-        .mappings()
-        .first()
-    )
-    if batch is None:
-        return _Latest(None, {}, {})
-    found = session.execute(
-        sa.select(partitions).where(
-            partitions.c.query_id == query_id, partitions.c.batch_id == batch["batch_id"]
-        )
-    ).mappings()
-    return _Latest(
-        dict(batch),
-        {(row["source_index"], row["partition"]): dict(row) for row in found},
-        _read_event_times(session, query_id),
-    )
+def _chunks(keys: list[str], size: int = 500) -> list[list[str]]:
+    """`keys` in lists short enough for one `IN (...)` on every store."""
+    return [keys[start : start + size] for start in range(0, len(keys), size)]
 
 
-def _read_event_times(session: so.Session, query_id: str) -> dict[str, Row]:
-    """The event-time rows of the query's newest batch that has any: every partition seen."""
-    times = PartitionEventTime.__table__
+def _read_latest(session: so.Session, query_ids: list[str]) -> dict[str, _Latest]:
+    """The latest state of each query, as stored: three statements for all of them."""
+    batches, partitions, times = Batch.__table__, Partition.__table__, PartitionEventTime.__table__
+    newest_batch = _newest(batches, query_ids)
+    newest_times = _newest(times, query_ids)
+    latest = {query_id: _Latest(None, {}, {}) for query_id in query_ids}
+    for batch in _rows(session, batches, newest_batch):
+        latest[batch["query_id"]] = _Latest(batch, {}, {})
+    for row in _rows(session, partitions, newest_batch):
+        latest[row["query_id"]].partitions[(row["source_index"], row["partition"])] = row
+    for row in _rows(session, times, newest_times):
+        latest[row["query_id"]].event_times[row["partition"]] = row
+    return latest
+
+
+def _newest(table: sa.FromClause, query_ids: list[str]) -> sa.Subquery:
+    """Each of the queries with its newest batch id in `table`: a look-up of the index on
+    (query_id, batch_id) per query, however many batches are stored."""
+    queries = Query.__table__
     newest = (
-        sa.select(sa.func.max(times.c.batch_id))
-        .where(times.c.query_id == query_id)
+        sa.select(sa.func.max(table.c.batch_id))
+        .where(table.c.query_id == queries.c.id)
         .scalar_subquery()
     )
+    return (
+        sa.select(queries.c.id.label("query_id"), newest.label("batch_id"))
+        .where(queries.c.id.in_(query_ids))
+        .subquery()
+    )
+
+
+def _rows(session: so.Session, table: sa.FromClause, newest: sa.Subquery) -> list[Row]:
+    """The rows of `table` in the newest batches, as column dicts."""
     found = session.execute(
-        sa.select(times).where(times.c.query_id == query_id, times.c.batch_id == newest)
-    ).mappings()
-    return {row["partition"]: dict(row) for row in found}
+        sa.select(table).join(
+            newest,
+            sa.and_(table.c.query_id == newest.c.query_id, table.c.batch_id == newest.c.batch_id),
+        )
+    )
+    names = list(found.keys())
+    return [dict(zip(names, row, strict=True)) for row in found]
 
 
 # Inserted in this order, after the query and run rows they refer to.
@@ -187,61 +228,41 @@ def record(event: object, group: _Group) -> None:
     raise TypeError(f"not a monitor event: {type(event).__name__}")
 
 
-def _query_row(session: so.Session, query_id: str, run_id: str, at_ms: int) -> Query:
-    query = session.get(Query, query_id)
-    if query is None:
-        query = Query(id=query_id, run_id=run_id, status=ACTIVE, updated_at_ms=at_ms)
-        session.add(query)
-    return query
-
-
-def _run_row(session: so.Session, query_id: str, run_id: str) -> Run:
-    run = session.get(Run, run_id)
-    if run is None:
-        run = Run(run_id=run_id, query_id=query_id)
-        session.add(run)
-    return run
-
-
 @record.register
 def _started(event: QueryStarted, group: _Group) -> None:
-    session = group.session
-    query = _query_row(session, event.query_id, event.run_id, event.timestamp_ms)
+    query = group.query_row(event.query_id, event.run_id, event.timestamp_ms)
     query.name, query.run_id, query.status = event.name, event.run_id, ACTIVE
     query.started_at_ms = query.updated_at_ms = event.timestamp_ms
     query.terminated_at_ms = query.exception = query.error_class = None
-    run = _run_row(session, event.query_id, event.run_id)
+    run = group.run_row(event.query_id, event.run_id)
     run.name, run.started_at_ms = event.name, event.timestamp_ms
 
 
 @record.register
 def _idle(event: QueryIdle, group: _Group) -> None:
-    session = group.session
-    query = _query_row(session, event.query_id, event.run_id, event.timestamp_ms)
+    query = group.query_row(event.query_id, event.run_id, event.timestamp_ms)
     if query.run_id == event.run_id and query.status == ACTIVE:
         query.status = IDLE
     query.updated_at_ms = max(query.updated_at_ms, event.timestamp_ms)
-    _run_row(session, event.query_id, event.run_id).last_idle_at_ms = event.timestamp_ms
+    group.run_row(event.query_id, event.run_id).last_idle_at_ms = event.timestamp_ms
 
 
 @record.register
 def _terminated(event: QueryTerminated, group: _Group) -> None:
-    session = group.session
-    query = _query_row(session, event.query_id, event.run_id, event.timestamp_ms)
+    query = group.query_row(event.query_id, event.run_id, event.timestamp_ms)
     if query.run_id == event.run_id:
         query.status = FAILED if event.exception else TERMINATED
         query.terminated_at_ms = query.updated_at_ms = event.timestamp_ms
         query.exception, query.error_class = event.exception, event.error_class
-    run = _run_row(session, event.query_id, event.run_id)
+    run = group.run_row(event.query_id, event.run_id)
     run.terminated_at_ms = event.timestamp_ms
     run.exception, run.error_class = event.exception, event.error_class
 
 
 @record.register
 def _batch(event: BatchProgress, group: _Group) -> None:
-    session = group.session
-    query = _query_row(session, event.query_id, event.run_id, event.batch_time_ms)
-    run = _run_row(session, event.query_id, event.run_id)
+    query = group.query_row(event.query_id, event.run_id, event.batch_time_ms)
+    run = group.run_row(event.query_id, event.run_id)
     run.name = event.name
     if run.terminated_at_ms is None:
         query.run_id, query.status, query.name = event.run_id, ACTIVE, event.name
@@ -359,7 +380,7 @@ def _later(a: int | None, b: int | None) -> int | None:
 
 @record.register
 def _timers(event: TimerSnapshot, group: _Group) -> None:
-    _query_row(group.session, event.query_id, event.run_id, event.taken_at_ms)
+    group.query_row(event.query_id, event.run_id, event.taken_at_ms)
     fields = dataclasses.asdict(event)
     del fields["run_id"]
     group.add({TimerSnapshotRow: [fields]})

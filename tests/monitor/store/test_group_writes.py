@@ -131,3 +131,20 @@ def test_a_group_reads_each_query_once_however_many_batches_it_holds(engine):
     write_events(engine, [progress(A, "a1", n, T0 + n * MINUTE) for n in range(50)])
     reads = [text for text in statements if text.lstrip().upper().startswith("SELECT")]
     assert len(reads) <= 6, reads
+
+
+def test_a_group_reads_the_state_of_all_its_queries_together(engine):
+    """A fleet's group holds one batch of each of many queries: their query and run rows and
+    latest state are read in a few statements for all of them, not a few per query."""
+    queries = [f"{n:08d}-0000-0000-0000-000000000000" for n in range(30)]
+    runs = {query: query.replace("-0000-", "-1111-", 1) for query in queries}
+    write_events(engine, [progress(query, runs[query], 0, T0) for query in queries])
+    statements = []
+    sa.event.listen(engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
+    write_events(engine, [progress(query, runs[query], 1, T0 + MINUTE) for query in queries])
+    reads = [text for text in statements if text.lstrip().upper().startswith("SELECT")]
+    assert len(reads) <= 6, reads
+    stored = stored_rows(engine, queries[7], tables=("batches", "partitions"))
+    assert [row["batch_id"] for row in stored["batches"]] == [0, 1]
+    # Partition 2 stalls from batch 2 on; until then every partition advanced in each batch.
+    assert [row["last_advance_ms"] for row in stored["partitions"]] == [T0] * 4 + [T0 + MINUTE] * 4
