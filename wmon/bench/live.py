@@ -1,8 +1,9 @@
 """`wmon bench`, live: how long a stored batch takes to reach 100 connected browsers.
 
 `wmon serve` runs in a process of its own on a fresh store. The clients, real Socket.IO
-clients, are spread over a few processes (one interpreter would queue their receipts behind
-each other) and subscribe to one query's room. This process is the writer: it stores one batch
+clients, are spread over a few processes, each running its share on one asyncio event loop
+(a thread per client would spend the machine's cores switching between them), and subscribe
+to one query's room. This process is the writer: it stores one batch
 of 64 partitions a second through the real write path and notes when each was committed.
 A delivery's latency is the time it arrived at a client minus the time its batch was committed.
 """
@@ -10,6 +11,7 @@ A delivery's latency is the time it arrived at a client minus the time its batch
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import multiprocessing
 import socket
@@ -110,21 +112,25 @@ def _answers(port: int) -> bool:
 
 
 def clients(url: str, count: int, ready: Any, stop: EventType, results: Any) -> None:
-    """In a process of its own: `count` clients subscribed to the query; what each received,
-    once `stop` is set. The process is ended from outside."""
+    """In a process of its own: `count` clients subscribed to the query, on one event loop;
+    what each received, once `stop` is set. The process is ended from outside."""
+    results.put(json.dumps(asyncio.run(_subscribed(url, count, ready, stop))))
+
+
+async def _subscribed(url: str, count: int, ready: Any, stop: EventType) -> list[Arrivals]:
     import socketio
 
     received: list[Arrivals] = []
     for _ in range(count):
         arrivals: Arrivals = []
-        client = socketio.Client(reconnection=False)
+        client = socketio.AsyncClient(reconnection=False)
         client.on("batch", lambda data, into=arrivals: into.append((_batch_id(data), time.time())))
-        client.connect(url, wait_timeout=30)
-        client.call("subscribe", {"query": QUERY, "after_batch": None}, timeout=30)
+        await client.connect(url, wait_timeout=30)
+        await client.call("subscribe", {"query": QUERY, "after_batch": None}, timeout=30)
         received.append(arrivals)
     ready.put(count)
-    stop.wait()
-    results.put(json.dumps(received))
+    await asyncio.to_thread(stop.wait)
+    return received
 
 
 def _batch_id(data: dict[str, Any]) -> int:
