@@ -113,11 +113,12 @@ def _answers(port: int) -> bool:
 
 def clients(url: str, count: int, ready: Any, stop: EventType, results: Any) -> None:
     """In a process of its own: `count` clients subscribed to the query, on one event loop;
-    what each received, once `stop` is set. The process is ended from outside."""
-    results.put(json.dumps(asyncio.run(_subscribed(url, count, ready, stop))))
+    what each received, once `stop` is set. The process is ended from outside, connected:
+    leaving the loop would close every client's session on the way out."""
+    asyncio.run(_subscribed(url, count, ready, stop, results))
 
 
-async def _subscribed(url: str, count: int, ready: Any, stop: EventType) -> list[Arrivals]:
+async def _subscribed(url: str, count: int, ready: Any, stop: EventType, results: Any) -> None:
     import socketio
 
     received: list[Arrivals] = []
@@ -130,7 +131,8 @@ async def _subscribed(url: str, count: int, ready: Any, stop: EventType) -> list
         received.append(arrivals)
     ready.put(count)
     await asyncio.to_thread(stop.wait)
-    return received
+    results.put(json.dumps(received))
+    await asyncio.Event().wait()
 
 
 def _batch_id(data: dict[str, Any]) -> int:
