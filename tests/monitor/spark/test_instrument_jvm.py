@@ -47,6 +47,8 @@ SHAPES = {
         {},
     ),
     "input-split": (lambda df: df, {"partition": None}),
+    # Each partition's rows spread over three tasks: their buffers merge on the driver.
+    "shared-partitions": (lambda df: sub_millisecond(df).repartition(3), {}),
     "no-key-or-offset": (lambda df: df.drop("key", "offset"), {}),
 }
 
@@ -87,6 +89,17 @@ def run(spark, log_dir, checkpoint, monkeypatch, operator, shape, options, windo
     return query, figures
 
 
+def measured_by_several_tasks(query):
+    """Whether some batch measured a partition in more than one task, as the Python
+    operator's observed metric (one entry a task) shows."""
+    for progress in query.recentProgress:
+        tasks = json.loads(progress.json)["observedMetrics"]["wmon"]["tasks"]
+        names = [name for task in tasks for name in json.loads(task)["partitions"]]
+        if len(names) > len(set(names)):
+            return True
+    return False
+
+
 def both(spark, log_dir, tmp_path, monkeypatch, shape, options, window=None):
     """The figures measured in the JVM and in Python, over the same batches."""
     return [
@@ -107,6 +120,7 @@ def test_jvm_and_python_operators_measure_the_same(
     assert read_by_spark(jvm_query) == read_by_spark(python_query)
     late = [times for times in jvm.values() if times.late_records]
     assert late and sum(t.records for t in jvm.values()) == RECORDS * len(SPACING_MS)
+    assert measured_by_several_tasks(python_query) == (name == "shared-partitions")
     if name == "no-key-or-offset":
         assert all(s[0] is None and s[2] is None for t in late for s in t.late_samples)
     else:
