@@ -163,19 +163,21 @@ class Watcher:
         return list(found.values())
 
     def _push_batches(self, session: so.Session, ids: Sequence[int]) -> set[str]:
-        if not ids:
-            return set()
-        rows = session.scalars(sa.select(Batch).where(Batch.id.in_(ids)).order_by(Batch.id))
+        """Push the new batches to their rooms; the queries they belong to. A fleet's other
+        queries' batches are not read: only those of the rooms someone is in."""
+        queries = {key: self._batches.reported(key)[0] for key in ids}
+        heard = [key for key in ids if self._heard(room(queries[key]))]
+        if not heard:
+            return set(queries.values())
+        rows = session.scalars(sa.select(Batch).where(Batch.id.in_(heard)).order_by(Batch.id))
         by_query: dict[str, list[Batch]] = {}
         for batch in rows:
             by_query.setdefault(batch.query_id, []).append(batch)
         for query_id, batches in by_query.items():
-            if not self._heard(room(query_id)):
-                continue  # a fleet's other queries: read only for the rooms someone is in
             for batch, payload in zip(batches, batch_events(session, batches), strict=True):
                 key = (batch.id, self._batches.fingerprint(batch))
                 self._emit("batch", payload, [room(query_id)], key)
-        return set(by_query)
+        return set(queries.values())
 
     def _push_timers(self, session: so.Session, ids: Sequence[int]) -> set[str]:
         if not ids:
@@ -193,15 +195,18 @@ class Watcher:
         return queries
 
     def _push_summaries(self, session: so.Session, changed: set[str]) -> None:
+        """Push the changed queries' summaries (every query's, now and then) to the overview
+        and to each query's room, reading only those someone is there to receive."""
+        overview_heard = self._heard(OVERVIEW_ROOM)
         full = time.monotonic() - self._last_full >= self.app.config["OVERVIEW_REFRESH_S"]
         if full:
             self._last_full = time.monotonic()
             queries = list_queries(session)
-        elif changed:
-            queries = session.scalars(sa.select(Query).where(Query.id.in_(changed))).all()
         else:
-            return
-        overview_heard = self._heard(OVERVIEW_ROOM)
+            wanted = [q for q in changed if overview_heard or self._heard(room(q))]
+            if not wanted:
+                return
+            queries = session.scalars(sa.select(Query).where(Query.id.in_(wanted))).all()
         if not overview_heard:
             queries = [query for query in queries if self._heard(room(query.id))]
         if not queries:

@@ -37,6 +37,7 @@ class RowWatch:
         self._floor: int | None = None
         self._primed = False
         self._looked: tuple[dict[Any, Fingerprint], int | None] | None = None
+        self._reported: dict[Any, Fingerprint] = {}
 
     @property
     def primed(self) -> bool:
@@ -58,12 +59,16 @@ class RowWatch:
             self.prime(session)
             return []
         rows = self._read(session)
-        changed = [key for key, content in rows if self._known.get(key) != content]
+        self._reported = {key: content for key, content in rows if self._known.get(key) != content}
         floor = self._floor
         if self._keep is not None and rows:
             floor = max(floor or 0, rows[-1][0] - self._keep)
         self._looked = ({k: v for k, v in rows if floor is None or k > floor}, floor)
-        return changed
+        return list(self._reported)
+
+    def reported(self, key: Any) -> Fingerprint:
+        """The content of a row the last look reported, as read then."""
+        return self._reported[key]
 
     def accept(self) -> None:
         """Count the last look as handled: its rows are seen from now on."""
@@ -88,7 +93,8 @@ class RowWatch:
 
 
 def batch_watch(keep: int = KEEP_ROWS) -> RowWatch:
-    """Watch new and replayed batches (a replay rewrites the run, time and figures)."""
+    """Watch new and replayed batches (a replay rewrites the run, time and figures); a
+    batch's content starts with its query's id."""
     columns = (
         Batch.query_id,
         Batch.batch_id,

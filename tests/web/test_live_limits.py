@@ -9,6 +9,7 @@ from collections import Counter
 
 import pytest
 import socketio
+import sqlalchemy as sa
 from werkzeug.serving import make_server
 
 from monitor.numbers import INT64_MAX, INT64_MIN
@@ -244,7 +245,7 @@ def peak_threads(until):
 
 @pytest.mark.parametrize("app_config", [UNLIMITED], indirect=True, ids=["unlimited"])
 def test_the_threads_a_client_costs_are_bounded_however_much_it_sends(stored, server):
-    clients, flood_each = 20, 50
+    clients, flood_each = 20, 20
     spawn = multiprocessing.get_context("spawn")
     ready, go, done = spawn.Event(), spawn.Event(), spawn.Queue()
     before = threading.active_count()
@@ -405,3 +406,38 @@ def test_a_request_that_fails_is_answered_and_joins_nothing(app, engine, browser
         "caught_up": 2,
         "complete": True,
     }
+
+
+def test_a_look_reads_batches_and_summaries_only_for_the_rooms_someone_is_in(app, engine, browsers):
+    """A fleet's store: a look finds every query's new batches, and reads the rows of only
+    those someone is subscribed to, however many others changed."""
+    for query_id in QUERIES:
+        store(engine, query_id, [0])
+    browser = browsers()
+    watcher = live.watcher(app)
+    watcher.stop()  # this test makes the looks itself
+    watcher.look()
+    browser.subscribe("q1")
+    for query_id in QUERIES:
+        store(engine, query_id, [1])
+    with engine.connect() as connection:
+        q1_row = connection.scalar(
+            sa.text("SELECT id FROM batches WHERE query_id = 'q1' AND batch_id = 1")
+        )
+    reads = []
+
+    def read(connection, cursor, statement, parameters, *rest):
+        values = parameters.values() if isinstance(parameters, dict) else parameters
+        words = " ".join(statement.split())
+        for table in ("batches", "queries"):
+            if f"FROM {table} WHERE {table}.id IN" in words:
+                reads.append((table, set(values)))
+
+    sa.event.listen(db.engine(app), "before_cursor_execute", read)
+    try:
+        watcher.look()
+    finally:
+        sa.event.remove(db.engine(app), "before_cursor_execute", read)
+
+    assert reads == [("batches", {q1_row}), ("queries", {"q1"})]
+    wait_until(lambda: browser.batch_ids() == [1], WAIT_S, "q1's batch 1")
