@@ -4,9 +4,10 @@ A batch id at or below ones already stored means the query was restarted from a 
 the stored batches from that id on are superseded by the checkpoint's lineage and replaced, and
 what the new batch starts before the newest of them is marked rewound.
 
-Events are written set-based, a group in one transaction: each query's latest state is read
-once per group and carried from batch to batch in memory, health is derived in Python, and the
-group's rows are inserted with one multi-row statement per table.
+Events are written set-based, a group in one transaction: the query and run rows and each
+query's latest state are read for the whole group at once and carried from batch to batch in
+memory, health is derived in Python, and the group's rows are inserted with one multi-row
+statement per table.
 """
 
 from __future__ import annotations
