@@ -61,6 +61,13 @@ def register(commands: Any) -> None:
         "(default 4000000; 0 skips)",
     )
     parser.add_argument(
+        "--operator-rounds",
+        type=whole_number(1, 100),
+        default=5,
+        help="runs of each pipeline, plain and with each operator, alternating; the best of "
+        "each counts (default 5)",
+    )
+    parser.add_argument(
         "--prune-hours",
         type=whole_number(0, 24 * 365),
         default=1,

@@ -35,17 +35,19 @@ def operator_figures(args: Any) -> None:
         print(
             f"instrumented operator on a JVM-only pipeline (parquet, {FILES} files, "
             f"{PARTITIONS} partitions → watermark → dropDuplicates → noop), "
-            f"{args.operator_rows:,} rows, best of 3 runs each:",
+            f"{args.operator_rows:,} rows, best of {args.operator_rounds} runs each:",
             flush=True,
         )
-        _report(args.operator_rows, jvm_only_throughputs(args.operator_rows))
+        throughputs = jvm_only_throughputs(args.operator_rows, args.operator_rounds)
+        _report(args.operator_rows, throughputs)
     if args.overhead_records > 0:
         print(
             f"instrumented operator on the scooter pipeline, {args.overhead_records:,} records, "
-            "best of 3 runs each:",
+            f"best of {args.operator_rounds} runs each:",
             flush=True,
         )
-        _report(args.overhead_records, scooter_throughputs(args.overhead_records))
+        throughputs = scooter_throughputs(args.overhead_records, args.operator_rounds)
+        _report(args.overhead_records, throughputs)
 
 
 def _report(rows: int, throughput: dict[str, float]) -> None:
@@ -85,7 +87,7 @@ def operator_setting(variant: str) -> Iterator[None]:
 
 
 def best_throughputs(
-    spark: Any, rows: int, run: Callable[[str, str], Any], work: Path, rounds: int = 3
+    spark: Any, rows: int, run: Callable[[str, str], Any], work: Path, rounds: int
 ) -> dict[str, float]:
     """Rows/s of each variant: `run(variant, checkpoint)` starts a query, best of `rounds`.
 
@@ -123,7 +125,7 @@ def write_rows(spark: Any, path: Path, rows: int) -> None:
     )
 
 
-def jvm_only_throughputs(rows: int) -> dict[str, float]:
+def jvm_only_throughputs(rows: int, rounds: int) -> dict[str, float]:
     """The JVM-only pipeline: parquet → (operator) → watermark → dropDuplicates → noop."""
     from monitor.spark.instrument import instrument
 
@@ -151,12 +153,12 @@ def jvm_only_throughputs(rows: int) -> dict[str, float]:
         )
 
     try:
-        return best_throughputs(spark, rows, run, work)
+        return best_throughputs(spark, rows, run, work, rounds)
     finally:
         spark.stop()
 
 
-def scooter_throughputs(records: int) -> dict[str, float]:
+def scooter_throughputs(records: int, rounds: int) -> dict[str, float]:
     """The scooter pipeline (buffered offline detection) over `records` records."""
     from streaming.generator import generate
     from streaming.log import PartitionedLog
@@ -185,6 +187,6 @@ def scooter_throughputs(records: int) -> dict[str, float]:
         )
 
     try:
-        return best_throughputs(spark, records, run, work)
+        return best_throughputs(spark, records, run, work, rounds)
     finally:
         spark.stop()
