@@ -1,4 +1,4 @@
-"""The instrumented operator in the JVM: aggregates inside `observe`, from wmon-spark.jar.
+"""The instrumented operator in the JVM: an aggregate inside `observe`, from wmon-spark.jar.
 
 `wmon.spark.operator.Instrument` (jvm/src/wmon/spark/operator/) measures the same figures as
 the Python operator and hands the listener the same JSON, at a fraction of the cost: no rows
@@ -30,7 +30,7 @@ def jvm_operator(spark: Any) -> Any | None:
 
 
 def measured_in_jvm(operator: Any, df: Any, measuring: Measuring) -> Any:
-    """`df` observed as OBSERVATION by the JVM operator's aggregates."""
+    """`df` observed as OBSERVATION by the JVM operator's aggregate."""
     from pyspark.sql import DataFrame
 
     observed = operator.observe(

@@ -50,6 +50,13 @@ SHAPES = {
     # Each partition's rows spread over three tasks: their buffers merge on the driver.
     "shared-partitions": (lambda df: sub_millisecond(df).repartition(3), {}),
     "no-key-or-offset": (lambda df: df.drop("key", "offset"), {}),
+    # Event times as epoch milliseconds in a long column; the partition a short.
+    "millisecond-times": (
+        lambda df: df.withColumn("ms", F.unix_millis("timestamp"))
+        .withColumn("partition", F.col("partition").cast("short"))
+        .drop("topic"),
+        {"event_time": "ms"},
+    ),
 }
 
 

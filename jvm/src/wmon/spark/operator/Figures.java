@@ -1,20 +1,27 @@
 package wmon.spark.operator;
 
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.StringWriter;
 import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.Objects;
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonGenerator;
+import org.apache.spark.unsafe.types.UTF8String;
 
 /**
  * The aggregation buffer: per partition, records, min/max event time, late records and the
  * late samples with the smallest (offset, event time, key). Partitions live in slots of flat
  * arrays, found by a number (an integral partition, the Spark input split) through an
- * open-addressing table, or by a name; adding a row allocates nothing. Serialized with Kryo,
- * once per task; the look-up tables are rebuilt after that.
+ * open-addressing table, or by a name; adding a row allocates nothing. Serialized once per
+ * task ({@link #toBytes}); the look-up tables are rebuilt after that.
  */
 public final class Figures {
     private static final JsonFactory JSON = new JsonFactory();
@@ -39,29 +46,41 @@ public final class Figures {
     private boolean[] sampleHasOffset = new boolean[0];
     private String[] sampleKeys = new String[0];
 
+    /** The Spark input split of the task that writes this buffer. */
+    private transient int inputSplit;
     private transient int[] codeTable;
     private transient Map<String, Integer> nameSlots;
     private transient long lastCode;
     private transient int lastSlot;
     private transient String lastName;
     private transient int lastNameSlot;
-
-    /** For Kryo. */
-    public Figures() {}
+    private transient UTF8String lastTopic;
+    private transient UTF8String lastText;
+    private transient long lastNumber;
+    private transient int lastPartsSlot = -1;
 
     Figures(int samplesPerPartition) {
         this.samplesPerPartition = samplesPerPartition;
     }
 
-    /** A buffer for the running task's batch, with the watermark its late rows are dropped at. */
-    static Figures forBatch(int samplesPerPartition, LateWatermarks.Batch current) {
+    /**
+     * A buffer for a task of the running batch, with the watermark its late rows are dropped at
+     * and the task's input split.
+     */
+    static Figures forTask(int samplesPerPartition, LateWatermarks.Batch current, int inputSplit) {
         Figures figures = new Figures(samplesPerPartition);
         figures.batch = current.id();
         if (current.watermarkMs() != null) {
             figures.hasLateWatermark = true;
             figures.lateWatermarkMs = current.watermarkMs();
         }
+        figures.inputSplit = inputSplit;
         return figures;
+    }
+
+    /** The Spark input split of the task that writes this buffer. */
+    int inputSplit() {
+        return inputSplit;
     }
 
     /** The late watermark of the buffer's batch, or the smallest long when it has none. */
@@ -114,6 +133,28 @@ public final class Figures {
         lastName = name;
         lastNameSlot = slot;
         return slot;
+    }
+
+    /**
+     * The slot of the partition a row names by {@code topic/partition}, or by {@code partition}
+     * when {@code topic} is null; the partition is {@code text}, or else {@code number} unless
+     * that is {@link RowField#NULL}. The name is made only when the parts are not the last
+     * row's: the rows of a task mostly come from one partition.
+     */
+    int slotOfParts(UTF8String topic, UTF8String text, long number) {
+        if (lastPartsSlot >= 0 && number == lastNumber && Objects.equals(text, lastText)
+                && Objects.equals(topic, lastTopic)) {
+            return lastPartsSlot;
+        }
+        String partition = text != null ? text.toString()
+                : number != RowField.NULL ? Long.toString(number) : null;
+        String name = partition == null ? "null"
+                : topic == null ? partition : topic + "/" + partition;
+        lastTopic = topic == null ? null : topic.clone();
+        lastText = text == null ? null : text.clone();
+        lastNumber = number;
+        lastPartsSlot = slotOfName(name);
+        return lastPartsSlot;
     }
 
     /** Count one record of the slot's partition, at {@code ms}, late or not. */
@@ -195,6 +236,91 @@ public final class Figures {
             }
         }
         return this;
+    }
+
+    /** The buffer as bytes, to leave its task; {@link #fromBytes} makes it again. */
+    byte[] toBytes() {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream(64 + 48 * size);
+        try (DataOutputStream out = new DataOutputStream(bytes)) {
+            out.writeLong(batch);
+            out.writeBoolean(hasLateWatermark);
+            out.writeLong(lateWatermarkMs);
+            out.writeInt(samplesPerPartition);
+            out.writeInt(size);
+            for (int slot = 0; slot < size; slot++) {
+                out.writeLong(codes[slot]);
+                writeText(out, names[slot]);
+                out.writeLong(records[slot]);
+                out.writeLong(minMs[slot]);
+                out.writeLong(maxMs[slot]);
+                out.writeLong(late[slot]);
+                out.writeInt(sampleCounts[slot]);
+                int first = slot * samplesPerPartition;
+                for (int i = first; i < first + sampleCounts[slot]; i++) {
+                    out.writeLong(sampleMs[i]);
+                    out.writeBoolean(sampleHasOffset[i]);
+                    out.writeLong(sampleOffsets[i]);
+                    writeText(out, sampleKeys[i]);
+                }
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return bytes.toByteArray();
+    }
+
+    /** A buffer made again from {@link #toBytes}. */
+    static Figures fromBytes(byte[] bytes) {
+        try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(bytes))) {
+            Figures figures = new Figures(0);
+            figures.batch = in.readLong();
+            figures.hasLateWatermark = in.readBoolean();
+            figures.lateWatermarkMs = in.readLong();
+            figures.samplesPerPartition = in.readInt();
+            int size = in.readInt();
+            figures.grow(size);
+            figures.size = size;
+            for (int slot = 0; slot < size; slot++) {
+                figures.codes[slot] = in.readLong();
+                figures.names[slot] = readText(in);
+                figures.records[slot] = in.readLong();
+                figures.minMs[slot] = in.readLong();
+                figures.maxMs[slot] = in.readLong();
+                figures.late[slot] = in.readLong();
+                figures.sampleCounts[slot] = in.readInt();
+                int first = slot * figures.samplesPerPartition;
+                for (int i = first; i < first + figures.sampleCounts[slot]; i++) {
+                    figures.sampleMs[i] = in.readLong();
+                    figures.sampleHasOffset[i] = in.readBoolean();
+                    figures.sampleOffsets[i] = in.readLong();
+                    figures.sampleKeys[i] = readText(in);
+                }
+            }
+            return figures;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** Text of any length as its UTF-8 bytes after their count, -1 for null. */
+    private static void writeText(DataOutputStream out, String text) throws IOException {
+        if (text == null) {
+            out.writeInt(-1);
+            return;
+        }
+        byte[] utf8 = text.getBytes(StandardCharsets.UTF_8);
+        out.writeInt(utf8.length);
+        out.write(utf8);
+    }
+
+    private static String readText(DataInputStream in) throws IOException {
+        int length = in.readInt();
+        if (length < 0) {
+            return null;
+        }
+        byte[] utf8 = new byte[length];
+        in.readFully(utf8);
+        return new String(utf8, StandardCharsets.UTF_8);
     }
 
     /** The figures as one task's JSON for the listener; null when no task wrote any. */
