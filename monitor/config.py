@@ -14,6 +14,8 @@ DEFAULT_IDLE_TIMEOUT_S = 60
 DEFAULT_STALL_TIMEOUT_S = 120
 DEFAULT_RETENTION_DAYS = 30
 DEFAULT_ALERT_INTERVAL_S = 10
+# How long an ended query's series stay in GET /metrics.
+DEFAULT_METRICS_KEEP_ENDED_S = 3600
 # Where `instrument()` measures: the JVM when the session has wmon-spark.jar, else Python.
 OPERATORS = ("auto", "jvm", "python")
 
@@ -42,6 +44,7 @@ class Settings:
     ingest_token: str | None = None
     allowed_hosts: tuple[str, ...] = ()
     operator: str = "auto"
+    metrics_keep_ended_s: int = DEFAULT_METRICS_KEEP_ENDED_S
 
 
 DAY_S = 86_400
@@ -90,4 +93,7 @@ def load_settings(environ: Mapping[str, str] = os.environ) -> Settings:
             if name.strip()
         ),
         operator=_operator(environ),
+        metrics_keep_ended_s=_whole_number(
+            environ, "WMON_METRICS_KEEP_ENDED", DEFAULT_METRICS_KEEP_ENDED_S, 0, 365 * DAY_S
+        ),
     )

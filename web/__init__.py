@@ -18,6 +18,7 @@ from web import (
     errors,
     evaluation,
     live,
+    metrics,
     pages,
     retention,
     sockets,
@@ -49,7 +50,9 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     collector refuses events), TIMEOUTS (idle and stall timeouts of the events the collector
     stores; default: WMON_IDLE_TIMEOUT, WMON_STALL_TIMEOUT), CLOCK (a function returning epoch
     milliseconds) and ALLOWED_HOSTS (the names besides IP addresses that requests and Socket.IO
-    origins may use; default: localhost, this machine's names and WMON_ALLOWED_HOSTS)."""
+    origins may use; default: localhost, this machine's names and WMON_ALLOWED_HOSTS) and
+    METRICS_KEEP_ENDED_S (how long an ended query stays in GET /metrics; default:
+    WMON_METRICS_KEEP_ENDED)."""
     app = Flask(__name__)
     settings = load_settings()
     app.config.from_mapping(
@@ -68,6 +71,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         CLOCK=now_ms,
         ALLOWED_HOSTS=allowed_hosts(settings.allowed_hosts),
         MAX_CONTENT_LENGTH=MAX_BODY_BYTES,
+        METRICS_KEEP_ENDED_S=settings.metrics_keep_ended_s,
     )
     app.config.update(config or {})
     app.url_map.converters["id"] = IdConverter
@@ -80,6 +84,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(api.bp)
     app.register_blueprint(alerts_api.bp)
     app.register_blueprint(collector.bp)
+    app.register_blueprint(metrics.bp)
     app.register_blueprint(pages.bp)
     app.register_blueprint(vendor.bp)
     sockets.init_app(app)

@@ -59,6 +59,22 @@ def find_query(session: so.Session, ref: str) -> Query:
     return query
 
 
+def newest_batches(table: sa.FromClause, query_ids: Sequence[str]) -> sa.Subquery:
+    """Each of the queries with its newest batch id in `table` (a table of per-batch rows):
+    a look-up of the index on (query_id, batch_id) per query, however many batches are
+    stored."""
+    newest = (
+        sa.select(sa.func.max(table.c.batch_id))
+        .where(table.c.query_id == Query.__table__.c.id)
+        .scalar_subquery()
+    )
+    return (
+        sa.select(Query.__table__.c.id.label("query_id"), newest.label("batch_id"))
+        .where(Query.__table__.c.id.in_(query_ids))
+        .subquery()
+    )
+
+
 def recent_batches(session: so.Session, query_id: str, limit: int) -> Sequence[Batch]:
     """The last `limit` batches of a query, oldest first."""
     newest = session.scalars(

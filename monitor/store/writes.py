@@ -47,6 +47,7 @@ from monitor.store.models import (
     TimerSnapshotRow,
 )
 from monitor.store.notify import announce
+from monitor.store.reads import newest_batches
 
 ACTIVE, IDLE, TERMINATED, FAILED = "active", "idle", "terminated", "failed"
 DEFAULT_TIMEOUTS = Timeouts()
@@ -179,8 +180,8 @@ def _chunks(keys: list[str], size: int = 500) -> list[list[str]]:
 def _read_latest(session: so.Session, query_ids: list[str]) -> dict[str, _Latest]:
     """The latest state of each query, as stored: three statements for all of them."""
     batches, partitions, times = Batch.__table__, Partition.__table__, PartitionEventTime.__table__
-    newest_batch = _newest(batches, query_ids)
-    newest_times = _newest(times, query_ids)
+    newest_batch = newest_batches(batches, query_ids)
+    newest_times = newest_batches(times, query_ids)
     latest = {query_id: _Latest(None, {}, {}) for query_id in query_ids}
     for batch in _rows(session, batches, newest_batch):
         latest[batch["query_id"]] = _Latest(batch, {}, {})
@@ -189,22 +190,6 @@ def _read_latest(session: so.Session, query_ids: list[str]) -> dict[str, _Latest
     for row in _rows(session, times, newest_times):
         latest[row["query_id"]].event_times[row["partition"]] = row
     return latest
-
-
-def _newest(table: sa.FromClause, query_ids: list[str]) -> sa.Subquery:
-    """Each of the queries with its newest batch id in `table`: a look-up of the index on
-    (query_id, batch_id) per query, however many batches are stored."""
-    queries = Query.__table__
-    newest = (
-        sa.select(sa.func.max(table.c.batch_id))
-        .where(table.c.query_id == queries.c.id)
-        .scalar_subquery()
-    )
-    return (
-        sa.select(queries.c.id.label("query_id"), newest.label("batch_id"))
-        .where(queries.c.id.in_(query_ids))
-        .subquery()
-    )
 
 
 def _rows(session: so.Session, table: sa.FromClause, newest: sa.Subquery) -> list[Row]:

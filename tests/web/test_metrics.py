@@ -1,0 +1,174 @@
+"""GET /metrics on real SQLite and PostgreSQL stores filled through the real write path, parsed
+with prometheus_client's own parser."""
+
+import pytest
+import sqlalchemy.orm as so
+from prometheus_client.parser import text_string_to_metric_families
+
+from monitor.events import QueryStarted, QueryTerminated, TimerSnapshot
+from monitor.store.models import AlertRow
+from monitor.store.writes import write_event, write_events
+from tests.web_events import batch_event
+from web import create_app, db, retention
+
+T0 = 1_795_316_400_000  # 2026-11-22T03:00:00Z
+NOW = T0 + 600_000
+KEEP_ENDED_S = 600
+
+
+@pytest.fixture
+def app_config():
+    return {"CLOCK": lambda: NOW, "TESTING": True, "METRICS_KEEP_ENDED_S": KEEP_ENDED_S}
+
+
+def samples(response):
+    """The exposition's samples as {(name, sorted labels): value}."""
+    text = response.get_data(as_text=True)
+    found = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            found[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return found
+
+
+def query(name, query_id):
+    return (("query", name), ("query_id", query_id))
+
+
+def partition(name, query_id, number):
+    return (("partition", str(number)), ("query", name), ("query_id", query_id), ("topic", "t"))
+
+
+def write_orders(engine):
+    """Query "orders": two runs, late records in both, the second run's batches continuing."""
+    write_events(
+        engine,
+        [
+            QueryStarted("q-orders", "run-1", "orders", T0),
+            batch_event(
+                "q-orders",
+                0,
+                NOW - 30_000,
+                name="orders",
+                watermark_ms=NOW - 60_000,
+                ends=(10, 20),
+                latests=(15, 20),
+                rate=50.0,
+                event_times={
+                    0: (10, NOW - 70_000, NOW - 40_000, 2),
+                    1: (20, NOW - 80, NOW - 50, 1),
+                },
+            ),
+            QueryTerminated("q-orders", "run-1", NOW - 25_000),
+            QueryStarted("q-orders", "run-2", "orders", NOW - 20_000),
+            batch_event(
+                "q-orders",
+                1,
+                NOW - 10_000,
+                name="orders",
+                run_id="run-2",
+                watermark_ms=NOW - 45_000,
+                starts=(10, 20),
+                ends=(30, 20),
+                latests=(37, 20),
+                rate=40.0,
+                event_times={0: (20, NOW - 60_000, NOW - 30_000, 3)},
+            ),
+            TimerSnapshot(
+                "q-orders", "run-2", NOW - 5_000, NOW - 45_000, 7, NOW + 60_000, 60_000, 1
+            ),
+        ],
+    )
+
+
+def test_metrics_export_the_latest_batch_partitions_and_timers(engine, client):
+    write_orders(engine)
+    response = client.get("/metrics")
+    assert response.status_code == 200
+    assert response.content_type.startswith("text/plain; version=")
+    found = samples(response)
+    orders = query("orders", "q-orders")
+    assert found[("wmon_query_watermark_seconds", orders)] == (NOW - 45_000) / 1000
+    assert found[("wmon_query_watermark_age_seconds", orders)] == 45.0
+    assert found[("wmon_query_last_batch_id", orders)] == 1
+    assert found[("wmon_query_last_batch_timestamp_seconds", orders)] == (NOW - 10_000) / 1000
+    assert found[("wmon_query_input_rows_per_second", orders)] == 40.0
+    assert found[("wmon_query_offset_lag", orders)] == 7  # 37 - 30 and 20 - 20
+    assert found[("wmon_query_status", (*orders, ("status", "active")))] == 1
+    assert found[("wmon_query_status", (*orders, ("status", "terminated")))] == 0
+    assert found[("wmon_query_pending_timers", orders)] == 7
+    assert (
+        found[("wmon_query_next_timer_expiry_timestamp_seconds", orders)] == (NOW + 60_000) / 1000
+    )
+    p0, p1 = partition("orders", "q-orders", 0), partition("orders", "q-orders", 1)
+    assert found[("wmon_partition_offset_lag", p0)] == 7
+    assert found[("wmon_partition_offset_lag", p1)] == 0
+    # W_p: the max event time so far minus the 10 s delay; p1 had no records in batch 1.
+    assert found[("wmon_partition_watermark_seconds", p0)] == (NOW - 30_000 - 10_000) / 1000
+    assert found[("wmon_partition_max_event_time_seconds", p1)] == (NOW - 50) / 1000
+    # Late records add up over both runs: a counter, monotonic across the restart.
+    assert found[("wmon_partition_late_records_total", p0)] == 5
+    assert found[("wmon_partition_late_records_total", p1)] == 1
+    assert found[("wmon_partition_idle", p0)] == 0
+    assert found[("wmon_store_up", ())] == 1
+    assert found[("wmon_exported_queries", ())] == 1
+
+
+def test_ended_queries_drop_out_after_the_keep_time(engine, client):
+    for query_id, ended_ms in (
+        ("q-recent", NOW - 60_000),
+        ("q-old", NOW - KEEP_ENDED_S * 1000 - 1),
+    ):
+        write_events(
+            engine,
+            [
+                QueryStarted(query_id, "run-1", query_id, T0),
+                batch_event(query_id, 0, ended_ms - 1_000, name=query_id, watermark_ms=T0),
+                QueryTerminated(query_id, "run-1", ended_ms, exception="boom"),
+            ],
+        )
+    found = samples(client.get("/metrics"))
+    assert found[("wmon_query_status", (*query("q-recent", "q-recent"), ("status", "failed")))] == 1
+    assert not [key for key in found if ("query_id", "q-old") in key[1]]
+    assert found[("wmon_exported_queries", ())] == 1
+
+
+def test_live_alerts_are_counted_by_rule_severity_and_state(engine, client):
+    write_event(engine, batch_event("q0", 0, NOW - 1_000, name="orders"))
+    with so.Session(engine) as session:
+        for partition_name, state in (("0", "firing"), ("1", "firing"), ("2", "pending")):
+            session.add(
+                AlertRow(
+                    rule="partition_stalled",
+                    query_id="q0",
+                    partition=partition_name,
+                    severity="critical",
+                    state=state,
+                    message="stalled",
+                    active_since_ms=NOW - 60_000,
+                )
+            )
+        session.commit()
+    found = samples(client.get("/metrics"))
+    labels = (("rule", "partition_stalled"), ("severity", "critical"))
+    assert found[("wmon_alerts", (*labels, ("state", "firing")))] == 2
+    assert found[("wmon_alerts", (*labels, ("state", "pending")))] == 1
+
+
+def test_a_store_that_cannot_be_read_is_a_503_with_the_monitor_s_own_series(tmp_path):
+    app = create_app({"DATABASE_URL": f"sqlite:///{tmp_path / 'missing.db'}", "TESTING": True})
+    try:
+        response = app.test_client().get("/metrics")
+    finally:
+        retention.pruner(app).stop()
+        db.dispose(app)
+    assert response.status_code == 503
+    text = response.get_data(as_text=True)
+    assert text.startswith("# wmon: cannot use the store: no store at")
+    found = samples(response)
+    assert found[("wmon_store_up", ())] == 0
+
+
+def test_an_empty_store_exports_only_the_monitor_s_own_series(client):
+    found = samples(client.get("/metrics"))
+    assert found == {("wmon_store_up", ()): 1.0, ("wmon_exported_queries", ()): 0.0}

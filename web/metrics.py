@@ -1,0 +1,270 @@
+"""GET /metrics: the store's latest state in Prometheus' text format, made by prometheus_client.
+
+Every scrape reads the store afresh (a custom collector; nothing is kept between scrapes):
+each running query, and each query that ended within METRICS_KEEP_ENDED_S, with its newest
+batch, partitions, event times and timers, and the live alerts. Times are seconds since the
+epoch, durations seconds, as Prometheus' conventions have them. A store that cannot be read is
+a 503 saying why, which still carries the monitor's own series (`wmon_store_up 0`).
+[Prometheus](../docs/prometheus.md) lists every series.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from flask import Blueprint, Response, current_app
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from monitor.store.engine import STORE_FAILURES, unusable
+from monitor.store.latest import QueryState, exported_queries, latest_states, live_alert_counts
+from web import db
+
+bp = Blueprint("metrics", __name__)
+
+QUERY_LABELS = ["query", "query_id"]
+PARTITION_LABELS = [*QUERY_LABELS, "topic", "partition"]
+STATUSES = ("active", "idle", "terminated", "failed")
+
+
+def _seconds(ms: int | None) -> float | None:
+    return None if ms is None else ms / 1000
+
+
+class Families:
+    """The metric families of one scrape, filled query by query."""
+
+    def __init__(self) -> None:
+        self.all: list[Metric] = []
+
+    def gauge(self, name: str, documentation: str, labels: list[str]) -> GaugeMetricFamily:
+        """A new gauge family of this scrape."""
+        family = GaugeMetricFamily(name, documentation, labels=labels)
+        self.all.append(family)
+        return family
+
+    def counter(self, name: str, documentation: str, labels: list[str]) -> CounterMetricFamily:
+        """A new counter family of this scrape."""
+        family = CounterMetricFamily(name, documentation, labels=labels)
+        self.all.append(family)
+        return family
+
+
+def _add(family: GaugeMetricFamily | CounterMetricFamily, labels: list[str], value: Any) -> None:
+    """A sample, unless the value is unknown: Prometheus has no null."""
+    if value is not None:
+        family.add_metric(labels, float(value))
+
+
+def query_families(states: Iterable[QueryState], now_ms: int, families: Families) -> None:
+    """The per-query and per-partition families."""
+    gauge = families.gauge
+    watermark = gauge("wmon_query_watermark_seconds", "Spark's event-time watermark", QUERY_LABELS)
+    age = gauge(
+        "wmon_query_watermark_age_seconds",
+        "How far the watermark is behind the wall clock (FLIP-33's watermarkLag)",
+        QUERY_LABELS,
+    )
+    skew = gauge(
+        "wmon_query_watermark_skew_seconds",
+        "The spread of the partition watermarks of the non-idle partitions",
+        QUERY_LABELS,
+    )
+    flink = gauge(
+        "wmon_query_flink_watermark_seconds",
+        "The watermark Flink would have had: the smallest non-idle partition watermark",
+        QUERY_LABELS,
+    )
+    stalled = gauge(
+        "wmon_query_watermark_stalled",
+        "1 when the watermark has not advanced for the stall timeout while input waits",
+        QUERY_LABELS,
+    )
+    offset_lag = gauge(
+        "wmon_query_offset_lag",
+        "Offsets available but not yet processed, over all source partitions",
+        QUERY_LABELS,
+    )
+    input_rate = gauge(
+        "wmon_query_input_rows_per_second", "Spark's input rate of the last batch", QUERY_LABELS
+    )
+    processed_rate = gauge(
+        "wmon_query_processed_rows_per_second",
+        "Spark's processing rate of the last batch",
+        QUERY_LABELS,
+    )
+    batch_id = gauge("wmon_query_last_batch_id", "The id of the newest batch", QUERY_LABELS)
+    batch_time = gauge(
+        "wmon_query_last_batch_timestamp_seconds", "When the newest batch ran", QUERY_LABELS
+    )
+    progress = gauge(
+        "wmon_query_last_progress_timestamp_seconds",
+        "When the query last reported anything",
+        QUERY_LABELS,
+    )
+    status = gauge(
+        "wmon_query_status",
+        "1 for the query's status (active, idle, terminated, failed), 0 for the others",
+        [*QUERY_LABELS, "status"],
+    )
+    pending = gauge(
+        "wmon_query_pending_timers", "Timers registered and not yet fired", QUERY_LABELS
+    )
+    next_expiry = gauge(
+        "wmon_query_next_timer_expiry_timestamp_seconds",
+        "When the earliest pending timer is due",
+        QUERY_LABELS,
+    )
+    partition = _PartitionFamilies(families)
+    for state in states:
+        query = state.query
+        labels = [query.name or query.id, query.id]
+        for name in STATUSES:
+            status.add_metric([*labels, name], 1.0 if query.status == name else 0.0)
+        _add(progress, labels, _seconds(query.updated_at_ms))
+        if state.timers is not None:
+            _add(pending, labels, state.timers.pending)
+            _add(next_expiry, labels, _seconds(state.timers.next_expiry_ms))
+        batch = state.batch
+        if batch is None:
+            continue
+        _add(watermark, labels, _seconds(batch.watermark_ms))
+        if batch.watermark_ms is not None:
+            _add(age, labels, (now_ms - batch.watermark_ms) / 1000)
+        _add(skew, labels, _seconds(batch.watermark_skew_ms))
+        _add(flink, labels, _seconds(batch.flink_watermark_ms))
+        _add(stalled, labels, batch.watermark_stalled)
+        lags = [row.offset_lag for row in state.partitions if row.offset_lag is not None]
+        _add(offset_lag, labels, sum(lags) if lags else None)
+        _add(input_rate, labels, batch.input_rows_per_second)
+        _add(processed_rate, labels, batch.processed_rows_per_second)
+        _add(batch_id, labels, batch.batch_id)
+        _add(batch_time, labels, _seconds(batch.batch_time_ms))
+        partition.add(labels, state)
+
+
+class _PartitionFamilies:
+    """The per-partition families: offsets and health from the newest batch's partitions,
+    event times from each partition's newest measurement."""
+
+    def __init__(self, families: Families) -> None:
+        gauge = families.gauge
+        self.watermark = gauge(
+            "wmon_partition_watermark_seconds",
+            "The partition's watermark W_p: its max event time minus the watermark delay",
+            PARTITION_LABELS,
+        )
+        self.max_event_time = gauge(
+            "wmon_partition_max_event_time_seconds",
+            "The latest event time the partition has shown",
+            PARTITION_LABELS,
+        )
+        self.time_lag = gauge(
+            "wmon_partition_time_lag_seconds",
+            "How far the partition's max event time is behind its batch's time",
+            PARTITION_LABELS,
+        )
+        self.offset_lag = gauge(
+            "wmon_partition_offset_lag",
+            "Offsets available but not yet processed in the partition",
+            PARTITION_LABELS,
+        )
+        self.late = families.counter(
+            "wmon_partition_late_records",
+            "Records dropped as late, counted by the instrumented operator",
+            PARTITION_LABELS,
+        )
+        self.flags = {
+            flag: gauge(
+                f"wmon_partition_{flag}", f"1 when the partition is {flag}", PARTITION_LABELS
+            )
+            for flag in ("idle", "stalled", "rewound")
+        }
+
+    def add(self, query_labels: list[str], state: QueryState) -> None:
+        """The samples of the query's partitions."""
+        topics: dict[str, str] = {}
+        for row in state.partitions:
+            if row.partition in topics:
+                continue  # the same name in a second source: the first source's
+            topics[row.partition] = row.topic or ""
+            labels = [*query_labels, *_topic_and_partition(row.topic, row.partition)]
+            _add(self.offset_lag, labels, row.offset_lag)
+            for flag, family in self.flags.items():
+                family.add_metric(labels, 1.0 if getattr(row, flag) else 0.0)
+        for name, times in state.event_times.items():
+            labels = [*query_labels, *_topic_and_partition(topics.get(name), name)]
+            _add(self.watermark, labels, _seconds(times.partition_watermark_ms))
+            _add(self.max_event_time, labels, _seconds(times.max_event_time_ms))
+            _add(self.time_lag, labels, _seconds(times.time_lag_ms))
+            self.late.add_metric(labels, float(times.late_records_total))
+
+
+def _topic_and_partition(topic: str | None, name: str) -> list[str]:
+    """The labels of a partition stored as `topic/partition`: the topic, and the partition
+    without it, as Kafka's exporters label them."""
+    if topic and name.startswith(f"{topic}/"):
+        return [topic, name[len(topic) + 1 :]]
+    return [topic or "", name]
+
+
+def alert_family(counts: dict[tuple[str, str, str], int], families: Families) -> None:
+    """The live alerts by rule, severity and state."""
+    alerts = families.gauge(
+        "wmon_alerts",
+        "Live alerts (pending or firing) of the built-in rules",
+        ["rule", "severity", "state"],
+    )
+    for (rule, severity, state), count in sorted(counts.items()):
+        alerts.add_metric([rule, severity, state], float(count))
+
+
+def own_families(store_up: bool, exported: int, families: Families) -> None:
+    """The monitor's own health."""
+    families.gauge("wmon_store_up", "1 when the store could be read", []).add_metric(
+        [], 1.0 if store_up else 0.0
+    )
+    families.gauge(
+        "wmon_exported_queries", "Queries in this scrape: running, or recently ended", []
+    ).add_metric([], float(exported))
+
+
+class _Scraped(Collector):
+    """What one scrape read, for prometheus_client to render."""
+
+    def __init__(self, families: Families) -> None:
+        self.families = families
+
+    def collect(self) -> Iterator[Metric]:
+        """The families, in the order they were made."""
+        return iter(self.families.all)
+
+
+def _render(families: Families) -> bytes:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Scraped(families))
+    return generate_latest(registry)
+
+
+@bp.get("/metrics")
+def metrics() -> Response:
+    """The exposition; 503 with the reason when the store cannot be read."""
+    config = current_app.config
+    now_ms = config["CLOCK"]()
+    families = Families()
+    try:
+        session = db.session()
+        queries = exported_queries(session, now_ms, config["METRICS_KEEP_ENDED_S"] * 1000)
+        states = latest_states(session, queries)
+        counts = live_alert_counts(session)
+    except STORE_FAILURES as error:
+        own_families(False, 0, families)
+        reason = " ".join(unusable(error).split())
+        body = f"# wmon: {reason}\n".encode() + _render(families)
+        return Response(body, status=503, content_type=CONTENT_TYPE_LATEST)
+    query_families(states, now_ms, families)
+    alert_family(counts, families)
+    own_families(True, len(states), families)
+    return Response(_render(families), content_type=CONTENT_TYPE_LATEST)
