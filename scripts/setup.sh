@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set-up for `make demo` and `make test`: checks Java and Python, creates .venv, installs the
-# project with its test tools, the Debian packages the tests need (chromium, npm), the dashboard's
+# project with its test tools, the Debian packages the tests need (chromium, npm, prometheus), the dashboard's
 # npm packages, and migrates the default store. Safe to run again and again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -63,7 +63,8 @@ else
   say "JVM listener is up to date"
 fi
 
-# Debian packages: npm for the dashboard's libraries, chromium for its browser tests.
+# Debian packages: npm for the dashboard's libraries, chromium for its browser tests,
+# prometheus for the tests of its metrics.
 apt_install() {
   local sudo=""
   [ "$(id -u)" -eq 0 ] || sudo=sudo
@@ -75,6 +76,8 @@ apt_install() {
 }
 command -v npm >/dev/null 2>&1 || apt_install nodejs npm
 command -v chromium >/dev/null 2>&1 || apt_install chromium
+# A real Prometheus for the tests of GET /metrics (its recommended node exporter is not needed).
+command -v prometheus >/dev/null 2>&1 || apt_install prometheus --no-install-recommends
 
 NPM_STAMP=web/node_modules/.installed
 if [ ! -f "$NPM_STAMP" ] || [ web/package-lock.json -nt "$NPM_STAMP" ]; then
