@@ -1,14 +1,19 @@
 """GET /metrics scraped by a real Prometheus server (Debian's `prometheus`, started here on a
 free port): after a real streaming query ran, PromQL through Prometheus' HTTP API returns the
-partition watermarks and late-record counts that `wmon partitions --json` shows."""
+partition watermarks and late-record counts that `wmon partitions --json` shows; the shipped
+alert rules (deploy/prometheus/) pass `promtool` and fire on a stalled partition; the shipped
+Grafana dashboard (deploy/grafana/) asks only for series /metrics exports, in PromQL that
+Prometheus runs."""
 
 import json
+import re
 import shutil
 import subprocess
 import threading
 import urllib.parse
 import urllib.request
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 from werkzeug.serving import make_server
@@ -16,12 +21,15 @@ from werkzeug.serving import make_server
 import monitor
 from streaming.log import PartitionedLog
 from streaming.scenarios import play
-from tests.helpers import closed_port, unique_name, wait_until
+from tests.helpers import closed_port, start_partition_counts, unique_name, wait_until
 from web import create_app, db, retention
 from wmon.main import main
 
 pytestmark = pytest.mark.spark
 SCRAPE = "1s"
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+RULES = DEPLOY / "prometheus" / "wmon-rules.yml"
+DASHBOARD = DEPLOY / "grafana" / "wmon.json"
 
 
 @contextmanager
@@ -41,15 +49,15 @@ def served(database_url):
 
 
 @contextmanager
-def prometheus(tmp_path, target):
-    """A Prometheus server scraping `target`'s /metrics every second; its URL."""
-    binary = shutil.which("prometheus")
-    if binary is None:
-        pytest.fail("prometheus is not installed: `make setup` installs Debian's package")
+def prometheus(tmp_path, target, rules=None):
+    """A Prometheus server scraping `target`'s /metrics every second, evaluating `rules` (a
+    rules file) as often; its URL."""
+    binary = installed("prometheus")
     config = tmp_path / "prometheus.yml"
     config.write_text(
         f"global:\n  scrape_interval: {SCRAPE}\n  evaluation_interval: {SCRAPE}\n"
-        f"scrape_configs:\n  - job_name: wmon\n    static_configs:\n"
+        + (f"rule_files: ['{rules}']\n" if rules else "")
+        + f"scrape_configs:\n  - job_name: wmon\n    static_configs:\n"
         f"      - targets: ['{target}']\n"
     )
     port = closed_port()  # free for Prometheus to listen on
@@ -74,6 +82,14 @@ def prometheus(tmp_path, target):
         log.close()
 
 
+def installed(name):
+    """The path of one of Prometheus' programs; a failure, not a skip, when it is missing."""
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(f"{name} is not installed: `make setup` installs Debian's prometheus package")
+    return path
+
+
 def _ready(url, server):
     if server.poll() is not None:
         raise AssertionError(f"prometheus exited with {server.returncode}")
@@ -84,15 +100,20 @@ def _ready(url, server):
         return False
 
 
-def promql(url, expression):
-    """The instant vector of `expression`, as {partition label: value}."""
+def instant(url, expression):
+    """The result of evaluating `expression` now, through Prometheus' HTTP API."""
     query = urllib.parse.urlencode({"query": expression})
     with urllib.request.urlopen(f"{url}/api/v1/query?{query}", timeout=10) as response:
         answer = json.load(response)
     assert answer["status"] == "success", answer
+    return answer["data"]["result"]
+
+
+def promql(url, expression):
+    """The instant vector of `expression`, as {topic/partition: value}."""
     return {
         f"{item['metric']['topic']}/{item['metric']['partition']}": float(item["value"][1])
-        for item in answer["data"]["result"]
+        for item in instant(url, expression)
     }
 
 
@@ -131,3 +152,79 @@ def test_prometheus_scrapes_what_wmon_partitions_shows(
         watermarks = promql(url, f"wmon_partition_watermark_seconds{selector}")
     assert late == {name: row["late_records_total"] for name, row in shown.items()}
     assert watermarks == {name: row["partition_watermark_ms"] / 1000 for name, row in shown.items()}
+
+
+def test_promtool_accepts_the_shipped_rules():
+    checked = subprocess.run(
+        [installed("promtool"), "check", "rules", str(RULES)], capture_output=True, text=True
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "SUCCESS: 7 rules found" in checked.stdout
+
+
+def exported_names(target):
+    """The names of the series GET /metrics exports."""
+    with urllib.request.urlopen(f"http://{target}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    return set(re.findall(r"^(wmon_\w+)", text, re.MULTILINE))
+
+
+def dashboard_expressions():
+    """Each panel's PromQL, with Grafana's variables as a dashboard would fill them."""
+    dashboard = json.loads(DASHBOARD.read_text())
+    return [
+        target["expr"].replace("$query", ".*").replace("$__rate_interval", "1m")
+        for panel in dashboard["panels"]
+        for target in panel["targets"]
+    ]
+
+
+def answered_panels(url):
+    """Each dashboard expression's result once all have data, else None. Live alerts and
+    pending timers have none in this scenario: wmon's own evaluator does not run here, and the
+    query keeps no timers."""
+    results = {expr: instant(url, expr) for expr in dashboard_expressions()}
+    quiet = ("wmon_alerts", "wmon_query_pending_timers")
+    waiting = [e for e, found in results.items() if not found and not any(q in e for q in quiet)]
+    return None if waiting else results
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_stalled_partition_fires_the_shipped_rule_and_the_dashboard_runs(
+    spark, log_dir, checkpoint, database_url, tmp_path
+):
+    scenario = play(
+        "stalled_partition",
+        PartitionedLog(log_dir),
+        partitions=3,
+        records=900,
+        rate=60.0,
+        stalled_partition=1,
+    )
+    handle = monitor.attach(spark, database_url, stall_timeout=1, idle_timeout=60)
+    query = start_partition_counts(spark, scenario, log_dir, checkpoint)
+    try:
+        with served(database_url) as target, prometheus(tmp_path, target, RULES) as url:
+            firing = wait_until(
+                lambda: instant(
+                    url,
+                    f'ALERTS{{alertname="WmonPartitionStalled",alertstate="firing",'
+                    f'query_id="{query.id}"}}',
+                ),
+                120,
+                "the partition-stalled rule to fire",
+            )
+            names = exported_names(target)
+            # Every panel shows data once Prometheus has scraped twice (rates need two points).
+            results = wait_until(
+                lambda: answered_panels(url), 60, "every dashboard panel to show data"
+            )
+    finally:
+        query.stop()
+        handle.detach()
+    assert [(a["metric"]["topic"], a["metric"]["partition"]) for a in firing] == [
+        ("telemetry", "1")
+    ]
+    assert firing[0]["metric"]["severity"] == "critical"
+    used = {name for expr in results for name in re.findall(r"\bwmon_\w+", expr)}
+    assert used and used <= names, used - names
