@@ -9,20 +9,19 @@ import json
 import re
 import shutil
 import subprocess
-import threading
 import urllib.parse
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from werkzeug.serving import make_server
+from prometheus_client.parser import text_string_to_metric_families
 
 import monitor
 from streaming.log import PartitionedLog
 from streaming.scenarios import play
 from tests.helpers import closed_port, start_partition_counts, unique_name, wait_until
-from web import create_app, db, retention
+from wmon.bench.serving import served
 from wmon.main import main
 
 pytestmark = pytest.mark.spark
@@ -33,19 +32,10 @@ DASHBOARD = DEPLOY / "grafana" / "wmon.json"
 
 
 @contextmanager
-def served(database_url):
-    """The dashboard app on a free port in a thread; its host:port."""
-    app = create_app({"DATABASE_URL": database_url})
-    http = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=http.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"127.0.0.1:{http.server_port}"
-    finally:
-        http.shutdown()
-        thread.join(timeout=10)
-        retention.pruner(app).stop()
-        db.dispose(app)
+def dashboard(database_url):
+    """`wmon serve`'s app on a free port, as a scrape target: its host:port."""
+    with served({"DATABASE_URL": database_url}) as url:
+        yield url.removeprefix("http://")
 
 
 @contextmanager
@@ -143,7 +133,7 @@ def test_prometheus_scrapes_what_wmon_partitions_shows(
     shown = {row["partition"]: row for row in json.loads(capsys.readouterr().out)}
     assert any(row["late_records_total"] for row in shown.values()), "the scenario drops records"
     selector = f'{{query_id="{query.id}"}}'
-    with served(database_url) as target, prometheus(tmp_path, target) as url:
+    with dashboard(database_url) as target, prometheus(tmp_path, target) as url:
         late = wait_until(
             lambda: promql(url, f"wmon_partition_late_records_total{selector}"),
             60,
@@ -163,10 +153,13 @@ def test_promtool_accepts_the_shipped_rules():
 
 
 def exported_names(target):
-    """The names of the series GET /metrics exports."""
+    """The names of the series GET /metrics declares, with or without samples now."""
     with urllib.request.urlopen(f"http://{target}/metrics", timeout=10) as response:
         text = response.read().decode()
-    return set(re.findall(r"^(wmon_\w+)", text, re.MULTILINE))
+    return {
+        family.name + ("_total" if family.type == "counter" else "")
+        for family in text_string_to_metric_families(text)
+    }
 
 
 def dashboard_expressions():
@@ -204,7 +197,7 @@ def test_a_stalled_partition_fires_the_shipped_rule_and_the_dashboard_runs(
     handle = monitor.attach(spark, database_url, stall_timeout=1, idle_timeout=60)
     query = start_partition_counts(spark, scenario, log_dir, checkpoint)
     try:
-        with served(database_url) as target, prometheus(tmp_path, target, RULES) as url:
+        with dashboard(database_url) as target, prometheus(tmp_path, target, RULES) as url:
             firing = wait_until(
                 lambda: instant(
                     url,
