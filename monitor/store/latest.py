@@ -16,6 +16,7 @@ from typing import Any
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
+from monitor.health.facts import RUNNING
 from monitor.store.models import (
     LIVE_ALERT_STATES,
     AlertRow,
@@ -25,10 +26,7 @@ from monitor.store.models import (
     Query,
     TimerSnapshotRow,
 )
-from monitor.store.reads import newest_batches
-
-RUNNING = ("active", "idle")
-CHUNK = 500
+from monitor.store.reads import chunks, newest_of, rows_at_newest
 
 
 @dataclass
@@ -62,8 +60,7 @@ def exported_queries(session: so.Session, now_ms: int, keep_ended_ms: int) -> li
 def latest_states(session: so.Session, queries: Sequence[sa.Row[Any]]) -> list[QueryState]:
     """The state of each of `queries`, in their order."""
     states = {query.id: QueryState(query) for query in queries}
-    ids = list(states)
-    for chunk in (ids[start : start + CHUNK] for start in range(0, len(ids), CHUNK)):
+    for chunk in chunks(list(states)):
         _read_chunk(session, chunk, states)
     return list(states.values())
 
@@ -71,49 +68,18 @@ def latest_states(session: so.Session, queries: Sequence[sa.Row[Any]]) -> list[Q
 def _read_chunk(session: so.Session, ids: list[str], states: dict[str, QueryState]) -> None:
     batches, partitions = Batch.__table__, Partition.__table__
     times, timers = PartitionEventTime.__table__, TimerSnapshotRow.__table__
-    newest = newest_batches(batches, ids)
-    for row in _in_newest(session, batches, newest):
+    newest = newest_of(batches, "batch_id", ids)
+    for row in rows_at_newest(session, batches, "batch_id", newest):
         states[row.query_id].batch = row
-    for row in _in_newest(session, partitions, newest, partitions.c.source_index):
+    in_order = (partitions.c.query_id, partitions.c.source_index)
+    for row in rows_at_newest(session, partitions, "batch_id", newest, *in_order):
         states[row.query_id].partitions.append(row)
-    for row in _in_newest(session, times, newest_batches(times, ids), times.c.partition):
+    newest_times = newest_of(times, "batch_id", ids)
+    for row in rows_at_newest(session, times, "batch_id", newest_times, times.c.partition):
         states[row.query_id].event_times[row.partition] = row
-    newest_taken = (
-        sa.select(sa.func.max(timers.c.taken_at_ms))
-        .where(timers.c.query_id == Query.__table__.c.id)
-        .scalar_subquery()
-    )
-    taken = (
-        sa.select(Query.__table__.c.id.label("query_id"), newest_taken.label("taken_at_ms"))
-        .where(Query.__table__.c.id.in_(ids))
-        .subquery()
-    )
-    snapshots = session.execute(
-        sa.select(timers)
-        .join(
-            taken,
-            sa.and_(
-                timers.c.query_id == taken.c.query_id, timers.c.taken_at_ms == taken.c.taken_at_ms
-            ),
-        )
-        .order_by(timers.c.id)
-    )
-    for row in snapshots:
+    newest_taken = newest_of(timers, "taken_at_ms", ids)
+    for row in rows_at_newest(session, timers, "taken_at_ms", newest_taken, timers.c.id):
         states[row.query_id].timers = row  # of two taken at the same time, the later stored
-
-
-def _in_newest(
-    session: so.Session, table: sa.FromClause, newest: sa.Subquery, *order: Any
-) -> sa.Result[Any]:
-    """The rows of `table` in each query's newest batch."""
-    return session.execute(
-        sa.select(table)
-        .join(
-            newest,
-            sa.and_(table.c.query_id == newest.c.query_id, table.c.batch_id == newest.c.batch_id),
-        )
-        .order_by(table.c.query_id, *order)
-    )
 
 
 def live_alert_counts(session: so.Session) -> Counter[tuple[str, str, str]]:

@@ -59,19 +59,44 @@ def find_query(session: so.Session, ref: str) -> Query:
     return query
 
 
-def newest_batches(table: sa.FromClause, query_ids: Sequence[str]) -> sa.Subquery:
-    """Each of the queries with its newest batch id in `table` (a table of per-batch rows):
-    a look-up of the index on (query_id, batch_id) per query, however many batches are
-    stored."""
+# Keys per `IN (...)`: few enough for one statement on every store.
+IN_CHUNK = 500
+
+
+def chunks(keys: Sequence[str], size: int = IN_CHUNK) -> list[list[str]]:
+    """`keys` in lists short enough for one `IN (...)` on every store."""
+    return [list(keys[start : start + size]) for start in range(0, len(keys), size)]
+
+
+def newest_of(table: sa.FromClause, column: str, query_ids: Sequence[str]) -> sa.Subquery:
+    """Each of the queries with the largest value of `column` in `table` (a table of rows
+    with a query_id; the column a batch id or a snapshot's time), as (query_id, newest): a
+    look-up of the index on (query_id, column) per query, however many rows are stored."""
+    queries = Query.__table__
     newest = (
-        sa.select(sa.func.max(table.c.batch_id))
-        .where(table.c.query_id == Query.__table__.c.id)
+        sa.select(sa.func.max(table.c[column]))
+        .where(table.c.query_id == queries.c.id)
         .scalar_subquery()
     )
     return (
-        sa.select(Query.__table__.c.id.label("query_id"), newest.label("batch_id"))
-        .where(Query.__table__.c.id.in_(query_ids))
+        sa.select(queries.c.id.label("query_id"), newest.label("newest"))
+        .where(queries.c.id.in_(query_ids))
         .subquery()
+    )
+
+
+def rows_at_newest(
+    session: so.Session, table: sa.FromClause, column: str, newest: sa.Subquery, *order: Any
+) -> sa.Result[Any]:
+    """The rows of `table` whose `column` holds their query's value in `newest` (from
+    :func:`newest_of`), in `order`."""
+    return session.execute(
+        sa.select(table)
+        .join(
+            newest,
+            sa.and_(table.c.query_id == newest.c.query_id, table.c[column] == newest.c.newest),
+        )
+        .order_by(*order)
     )
 
 

@@ -47,7 +47,7 @@ from monitor.store.models import (
     TimerSnapshotRow,
 )
 from monitor.store.notify import announce
-from monitor.store.reads import newest_batches
+from monitor.store.reads import chunks, newest_of, rows_at_newest
 
 ACTIVE, IDLE, TERMINATED, FAILED = "active", "idle", "terminated", "failed"
 DEFAULT_TIMEOUTS = Timeouts()
@@ -106,13 +106,13 @@ class _Group:
         queries = sorted({event.query_id for event in events})
         runs = sorted({event.run_id for event in events})
         batched = sorted({e.query_id for e in events if isinstance(e, BatchProgress)})
-        for chunk in _chunks(queries):
+        for chunk in chunks(queries):
             for query in self.session.scalars(sa.select(Query).where(Query.id.in_(chunk))):
                 self._queries[query.id] = query
-        for chunk in _chunks(runs):
+        for chunk in chunks(runs):
             for run in self.session.scalars(sa.select(Run).where(Run.run_id.in_(chunk))):
                 self._runs[run.run_id] = run
-        for chunk in _chunks([query for query in batched if query not in self._latest]):
+        for chunk in chunks([query for query in batched if query not in self._latest]):
             self._latest |= _read_latest(self.session, chunk)
 
     def query_row(self, query_id: str, run_id: str, at_ms: int) -> Query:
@@ -172,16 +172,11 @@ class _Group:
             self._waiting[model] = []
 
 
-def _chunks(keys: list[str], size: int = 500) -> list[list[str]]:
-    """`keys` in lists short enough for one `IN (...)` on every store."""
-    return [keys[start : start + size] for start in range(0, len(keys), size)]
-
-
 def _read_latest(session: so.Session, query_ids: list[str]) -> dict[str, _Latest]:
     """The latest state of each query, as stored: three statements for all of them."""
     batches, partitions, times = Batch.__table__, Partition.__table__, PartitionEventTime.__table__
-    newest_batch = newest_batches(batches, query_ids)
-    newest_times = newest_batches(times, query_ids)
+    newest_batch = newest_of(batches, "batch_id", query_ids)
+    newest_times = newest_of(times, "batch_id", query_ids)
     latest = {query_id: _Latest(None, {}, {}) for query_id in query_ids}
     for batch in _rows(session, batches, newest_batch):
         latest[batch["query_id"]] = _Latest(batch, {}, {})
@@ -194,12 +189,7 @@ def _read_latest(session: so.Session, query_ids: list[str]) -> dict[str, _Latest
 
 def _rows(session: so.Session, table: sa.FromClause, newest: sa.Subquery) -> list[Row]:
     """The rows of `table` in the newest batches, as column dicts."""
-    found = session.execute(
-        sa.select(table).join(
-            newest,
-            sa.and_(table.c.query_id == newest.c.query_id, table.c.batch_id == newest.c.batch_id),
-        )
-    )
+    found = rows_at_newest(session, table, "batch_id", newest)
     names = list(found.keys())
     return [dict(zip(names, row, strict=True)) for row in found]
 
