@@ -18,6 +18,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from monitor.health.facts import STATUSES
 from monitor.store.engine import STORE_FAILURES, unusable
 from monitor.store.latest import QueryState, exported_queries, latest_states, live_alert_counts
 from web import db
@@ -26,7 +27,6 @@ bp = Blueprint("metrics", __name__)
 
 QUERY_LABELS = ["query", "query_id"]
 PARTITION_LABELS = [*QUERY_LABELS, "topic", "partition"]
-STATUSES = ("active", "idle", "terminated", "failed")
 
 
 def _seconds(ms: int | None) -> float | None:

@@ -11,6 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 DEFAULT_WINDOW_MS = 300_000
+# A query's stored status: running (Spark may have called it idle), or ended.
+STATUSES = ("active", "idle", "terminated", "failed")
+RUNNING = ("active", "idle")
 
 
 @dataclass(frozen=True)
@@ -73,7 +76,7 @@ class QueryFacts:
     @property
     def active(self) -> bool:
         """Whether the query is running (Spark may have called it idle)."""
-        return self.status in ("active", "idle")
+        return self.status in RUNNING
 
     @property
     def latest_partitions(self) -> tuple[PartitionFacts, ...]:

@@ -23,6 +23,7 @@ final class RowField implements Serializable {
     /** What {@link #getLong} answers for a null. */
     static final long NULL = Long.MIN_VALUE;
 
+    /** How the row holds the argument; OTHER: not a column of the row, or not read directly. */
     private enum Width { LONG, INT, SHORT, BYTE, TEXT, OTHER }
 
     private final Expression expression;
@@ -42,7 +43,7 @@ final class RowField implements Serializable {
 
     /** The value as a long (a timestamp's µs), or {@link #NULL}. */
     long getLong(InternalRow row) {
-        if (ordinal >= 0 && width != Width.OTHER && width != Width.TEXT) {
+        if (width != Width.OTHER && width != Width.TEXT) {
             if (row.isNullAt(ordinal)) {
                 return NULL;
             }
@@ -59,7 +60,7 @@ final class RowField implements Serializable {
 
     /** The value as text, or null. */
     UTF8String getText(InternalRow row) {
-        if (ordinal >= 0 && width == Width.TEXT) {
+        if (width == Width.TEXT) {
             return row.isNullAt(ordinal) ? null : row.getUTF8String(ordinal);
         }
         Object value = expression.eval(row);
