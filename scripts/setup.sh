@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set-up for `make demo` and `make test`: checks Java and Python, creates .venv, installs the
-# project with its test tools, the Debian packages the tests need (chromium, npm, prometheus), the dashboard's
-# npm packages, and migrates the default store. Safe to run again and again.
+# project with its test tools, the Debian packages the tests need (chromium, npm, prometheus,
+# prometheus-alertmanager), the dashboard's npm packages, and migrates the default store.
+# Safe to run again and again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -64,7 +65,7 @@ else
 fi
 
 # Debian packages: npm for the dashboard's libraries, chromium for its browser tests,
-# prometheus for the tests of its metrics.
+# prometheus and prometheus-alertmanager for the tests of its metrics and alerts.
 apt_install() {
   local sudo=""
   [ "$(id -u)" -eq 0 ] || sudo=sudo
@@ -78,6 +79,9 @@ command -v npm >/dev/null 2>&1 || apt_install nodejs npm
 command -v chromium >/dev/null 2>&1 || apt_install chromium
 # A real Prometheus for the tests of GET /metrics (its recommended node exporter is not needed).
 command -v prometheus >/dev/null 2>&1 || apt_install prometheus --no-install-recommends
+# A real Alertmanager for the tests of the `alertmanager` receiver kind.
+command -v prometheus-alertmanager >/dev/null 2>&1 \
+  || apt_install prometheus-alertmanager --no-install-recommends
 
 NPM_STAMP=web/node_modules/.installed
 if [ ! -f "$NPM_STAMP" ] || [ web/package-lock.json -nt "$NPM_STAMP" ]; then

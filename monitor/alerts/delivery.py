@@ -7,6 +7,11 @@ delivery is claimed with a conditional UPDATE before it is sent, so that two sen
 lost the evaluation lease mid-pass, say) do not both send it: a claim holds for a minute from
 the start of the pass, and a pass claims nothing after its first 30 s. Each message carries
 its delivery id, so a receiver can drop the duplicate of an answer that got lost.
+
+A receiver whose kind forgets an alert it has not heard of for a while (Alertmanager) is sent
+each firing alert again every `resend_ms` once its firing was delivered, until the alert
+resolves; each re-send is recorded as another attempt of that delivery, and one that fails is
+tried again at the next re-send.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import sqlalchemy.orm as so
 
 from monitor.alerts.receivers import lookup
 from monitor.alerts.rulefile import Receiver
-from monitor.alerts.transport import Post, Sent, http_post
+from monitor.alerts.transport import Message, Post, Sent, http_post
 from monitor.store.models import AlertEvent, AlertRow, Delivery, DeliveryAttempt, Query
 
 MAX_BACKOFF_MS = 300_000
@@ -42,6 +47,7 @@ def deliver_due(
     with so.Session(engine, expire_on_commit=False) as session:
         for receiver in receivers:
             attempts += _deliver_in_order(session, receiver, now_ms, post, started)
+            attempts += _resend_firing(session, receiver, now_ms, post)
     return attempts
 
 
@@ -56,13 +62,16 @@ def _deliver_in_order(
     time left to send.
     """
     attempts = []
+    kind = lookup(receiver.kind)
     for delivery, event, alert, query in _pending(session, receiver.name):
         if time.monotonic() - started > CLAIM_MS / 2000 or delivery.next_attempt_at_ms > now_ms:
             break
         if not _claim(session, delivery, now_ms):
             break
-        message = lookup(receiver.kind).message(delivery, event, alert, query)
-        attempt, done = _attempt(session, delivery, receiver.url, message, now_ms, post)
+        message = kind.message(delivery, event, alert, query, now_ms)
+        attempt, done = _attempt(
+            session, delivery, kind.endpoint(receiver.url), message, now_ms, post
+        )
         attempts.append(attempt)
         if not done:
             break
@@ -116,12 +125,23 @@ def _attempt(
     session: so.Session,
     delivery: Delivery,
     url: str,
-    message: dict[str, Any],
+    message: Message,
     now_ms: int,
     post: Post,
 ) -> tuple[DeliveryAttempt, bool]:
     """Send one claimed delivery; record the attempt and its outcome in one transaction. The
     attempt, and whether the delivery is done (delivered or given up)."""
+    attempt, sent = _post(delivery, url, message, now_ms, post)
+    done = _settle(session, delivery, sent, now_ms)
+    session.add(attempt)
+    session.commit()
+    return attempt, done
+
+
+def _post(
+    delivery: Delivery, url: str, message: Message, now_ms: int, post: Post
+) -> tuple[DeliveryAttempt, Sent]:
+    """Send a delivery's message; the attempt, to be recorded, and what the receiver said."""
     started = time.monotonic()
     sent = post(url, message)
     attempt = DeliveryAttempt(
@@ -132,10 +152,51 @@ def _attempt(
         status_code=sent.status_code,
         error=sent.error,
     )
-    done = _settle(session, delivery, sent, now_ms)
-    session.add(attempt)
-    session.commit()
-    return attempt, done
+    return attempt, sent
+
+
+def _resend_firing(
+    session: so.Session, receiver: Receiver, now_ms: int, post: Post
+) -> list[DeliveryAttempt]:
+    """Post again each firing alert whose firing the receiver took and was last sent at least
+    `resend_ms` ago, if its kind asks for that; the attempts, each recorded."""
+    kind = lookup(receiver.kind)
+    if kind.resend_ms is None:
+        return []
+    attempts = []
+    due = _due_again(session, receiver.name, now_ms - kind.resend_ms)
+    for delivery, event, alert, query in due:
+        message = kind.message(delivery, event, alert, query, now_ms)
+        attempt, _ = _post(delivery, kind.endpoint(receiver.url), message, now_ms, post)
+        session.add(attempt)
+        session.commit()
+        attempts.append(attempt)
+    return attempts
+
+
+def _due_again(session: so.Session, receiver: str, sent_by_ms: int) -> Sequence[Any]:
+    """The delivered firing notifications of alerts that still fire, last sent at or before
+    `sent_by_ms`, with what they are about."""
+    last_sent = (
+        sa.select(sa.func.max(DeliveryAttempt.at_ms))
+        .where(DeliveryAttempt.delivery_id == Delivery.id)
+        .scalar_subquery()
+    )
+    return session.execute(
+        sa.select(Delivery, AlertEvent, AlertRow, Query)
+        .join(AlertEvent, AlertEvent.id == Delivery.alert_event_id)
+        .join(AlertRow, AlertRow.id == AlertEvent.alert_id)
+        .join(Query, Query.id == AlertRow.query_id)
+        .where(
+            Delivery.receiver == receiver,
+            Delivery.delivered_at_ms.is_not(None),
+            AlertEvent.transition == "firing",
+            AlertRow.state == "firing",
+            last_sent <= sent_by_ms,
+        )
+        .order_by(Delivery.id)
+        .limit(BATCH)
+    ).all()
 
 
 def _settle(session: so.Session, delivery: Delivery, sent: Sent, now_ms: int) -> bool:

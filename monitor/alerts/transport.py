@@ -32,11 +32,13 @@ class Sent:
         return code is not None and 400 <= code < 500 and code not in RETRIED_4XX
 
 
+# A message to a receiver: a JSON object, or a list of them (Alertmanager's alerts).
+Message = dict[str, Any] | list[dict[str, Any]]
 # How a message is sent: http_post, or a stand-in that tests and callers pass instead.
-Post = Callable[[str, dict[str, Any]], Sent]
+Post = Callable[[str, Message], Sent]
 
 
-def http_post(url: str, payload: dict[str, Any], timeout_s: float = 5.0) -> Sent:
+def http_post(url: str, payload: Message, timeout_s: float = 5.0) -> Sent:
     """POST `payload` as JSON to `url`."""
     request = urllib.request.Request(
         url,

@@ -7,7 +7,6 @@ Prometheus runs."""
 
 import json
 import re
-import shutil
 import subprocess
 import urllib.parse
 import urllib.request
@@ -20,6 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 import monitor
 from streaming.log import PartitionedLog
 from streaming.scenarios import play
+from tests.daemons import installed, running
 from tests.helpers import closed_port, start_partition_counts, unique_name, wait_until
 from wmon.bench.serving import served
 from wmon.main import main
@@ -42,7 +42,7 @@ def dashboard(database_url):
 def prometheus(tmp_path, target, rules=None):
     """A Prometheus server scraping `target`'s /metrics every second, evaluating `rules` (a
     rules file) as often; its URL."""
-    binary = installed("prometheus")
+    binary = installed("prometheus", "prometheus")
     config = tmp_path / "prometheus.yml"
     config.write_text(
         f"global:\n  scrape_interval: {SCRAPE}\n  evaluation_interval: {SCRAPE}\n"
@@ -51,43 +51,15 @@ def prometheus(tmp_path, target, rules=None):
         f"      - targets: ['{target}']\n"
     )
     port = closed_port()  # free for Prometheus to listen on
-    log = (tmp_path / "prometheus.log").open("wb")
-    server = subprocess.Popen(
-        [
-            binary,
-            f"--config.file={config}",
-            f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-            f"--web.listen-address=127.0.0.1:{port}",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
     url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until(lambda: _ready(url, server), 60, "Prometheus to start")
+    command = [
+        binary,
+        f"--config.file={config}",
+        f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+        f"--web.listen-address=127.0.0.1:{port}",
+    ]
+    with running(command, url, tmp_path / "prometheus.log"):
         yield url
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-        log.close()
-
-
-def installed(name):
-    """The path of one of Prometheus' programs; a failure, not a skip, when it is missing."""
-    path = shutil.which(name)
-    if path is None:
-        pytest.fail(f"{name} is not installed: `make setup` installs Debian's prometheus package")
-    return path
-
-
-def _ready(url, server):
-    if server.poll() is not None:
-        raise AssertionError(f"prometheus exited with {server.returncode}")
-    try:
-        with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as response:
-            return response.status == 200
-    except OSError:
-        return False
 
 
 def instant(url, expression):
@@ -145,8 +117,9 @@ def test_prometheus_scrapes_what_wmon_partitions_shows(
 
 
 def test_promtool_accepts_the_shipped_rules():
+    promtool = installed("promtool", "prometheus")
     checked = subprocess.run(
-        [installed("promtool"), "check", "rules", str(RULES)], capture_output=True, text=True
+        [promtool, "check", "rules", str(RULES)], capture_output=True, text=True
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "SUCCESS: 7 rules found" in checked.stdout

@@ -1,29 +1,40 @@
 """Receiver kinds: what a receiver of each `kind` in the rules file is posted.
 
-A kind is a :class:`ReceiverKind`: its name and the message it makes of a delivery. The rules
-file accepts exactly the registered kinds, and delivery asks the registry for the message.
-A new kind is a module here, and its entry in :data:`BUILT_IN` below.
+A kind is a :class:`ReceiverKind`: its name, the message it makes of a delivery, where that
+is posted, and whether a firing alert is posted again while it fires. The rules file accepts
+exactly the registered kinds, and delivery asks the registry for the rest. A new kind is a
+module here, and its entry in :data:`BUILT_IN` below.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
-from monitor.alerts.receivers import slack, webhook
+from monitor.alerts.receivers import alertmanager, slack, webhook
+from monitor.alerts.transport import Message
 from monitor.store.models import AlertEvent, AlertRow, Delivery, Query
 
 
 class ReceiverKind(Protocol):
-    """A kind of receiver: its name in the rules file, and the message it is posted."""
+    """A kind of receiver: its name in the rules file, the message it is posted, and where."""
 
     @property
     def kind(self) -> str:
         """The name a receiver's `kind` in the rules file gives it."""
 
+    @property
+    def resend_ms(self) -> int | None:
+        """How often a firing alert is posted again while it fires, for a receiver that
+        forgets an alert it has not heard of for a while; None: never."""
+
+    def endpoint(self, url: str) -> str:
+        """Where messages go, for a receiver whose `url` in the rules file is `url`."""
+
     def message(
-        self, delivery: Delivery, event: AlertEvent, alert: AlertRow, query: Query
-    ) -> dict[str, Any]:
-        """The JSON body that tells a receiver of `event`, a transition of `alert`."""
+        self, delivery: Delivery, event: AlertEvent, alert: AlertRow, query: Query, now_ms: int
+    ) -> Message:
+        """The JSON body that tells a receiver of `event`, a transition of `alert`, sent at
+        `now_ms`."""
 
 
 # By name, in the order registered: the order the rules file's error message lists them in.
@@ -55,6 +66,10 @@ def kinds() -> tuple[str, ...]:
 
 # Registered here rather than by each module on import, so that this list, not the
 # alphabetical order of the imports above, decides the order the rules file names them in.
-BUILT_IN: tuple[ReceiverKind, ...] = (webhook.Webhook(), slack.Slack())
+BUILT_IN: tuple[ReceiverKind, ...] = (
+    webhook.Webhook(),
+    slack.Slack(),
+    alertmanager.Alertmanager(),
+)
 for _built_in in BUILT_IN:
     register(_built_in)

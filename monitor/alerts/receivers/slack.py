@@ -12,8 +12,15 @@ class Slack:
 
     kind = "slack"
 
+    # Told once of each transition, at the URL given.
+    resend_ms = None
+
+    def endpoint(self, url: str) -> str:
+        """The URL given."""
+        return url
+
     def message(
-        self, delivery: Delivery, event: AlertEvent, alert: AlertRow, query: Query
+        self, delivery: Delivery, event: AlertEvent, alert: AlertRow, query: Query, now_ms: int
     ) -> dict[str, Any]:
         """The one line of text, marked firing or resolved, naming the delivery."""
         mark = ":rotating_light:" if event.transition == "firing" else ":white_check_mark:"

@@ -13,8 +13,15 @@ class Webhook:
 
     kind = "webhook"
 
+    # Told once of each transition, at the URL given.
+    resend_ms = None
+
+    def endpoint(self, url: str) -> str:
+        """The URL given."""
+        return url
+
     def message(
-        self, delivery: Delivery, event: AlertEvent, alert: AlertRow, query: Query
+        self, delivery: Delivery, event: AlertEvent, alert: AlertRow, query: Query, now_ms: int
     ) -> dict[str, Any]:
         """The webhook's body; its delivery id lets a receiver drop a duplicate."""
         return {

@@ -20,15 +20,15 @@ def healthy(engine):
         write(engine, batch_id, 5 * batch_id, ends=ends, latests=ends, watermark_s=5 * batch_id)
 
 
-def stalled(engine):
+def stalled(engine, epoch=EPOCH):
     """t/1 has a backlog and stays at offset 10 from 0 s to 25 s: stalled in batch 2."""
-    write(engine, 0, 0, ends=[10, 10], latests=[10, 50], watermark_s=0)
-    write(engine, 1, 10, ends=[20, 10], latests=[20, 50], watermark_s=10)
-    write(engine, 2, 25, ends=[30, 10], latests=[30, 50], watermark_s=25)
+    write(engine, 0, 0, ends=[10, 10], latests=[10, 50], watermark_s=0, epoch=epoch)
+    write(engine, 1, 10, ends=[20, 10], latests=[20, 50], watermark_s=10, epoch=epoch)
+    write(engine, 2, 25, ends=[30, 10], latests=[30, 50], watermark_s=25, epoch=epoch)
 
 
-def moves_again(engine):
-    write(engine, 3, 30, ends=[40, 20], latests=[40, 50], watermark_s=30)
+def moves_again(engine, epoch=EPOCH):
+    write(engine, 3, 30, ends=[40, 20], latests=[40, 50], watermark_s=30, epoch=epoch)
 
 
 def at(seconds):

@@ -7,6 +7,7 @@ import sqlalchemy.orm as so
 from monitor.alerts.delivery import deliver_due
 from monitor.alerts.evaluate import evaluate
 from monitor.alerts.receivers import BUILT_IN, kinds, lookup, register, unregister
+from monitor.alerts.receivers.alertmanager import Alertmanager, alert_name
 from monitor.alerts.receivers.slack import Slack
 from monitor.alerts.receivers.webhook import Webhook
 from monitor.alerts.rulefile import RulesFileError, load_rules
@@ -19,8 +20,12 @@ class Echo:
     """A throwaway kind, as a new module would add one: its name and its message."""
 
     kind = "echo"
+    resend_ms = None
 
-    def message(self, delivery, event, alert, query):
+    def endpoint(self, url):
+        return url + "/echoed"
+
+    def message(self, delivery, event, alert, query, now_ms):
         return {"echo": [delivery.id, event.transition, alert.rule]}
 
 
@@ -47,16 +52,20 @@ def rules_file(kind, url="http://127.0.0.1:9/"):
 
 
 def test_the_built_in_kinds_are_registered_in_the_order_the_rules_file_names_them():
-    assert kinds() == ("webhook", "slack")
+    assert kinds() == ("webhook", "slack", "alertmanager")
     assert [lookup(kind) for kind in kinds()] == list(BUILT_IN)
 
 
-@pytest.mark.parametrize("kind", [Webhook(), Slack(), Echo()], ids=["webhook", "slack", "echo"])
+@pytest.mark.parametrize(
+    "kind",
+    [Webhook(), Slack(), Alertmanager(), Echo()],
+    ids=["webhook", "slack", "alertmanager", "echo"],
+)
 def test_the_registry_rejects_a_second_kind_of_the_same_name(echo_kind, kind):
     before = lookup(kind.kind)
     with pytest.raises(ValueError, match=f"^a receiver kind called '{kind.kind}' is registered"):
         register(kind)
-    assert lookup(kind.kind) is before and kinds() == ("webhook", "slack", "echo")
+    assert lookup(kind.kind) is before and kinds() == ("webhook", "slack", "alertmanager", "echo")
 
 
 def test_an_unknown_kind_is_not_found():
@@ -64,7 +73,7 @@ def test_an_unknown_kind_is_not_found():
         lookup("email")
 
 
-@pytest.mark.parametrize("kind", ["webhook", "slack"], ids=["webhook", "slack"])
+@pytest.mark.parametrize("kind", ["webhook", "slack", "alertmanager"])
 def test_the_rules_file_accepts_each_built_in_kind(kind):
     [receiver] = load_rules(rules_file(kind)).receivers
     assert receiver.kind == kind
@@ -73,14 +82,18 @@ def test_the_rules_file_accepts_each_built_in_kind(kind):
 def test_the_rules_file_accepts_a_registered_kind_and_names_it_among_the_known(echo_kind):
     [receiver] = load_rules(rules_file("echo")).receivers
     assert receiver.kind == "echo"
-    with pytest.raises(RulesFileError, match="kind must be one of webhook, slack, echo$"):
+    with pytest.raises(
+        RulesFileError, match="kind must be one of webhook, slack, alertmanager, echo$"
+    ):
         load_rules(rules_file("email"), "rules.yml")
 
 
 def test_the_rules_file_refuses_a_kind_once_it_is_unregistered():
     register(Echo())
     unregister("echo")
-    with pytest.raises(RulesFileError, match="line 7: kind must be one of webhook, slack$"):
+    with pytest.raises(
+        RulesFileError, match="line 7: kind must be one of webhook, slack, alertmanager$"
+    ):
         load_rules(rules_file("echo"), "rules.yml")
 
 
@@ -93,11 +106,13 @@ def test_delivery_posts_the_message_of_a_registered_kind(engine, receiver, echo_
     with so.Session(engine) as session:
         delivery = session.scalars(sa.select(Delivery)).one()
     assert attempt.ok
-    assert receiver.received == [("/echo", {"echo": [delivery.id, "firing", "partition_stalled"]})]
+    assert receiver.received == [
+        ("/echo/echoed", {"echo": [delivery.id, "firing", "partition_stalled"]})
+    ]
 
 
 DELIVERY = Delivery(id=7)
-ALERT = AlertRow(
+ALERT_FIELDS = dict(
     id=3,
     rule="partition_stalled",
     severity="warning",
@@ -107,8 +122,10 @@ ALERT = AlertRow(
     fired_at_ms=1_700_000_030_000,
     resolved_at_ms=None,
 )
+ALERT = AlertRow(**ALERT_FIELDS)
 FIRING = AlertEvent(transition="firing", at_ms=1_700_000_030_000, value=25.0, message="t/1 <&>")
 RESOLVED = AlertEvent(transition="resolved", at_ms=1_700_000_090_500, value=None, message="ok")
+NOW = 1_700_000_100_000
 
 
 @pytest.mark.parametrize(
@@ -160,4 +177,63 @@ RESOLVED = AlertEvent(transition="resolved", at_ms=1_700_000_090_500, value=None
     ids=["webhook-firing", "slack-firing-escaped", "slack-resolved-unnamed-query"],
 )
 def test_each_built_in_kind_makes_its_message(kind, event, query, expected):
-    assert lookup(kind).message(DELIVERY, event, ALERT, query) == expected
+    assert lookup(kind).message(DELIVERY, event, ALERT, query, NOW) == expected
+
+
+def alertmanager_alert(ends_at, partition="t/1", **annotations):
+    labels = {
+        "alertname": "WmonPartitionStalled",
+        "severity": "warning",
+        "query": "orders",
+        "query_id": "q-1",
+    }
+    return [
+        {
+            "labels": labels | ({"partition": partition} if partition else {}),
+            "annotations": {
+                "description": "a partition with work waiting does not advance",
+                **annotations,
+            },
+            "startsAt": "2023-11-14T22:13:20.000+00:00",
+            "endsAt": ends_at,
+        }
+    ]
+
+
+@pytest.mark.parametrize(
+    "event, alert, expected",
+    [
+        (
+            FIRING,
+            ALERT,
+            alertmanager_alert("2023-11-14T22:19:00.000+00:00", summary="t/1 <&>", value="25"),
+        ),
+        (
+            FIRING,
+            AlertRow(**ALERT_FIELDS | {"resolved_at_ms": 1_700_000_090_500, "partition": ""}),
+            alertmanager_alert(
+                "2023-11-14T22:14:50.500+00:00", None, summary="t/1 <&>", value="25"
+            ),
+        ),
+        (RESOLVED, ALERT, alertmanager_alert("2023-11-14T22:14:50.500+00:00", summary="ok")),
+    ],
+    ids=["firing: ends four re-sends on", "firing, resolved since: ends then", "resolved"],
+)
+def test_alertmanager_is_posted_the_alert_with_its_labels_and_when_it_ends(event, alert, expected):
+    assert lookup("alertmanager").message(DELIVERY, event, alert, Query(name="orders"), NOW) == (
+        expected
+    )
+
+
+def test_alertmanager_is_posted_at_its_alerts_api_under_any_path_prefix():
+    kind = Alertmanager()
+    assert kind.endpoint("http://am:9093") == "http://am:9093/api/v2/alerts"
+    assert kind.endpoint("http://lb/alertmanager/") == "http://lb/alertmanager/api/v2/alerts"
+
+
+@pytest.mark.parametrize(
+    "rule, name",
+    [("partition_stalled", "WmonPartitionStalled"), ("query_failed", "WmonQueryFailed")],
+)
+def test_alert_names_follow_the_shipped_prometheus_rules(rule, name):
+    assert alert_name(rule) == name

@@ -1,6 +1,7 @@
 """Health derived as batches are stored: idle, stalled, rewound, skew, Flink's watermark."""
 
 import json
+from datetime import datetime, timezone
 
 import sqlalchemy as sa
 import sqlalchemy.orm as so
@@ -17,14 +18,25 @@ EPOCH = 1_700_000_000_000
 
 
 def stamp(ms):
-    return f"2023-11-14T22:{(ms // 60_000) % 60:02d}:{(ms // 1000) % 60:02d}.{ms % 1000:03d}Z"
+    at = datetime.fromtimestamp(ms / 1000, timezone.utc)
+    return at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
 
 
 def write(
-    engine, batch_id, at_s, ends, latests, watermark_s=0, rows=10, event_max=None, starts=None
+    engine,
+    batch_id,
+    at_s,
+    ends,
+    latests,
+    watermark_s=0,
+    rows=10,
+    event_max=None,
+    starts=None,
+    epoch=EPOCH,
 ):
-    """A batch at `at_s` seconds with per-partition start/end/latest offsets of topic t."""
-    at = EPOCH + at_s * 1000
+    """A batch at `at_s` seconds after `epoch` with per-partition start/end/latest offsets of
+    topic t."""
+    at = epoch + at_s * 1000
     tasks = []
     if event_max:
         tasks = [
@@ -46,7 +58,7 @@ def write(
         batchId=batch_id,
         timestamp=stamp(at),
         numInputRows=rows,
-        eventTime={"watermark": stamp(EPOCH + watermark_s * 1000)},
+        eventTime={"watermark": stamp(epoch + watermark_s * 1000)},
         sources=[
             {
                 "description": "KafkaV2[Subscribe[t]]",
