@@ -172,6 +172,8 @@ def start_partition_counts(spark: Any, scenario: Any, log_dir: Path, checkpoint:
 
 # What each of a query's history tables holds, in a stable order, for comparing two stores.
 _STORED_TABLES = ("queries", "runs", "batches", "sources", "partitions", "partition_event_times")
+# Columns that say when this store wrote a row, not what the query did: never compared.
+_STORE_CLOCK = ("stored_at_ms",)
 
 
 def stored_rows(
@@ -181,8 +183,8 @@ def stored_rows(
     tables: tuple[str, ...] = _STORED_TABLES,
 ) -> dict[str, list[dict[str, Any]]]:
     """Every stored row of one query in `tables` (by default its progress history), without
-    the columns in `leave_out` (and without generated row ids), sorted so two stores compare
-    row by row."""
+    the columns in `leave_out` (and without generated row ids or the store's own clock),
+    sorted so two stores compare row by row."""
     import sqlalchemy as sa
 
     from monitor.store.models import Base
@@ -197,7 +199,7 @@ def stored_rows(
                 {
                     k: v
                     for k, v in row.items()
-                    if k not in leave_out and not (k == "id" and name != "queries")
+                    if k not in leave_out + _STORE_CLOCK and not (k == "id" and name != "queries")
                 }
                 for row in found
             ]

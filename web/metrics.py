@@ -4,7 +4,9 @@ Every scrape reads the store afresh (a custom collector; nothing is kept between
 each running query, and each query that ended within METRICS_KEEP_ENDED_S, with its newest
 batch, partitions, event times and timers, and the live alerts. Times are seconds since the
 epoch, durations seconds, as Prometheus' conventions have them. A store that cannot be read is
-a 503 saying why, which still carries the monitor's own series (`wmon_store_up 0`).
+a 503 saying why, which still carries the monitor's own series (`wmon_store_up 0`). The
+monitor's own health also says how long ago the alert rules were evaluated and, per query,
+how long its newest batch took to reach the store.
 [Prometheus](../docs/prometheus.md) lists every series.
 """
 
@@ -18,9 +20,16 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from monitor.alerts.runner import LEASE
 from monitor.health.facts import STATUSES
 from monitor.store.engine import STORE_FAILURES, unusable
-from monitor.store.latest import QueryState, exported_queries, latest_states, live_alert_counts
+from monitor.store.latest import (
+    QueryState,
+    exported_queries,
+    job_done_at,
+    latest_states,
+    live_alert_counts,
+)
 from web import db
 
 bp = Blueprint("metrics", __name__)
@@ -99,6 +108,11 @@ def query_families(states: Iterable[QueryState], now_ms: int, families: Families
     batch_time = gauge(
         "wmon_query_last_batch_timestamp_seconds", "When the newest batch ran", QUERY_LABELS
     )
+    ingest_lag = gauge(
+        "wmon_query_ingest_lag_seconds",
+        "How long after the newest batch ended it was stored: the way in's delay",
+        QUERY_LABELS,
+    )
     progress = gauge(
         "wmon_query_last_progress_timestamp_seconds",
         "When the query last reported anything",
@@ -142,6 +156,9 @@ def query_families(states: Iterable[QueryState], now_ms: int, families: Families
         _add(processed_rate, labels, batch.processed_rows_per_second)
         _add(batch_id, labels, batch.batch_id)
         _add(batch_time, labels, _seconds(batch.batch_time_ms))
+        if batch.stored_at_ms is not None:
+            ended_ms = batch.batch_time_ms + (batch.trigger_duration_ms or 0)
+            _add(ingest_lag, labels, max(batch.stored_at_ms - ended_ms, 0) / 1000)
         partition.add(labels, state)
 
 
@@ -221,14 +238,23 @@ def alert_family(counts: dict[tuple[str, str, str], int], families: Families) ->
         alerts.add_metric([rule, severity, state], float(count))
 
 
-def own_families(store_up: bool, exported: int, families: Families) -> None:
-    """The monitor's own health."""
+def own_families(
+    store_up: bool, exported: int, evaluated_ms: int | None, now_ms: int, families: Families
+) -> None:
+    """The monitor's own health; `evaluated_ms`, when the alert rules were last evaluated."""
     families.gauge("wmon_store_up", "1 when the store could be read", []).add_metric(
         [], 1.0 if store_up else 0.0
     )
     families.gauge(
         "wmon_exported_queries", "Queries in this scrape: running, or recently ended", []
     ).add_metric([], float(exported))
+    evaluation_lag = families.gauge(
+        "wmon_alert_evaluation_lag_seconds",
+        "How long ago the alert rules were last evaluated, by whichever process evaluates",
+        [],
+    )
+    if evaluated_ms is not None:
+        _add(evaluation_lag, [], max(now_ms - evaluated_ms, 0) / 1000)
 
 
 class _Scraped(Collector):
@@ -259,12 +285,13 @@ def metrics() -> Response:
         queries = exported_queries(session, now_ms, config["METRICS_KEEP_ENDED_S"] * 1000)
         states = latest_states(session, queries)
         counts = live_alert_counts(session)
+        evaluated_ms = job_done_at(session, LEASE)
     except STORE_FAILURES as error:
-        own_families(False, 0, families)
+        own_families(False, 0, None, now_ms, families)
         reason = " ".join(unusable(error).split())
         body = f"# wmon: {reason}\n".encode() + _render(families)
         return Response(body, status=503, content_type=CONTENT_TYPE_LATEST)
     query_families(states, now_ms, families)
     alert_family(counts, families)
-    own_families(True, len(states), families)
+    own_families(True, len(states), evaluated_ms, now_ms, families)
     return Response(_render(families), content_type=CONTENT_TYPE_LATEST)

@@ -1,7 +1,9 @@
 """A lease in the store, so that of several processes exactly one evaluates the alert rules.
 
 The holder renews it on every pass; another process takes it over only once it has expired
-(a holder that died). Each step is one short transaction, the same on SQLite and PostgreSQL.
+(a holder that died). The lease's row also keeps when a holder last finished the job, through
+hand-overs, for the monitor's own health. Each step is one short transaction, the same on
+SQLite and PostgreSQL.
 """
 
 from __future__ import annotations
@@ -35,7 +37,21 @@ def acquire(engine: sa.Engine, name: str, holder: str, now_ms: int, ttl_ms: int)
     return True
 
 
+def done(engine: sa.Engine, name: str, holder: str, now_ms: int) -> None:
+    """Record that `holder` finished the job at `now_ms`, if it holds the lease."""
+    with engine.begin() as connection:
+        connection.execute(
+            sa.update(Lease)
+            .where(Lease.name == name, Lease.holder == holder)
+            .values(done_at_ms=now_ms)
+        )
+
+
 def release(engine: sa.Engine, name: str, holder: str) -> None:
     """Give the lease up, if `holder` has it, so that another process may take it at once."""
     with engine.begin() as connection:
-        connection.execute(sa.delete(Lease).where(Lease.name == name, Lease.holder == holder))
+        connection.execute(
+            sa.update(Lease)
+            .where(Lease.name == name, Lease.holder == holder)
+            .values(expires_at_ms=0)
+        )

@@ -22,7 +22,7 @@ import sqlalchemy.orm as so
 
 from monitor.alerts.delivery import deliver_due
 from monitor.alerts.evaluate import evaluate
-from monitor.alerts.lease import acquire, release
+from monitor.alerts.lease import acquire, done, release
 from monitor.alerts.rulefile import RuleSet, RulesFileError, load_rules_file
 from monitor.alerts.transport import Post, http_post
 from monitor.store.engine import error_reason
@@ -89,7 +89,9 @@ class AlertRunner:
         if not self.holding:
             return None
         with so.Session(self.engine, expire_on_commit=False) as session:
-            return evaluate(session, self.rules, now)
+            events = evaluate(session, self.rules, now)
+        done(self.engine, LEASE, self.holder, now)
+        return events
 
     def deliver_once(self) -> list[DeliveryAttempt]:
         """Send the notifications that are due, if this runner is the one evaluating."""

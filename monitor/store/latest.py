@@ -21,6 +21,7 @@ from monitor.store.models import (
     LIVE_ALERT_STATES,
     AlertRow,
     Batch,
+    Lease,
     Partition,
     PartitionEventTime,
     Query,
@@ -80,6 +81,11 @@ def _read_chunk(session: so.Session, ids: list[str], states: dict[str, QueryStat
     newest_taken = newest_of(timers, "taken_at_ms", ids)
     for row in rows_at_newest(session, timers, "taken_at_ms", newest_taken, timers.c.id):
         states[row.query_id].timers = row  # of two taken at the same time, the later stored
+
+
+def job_done_at(session: so.Session, lease: str) -> int | None:
+    """When a holder of the lease `lease` last finished its job; None if none has."""
+    return session.scalar(sa.select(Lease.done_at_ms).where(Lease.name == lease))
 
 
 def live_alert_counts(session: so.Session) -> Counter[tuple[str, str, str]]:

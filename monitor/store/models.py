@@ -87,6 +87,8 @@ class Batch(Base):
     watermark_rewound: so.Mapped[bool] = so.mapped_column(sa.Boolean, server_default=sa.false())
     watermark_skew_ms: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
     flink_watermark_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    # When the write path stored it (None for batches stored before this was recorded).
+    stored_at_ms: so.Mapped[int | None] = so.mapped_column(Millis)
 
     @property
     def watermark_state(self) -> str:
@@ -293,6 +295,8 @@ class Lease(Base):
     name: so.Mapped[str] = so.mapped_column(sa.String(64), primary_key=True)
     holder: so.Mapped[str] = so.mapped_column(sa.String(255))
     expires_at_ms: so.Mapped[int] = so.mapped_column(Millis)
+    # When a holder last finished the job (None until one has).
+    done_at_ms: so.Mapped[int | None] = so.mapped_column(Millis)
 
 
 class Delivery(Base):

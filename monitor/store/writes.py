@@ -7,12 +7,13 @@ what the new batch starts before the newest of them is marked rewound.
 Events are written set-based, a group in one transaction: the query and run rows and each
 query's latest state are read for the whole group at once and carried from batch to batch in
 memory, health is derived in Python, and the group's rows are inserted with one multi-row
-statement per table.
+statement per table. Each batch row records when it was stored, for the monitor's ingest lag.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable, Sequence
 from functools import singledispatch
 from typing import Any
@@ -64,7 +65,7 @@ def write_events(
     """Write events in order in one transaction; `timeouts` decide what is idle or stalled.
     `also` writes what must be stored with them or not at all (where a log was read up to)."""
     with so.Session(engine) as session, session.begin():
-        group = _Group(session, timeouts)
+        group = _Group(session, timeouts, time.time_ns() // 1_000_000)
         group.read_ahead(events)
         for event in events:
             record(event, group)
@@ -93,8 +94,8 @@ class _Group:
     """One transaction's events: rows wait to be inserted together, table by table, and each
     query's latest state is read from the store once, then carried from batch to batch."""
 
-    def __init__(self, session: so.Session, timeouts: Timeouts) -> None:
-        self.session, self.timeouts = session, timeouts
+    def __init__(self, session: so.Session, timeouts: Timeouts, stored_at_ms: int) -> None:
+        self.session, self.timeouts, self.stored_at_ms = session, timeouts, stored_at_ms
         self._waiting: dict[type[Base], list[Row]] = {table: [] for table in _INSERT_ORDER}
         self._latest: dict[str, _Latest] = {}
         self._queries: dict[str, Query] = {}
@@ -252,6 +253,7 @@ def _batch(event: BatchProgress, group: _Group) -> None:
     rows = _batch_rows(event)
     rows[PartitionEventTime] = _event_time_rows(event, latest.event_times)
     [batch] = rows[Batch]
+    batch["stored_at_ms"] = group.stored_at_ms
     derive.partitions(rows[Partition], latest.partitions, group.timeouts)
     derive.query_watermark(batch, latest.batch, rows[Partition], group.timeouts)
     derive.event_times(batch, rows[PartitionEventTime], rows[Partition])

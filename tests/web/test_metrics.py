@@ -1,12 +1,16 @@
 """GET /metrics on real SQLite and PostgreSQL stores filled through the real write path, parsed
 with prometheus_client's own parser."""
 
+import time
+
 import pytest
+import sqlalchemy as sa
 import sqlalchemy.orm as so
 from prometheus_client.parser import text_string_to_metric_families
 
+from monitor.alerts.runner import AlertRunner
 from monitor.events import QueryStarted, QueryTerminated, TimerSnapshot
-from monitor.store.models import AlertRow
+from monitor.store.models import AlertRow, Batch
 from monitor.store.writes import write_event, write_events
 from tests.web_events import batch_event
 from web import create_app, db, retention
@@ -153,6 +157,34 @@ def test_live_alerts_are_counted_by_rule_severity_and_state(engine, client):
     labels = (("rule", "partition_stalled"), ("severity", "critical"))
     assert found[("wmon_alerts", (*labels, ("state", "firing")))] == 2
     assert found[("wmon_alerts", (*labels, ("state", "pending")))] == 1
+
+
+def test_the_ingest_lag_is_how_long_after_its_batch_ended_the_newest_batch_was_stored(
+    engine, client
+):
+    ran_ms = time.time_ns() // 1_000_000 - 30_000
+    before = time.time_ns() // 1_000_000
+    write_event(engine, batch_event("q0", 0, ran_ms, name="orders", duration_ms=2_000))
+    after = time.time_ns() // 1_000_000
+    with so.Session(engine) as session:
+        stored_ms = session.scalar(sa.select(Batch.stored_at_ms))
+    assert before <= stored_ms <= after
+    found = samples(client.get("/metrics"))
+    lag = found[("wmon_query_ingest_lag_seconds", query("orders", "q0"))]
+    assert lag == (stored_ms - ran_ms - 2_000) / 1000
+    assert 28 <= lag < 60
+
+
+def test_the_evaluation_lag_is_how_long_ago_any_evaluator_last_evaluated(engine, client):
+    assert ("wmon_alert_evaluation_lag_seconds", ()) not in samples(client.get("/metrics"))
+    runner = AlertRunner(engine, clock=lambda: NOW - 12_000)
+    assert runner.run_once() == []
+    assert samples(client.get("/metrics"))[("wmon_alert_evaluation_lag_seconds", ())] == 12
+    runner.close()  # another evaluator may take over at once; the last evaluation stays known
+    assert samples(client.get("/metrics"))[("wmon_alert_evaluation_lag_seconds", ())] == 12
+    other = AlertRunner(engine, clock=lambda: NOW - 2_000)
+    assert other.run_once() == []
+    assert samples(client.get("/metrics"))[("wmon_alert_evaluation_lag_seconds", ())] == 2
 
 
 def test_a_store_that_cannot_be_read_is_a_503_with_the_monitor_s_own_series(tmp_path):
