@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import socket
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from monitor.config import load_settings
 from monitor.store.engine import display_url
 from wmon.options import CliError, add_address, open_store
+
+if TYPE_CHECKING:
+    from flask import Flask
 
 
 def register(commands: Any) -> None:
@@ -24,18 +27,28 @@ def register(commands: Any) -> None:
     parser.set_defaults(func=serve)
 
 
-def serve(args: argparse.Namespace) -> None:
-    """Serve the dashboard and its JSON API, pushing what the store receives to the browsers."""
-    from web import create_app, evaluation, socketio
+def dashboard(database_url: str | None, host: str | None = None) -> Flask:
+    """The dashboard app on the store named (or configured), which must exist and be
+    migrated, answering to `host` besides the configured names."""
+    from web import create_app
     from web.hosts import allowed_hosts
 
-    engine = open_store(args.database_url)
+    engine = open_store(database_url)
     url = engine.url.render_as_string(hide_password=False)
     engine.dispose()
+    names = load_settings().allowed_hosts
+    hosts = allowed_hosts((*names, host) if host else names)
+    return create_app({"DATABASE_URL": url, "ALLOWED_HOSTS": hosts})
+
+
+def serve(args: argparse.Namespace) -> None:
+    """Serve the dashboard and its JSON API, pushing what the store receives to the browsers."""
+    from web import evaluation, socketio
+
+    app = dashboard(args.database_url, args.host)
     check_address(args.host, args.port)
-    hosts = allowed_hosts((*load_settings().allowed_hosts, args.host))
-    app = create_app({"DATABASE_URL": url, "ALLOWED_HOSTS": hosts})
     address = authority(args.host, args.port)
+    url = app.config["DATABASE_URL"]
     print(f"wmon: dashboard on http://{address}/ (store {display_url(url)})")
     print("wmon: JSON API at /api/queries; Ctrl-C stops the server", flush=True)
     evaluator = evaluation.evaluator(app)

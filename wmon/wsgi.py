@@ -1,0 +1,25 @@
+"""The dashboard as a WSGI application, for a production server in front of it:
+
+    gunicorn --workers 1 --threads 100 --bind 0.0.0.0:5000 wmon.wsgi:app
+
+Set up as `wmon serve` sets it up: settings from the environment (WMON_DATABASE_URL, the store,
+must exist and be migrated; WMON_ALLOWED_HOSTS, the names it answers to), and the alert
+evaluation running beside it, handed on when the process exits. One worker a process: a
+Socket.IO connection's requests must all reach the process that holds it (docs/operations.md).
+"""
+
+from __future__ import annotations
+
+import atexit
+
+from web import evaluation
+from wmon.options import CliError
+from wmon.serve import dashboard
+
+try:
+    app = dashboard(None)
+except CliError as error:
+    raise SystemExit(f"wmon: error: {error}") from None
+_evaluator = evaluation.evaluator(app)
+_evaluator.start()
+atexit.register(_evaluator.stop)
