@@ -80,16 +80,23 @@ def _deliver_in_order(
 
 def _pending(session: so.Session, receiver: str) -> Sequence[Any]:
     """A receiver's undelivered deliveries, oldest first, with what they are about."""
+    return _deliveries(
+        session,
+        receiver,
+        Delivery.delivered_at_ms.is_(None),
+        Delivery.abandoned_at_ms.is_(None),
+    )
+
+
+def _deliveries(session: so.Session, receiver: str, *where: Any) -> Sequence[Any]:
+    """The first BATCH of a receiver's deliveries that meet `where`, oldest first, each with
+    its alert event, alert and query."""
     return session.execute(
         sa.select(Delivery, AlertEvent, AlertRow, Query)
         .join(AlertEvent, AlertEvent.id == Delivery.alert_event_id)
         .join(AlertRow, AlertRow.id == AlertEvent.alert_id)
         .join(Query, Query.id == AlertRow.query_id)
-        .where(
-            Delivery.receiver == receiver,
-            Delivery.delivered_at_ms.is_(None),
-            Delivery.abandoned_at_ms.is_(None),
-        )
+        .where(Delivery.receiver == receiver, *where)
         .order_by(Delivery.id)
         .limit(BATCH)
     ).all()
@@ -182,21 +189,14 @@ def _due_again(session: so.Session, receiver: str, sent_by_ms: int) -> Sequence[
         .where(DeliveryAttempt.delivery_id == Delivery.id)
         .scalar_subquery()
     )
-    return session.execute(
-        sa.select(Delivery, AlertEvent, AlertRow, Query)
-        .join(AlertEvent, AlertEvent.id == Delivery.alert_event_id)
-        .join(AlertRow, AlertRow.id == AlertEvent.alert_id)
-        .join(Query, Query.id == AlertRow.query_id)
-        .where(
-            Delivery.receiver == receiver,
-            Delivery.delivered_at_ms.is_not(None),
-            AlertEvent.transition == "firing",
-            AlertRow.state == "firing",
-            last_sent <= sent_by_ms,
-        )
-        .order_by(Delivery.id)
-        .limit(BATCH)
-    ).all()
+    return _deliveries(
+        session,
+        receiver,
+        Delivery.delivered_at_ms.is_not(None),
+        AlertEvent.transition == "firing",
+        AlertRow.state == "firing",
+        last_sent <= sent_by_ms,
+    )
 
 
 def _settle(session: so.Session, delivery: Delivery, sent: Sent, now_ms: int) -> bool:
