@@ -1,7 +1,6 @@
 """docker-compose.yml: valid against the Compose schema, healthy services, commands wmon takes."""
 
 import json
-import shlex
 from pathlib import Path
 
 import jsonschema
@@ -33,12 +32,28 @@ def test_the_schema_check_catches_a_bad_file():
     assert not jsonschema.Draft201909Validator(schema).is_valid(bad)
 
 
-def test_store_dashboard_and_demo_each_have_a_health_check(compose):
+def test_each_long_running_service_has_a_health_check_and_starts_after_what_it_needs(compose):
     services = compose["services"]
-    assert set(services) == {"postgres", "dashboard", "demo"}
-    assert all(service["healthcheck"]["test"] for service in services.values())
-    assert services["dashboard"]["depends_on"]["postgres"]["condition"] == "service_healthy"
-    assert services["demo"]["depends_on"]["dashboard"]["condition"] == "service_healthy"
+    assert set(services) == {"postgres", "redis", "migrate", "dashboard", "balancer", "demo"}
+    running = {name: service for name, service in services.items() if name != "migrate"}
+    assert all(service["healthcheck"]["test"] for service in running.values())
+    needs = {name: service.get("depends_on", {}) for name, service in services.items()}
+    assert needs["migrate"]["postgres"]["condition"] == "service_healthy"
+    assert needs["dashboard"]["redis"]["condition"] == "service_healthy"
+    assert needs["dashboard"]["migrate"]["condition"] == "service_completed_successfully"
+    assert needs["balancer"]["dashboard"]["condition"] == "service_healthy"
+    assert needs["demo"]["dashboard"]["condition"] == "service_healthy"
+
+
+def test_two_dashboard_replicas_share_live_push_through_redis_behind_the_balancer(compose):
+    dashboard = compose["services"]["dashboard"]
+    assert dashboard["deploy"]["replicas"] == 2
+    assert dashboard["environment"]["WMON_MESSAGE_QUEUE"] == "redis://redis:6379/0"
+    assert "ports" not in dashboard, "reached through the balancer only"
+    [mount] = compose["services"]["balancer"]["volumes"]
+    config = (ROOT / mount.split(":")[0]).read_text()
+    assert "ip_hash;" in config and "server dashboard:5000;" in config
+    assert 'proxy_set_header Connection "upgrade";' in config
 
 
 def test_only_loopback_addresses_are_published(compose):
@@ -47,26 +62,14 @@ def test_only_loopback_addresses_are_published(compose):
 
 
 def test_the_image_is_built_from_a_dockerfile_that_exists(compose):
-    for name in ("dashboard", "demo"):
+    for name in ("migrate", "dashboard", "demo"):
         build = compose["services"][name]["build"]
         assert (ROOT / build["context"] / build["dockerfile"]).is_file()
 
 
-def wmon_arguments(shell: str) -> list[list[str]]:
-    """The arguments of each `wmon` (or `exec wmon`) command of a shell line."""
-    commands = []
-    for part in shell.split("&&"):
-        words = shlex.split(part)
-        words = words[1:] if words[0] == "exec" else words
-        assert words[0] == "wmon", part
-        commands.append(words[1:])
-    return commands
-
-
 def test_the_services_run_commands_wmon_accepts(compose):
-    # The image's entrypoint is wmon; the dashboard replaces it with a shell line.
-    commands = wmon_arguments(compose["services"]["dashboard"]["entrypoint"][-1])
-    commands.append(compose["services"]["demo"]["command"])
+    # The image's entrypoint is wmon.
+    commands = [compose["services"][name]["command"] for name in ("migrate", "dashboard", "demo")]
     assert [command[0] for command in commands] == ["db", "serve", "demo"]
     for command in commands:
         build_parser().parse_args(command)

@@ -52,7 +52,9 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     milliseconds) and ALLOWED_HOSTS (the names besides IP addresses that requests and Socket.IO
     origins may use; default: localhost, this machine's names and WMON_ALLOWED_HOSTS) and
     METRICS_KEEP_ENDED_S (how long an ended query stays in GET /metrics; default:
-    WMON_METRICS_KEEP_ENDED)."""
+    WMON_METRICS_KEEP_ENDED), MESSAGE_QUEUE (the Redis URL through which several processes
+    share live push; default: WMON_MESSAGE_QUEUE, else none) and MESSAGE_QUEUE_CHANNEL (their
+    channel on it; default: WMON_MESSAGE_QUEUE_CHANNEL, else "wmon")."""
     app = Flask(__name__)
     settings = load_settings()
     app.config.from_mapping(
@@ -72,6 +74,8 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         ALLOWED_HOSTS=allowed_hosts(settings.allowed_hosts),
         MAX_CONTENT_LENGTH=MAX_BODY_BYTES,
         METRICS_KEEP_ENDED_S=settings.metrics_keep_ended_s,
+        MESSAGE_QUEUE=settings.message_queue,
+        MESSAGE_QUEUE_CHANNEL=settings.message_queue_channel,
     )
     app.config.update(config or {})
     app.url_map.converters["id"] = IdConverter

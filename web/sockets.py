@@ -20,6 +20,7 @@ from flask_socketio import SocketIO
 from monitor.store.engine import STORE_FAILURES, unusable
 from monitor.store.reads import QueryNotFound
 from web.hosts import is_trusted
+from web.relay import Relay
 
 SUBSCRIBE_BURST = 20
 SUBSCRIBE_RATE_PER_S = 2.0
@@ -31,13 +32,20 @@ log = logging.getLogger(__name__)
 
 def init_app(app: Flask) -> None:
     """Bind the Socket.IO server to `app`, with a rate limit on each connection's
-    subscriptions (SUBSCRIBE_BURST at once, then SUBSCRIBE_RATE_PER_S a second)."""
+    subscriptions (SUBSCRIBE_BURST at once, then SUBSCRIBE_RATE_PER_S a second), through the
+    app's MESSAGE_QUEUE (a Redis URL, web.relay) when it has one."""
     app.extensions["wmon.subscribe_limit"] = RateLimit(
         app.config.get("SUBSCRIBE_RATE_PER_S", SUBSCRIBE_RATE_PER_S),
         app.config.get("SUBSCRIBE_BURST", SUBSCRIBE_BURST),
     )
+    queue: dict[str, Any] = {}
+    if app.config.get("MESSAGE_QUEUE"):
+        url, channel = app.config["MESSAGE_QUEUE"], app.config["MESSAGE_QUEUE_CHANNEL"]
+        relay = app.extensions["wmon.relay"] = Relay(url, channel)
+        queue = {"client_manager": relay}
     socketio.init_app(
         app,
+        **queue,
         async_mode="threading",
         # Each connection's events run one after another on the thread that reads them, rather
         # than on a new thread each: a client flooding events costs no more threads than one

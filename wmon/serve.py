@@ -43,7 +43,7 @@ def dashboard(database_url: str | None, host: str | None = None) -> Flask:
 
 def serve(args: argparse.Namespace) -> None:
     """Serve the dashboard and its JSON API, pushing what the store receives to the browsers."""
-    from web import evaluation, socketio
+    from web import evaluation, live, socketio
 
     app = dashboard(args.database_url, args.host)
     check_address(args.host, args.port)
@@ -53,6 +53,9 @@ def serve(args: argparse.Namespace) -> None:
     print("wmon: JSON API at /api/queries; Ctrl-C stops the server", flush=True)
     evaluator = evaluation.evaluator(app)
     evaluator.start()
+    watcher = live.watcher(app)
+    if watcher.relay is not None:
+        watcher.start()  # a process with no browser of its own may watch for the others
     try:
         # Flask-SocketIO refuses Werkzeug's server when stdin is not a terminal (a service, a
         # container). In threading mode it is the server, serving each connection and WebSocket
@@ -61,6 +64,7 @@ def serve(args: argparse.Namespace) -> None:
         socketio.run(app, host=args.host, port=args.port, allow_unsafe_werkzeug=True)
     finally:
         evaluator.stop()
+        watcher.stop()
 
 
 def authority(host: str, port: int) -> str:

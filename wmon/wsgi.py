@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import atexit
 
-from web import evaluation
+from web import evaluation, live
 from wmon.options import CliError
 from wmon.serve import dashboard
 
@@ -23,3 +23,7 @@ except CliError as error:
 _evaluator = evaluation.evaluator(app)
 _evaluator.start()
 atexit.register(_evaluator.stop)
+_watcher = live.watcher(app)
+if _watcher.relay is not None:
+    _watcher.start()  # a process with no browser of its own may watch for the others
+atexit.register(_watcher.stop)

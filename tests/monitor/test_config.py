@@ -153,3 +153,26 @@ def test_alert_settings() -> None:
     interval = "^WMON_ALERT_INTERVAL must be between 1 and 86400, not 0$"
     with pytest.raises(ValueError, match=interval):
         load_settings({"WMON_ALERT_INTERVAL": "0"})
+
+
+def test_message_queue_settings() -> None:
+    assert (load_settings({}).message_queue, load_settings({}).message_queue_channel) == (
+        None,
+        "wmon",
+    )
+    settings = load_settings(
+        {"WMON_MESSAGE_QUEUE": "redis://cache:6379/2", "WMON_MESSAGE_QUEUE_CHANNEL": "team-a"}
+    )
+    assert (settings.message_queue, settings.message_queue_channel) == (
+        "redis://cache:6379/2",
+        "team-a",
+    )
+    assert load_settings({"WMON_MESSAGE_QUEUE": "rediss://:pw@cache"}).message_queue
+
+
+@pytest.mark.parametrize("raw", ["amqp://guest:s3cret@mq//", "cache:6379", "redis:cache"])
+def test_a_message_queue_other_than_redis_is_an_error_that_does_not_show_the_url(raw: str) -> None:
+    with pytest.raises(
+        ValueError, match="^WMON_MESSAGE_QUEUE must be a redis:// or rediss:// URL$"
+    ):
+        load_settings({"WMON_MESSAGE_QUEUE": raw})

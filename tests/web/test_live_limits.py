@@ -134,10 +134,10 @@ def test_a_look_during_a_catch_up_runs_and_its_batches_follow_the_catch_up_once(
 
     sent, emit = [], live.socketio.emit
 
-    def record(event, payload, to):
+    def record(event, payload, to, **options):
         if event == "batch":
             sent.append((to, payload["batch"]["batch_id"]))
-        emit(event, payload, to=to)
+        emit(event, payload, to=to, **options)
 
     monkeypatch.setattr(live, "batches_after", read_then_look)
     monkeypatch.setattr(live.socketio, "emit", record)

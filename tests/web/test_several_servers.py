@@ -1,13 +1,15 @@
 """Several dashboard processes on one store, as behind a load balancer: `wmon serve` and
 gunicorn serving `wmon.wsgi:app`, real Socket.IO clients on each, a listener's writes from a
-third process. Every client gets every batch and every alert event once, whichever process it
-is connected to; of the processes, exactly one evaluates the alert rules, so a receiver hears
-each alert once."""
+third process; each process watching the store, or one watching it for all and the others
+hearing it through Redis (127.0.0.1:6379). Every client gets every batch and every alert event
+once, whichever process it is connected to; of the processes, exactly one evaluates the alert
+rules, so a receiver hears each alert once."""
 
 import os
 import subprocess
 import sys
 import time
+import uuid
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
@@ -21,8 +23,10 @@ from monitor.store.models import AlertEvent, Lease
 from tests.helpers import ROOT, closed_port, wait_until
 from tests.monitor.alerts.test_delivery import LocalReceiver
 from tests.web.test_live import WAIT_S, Browser, Writer
+from web.live import LIVE_LEASE
 
 pytestmark = pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+REDIS = "redis://127.0.0.1:6379/0"
 RULES = """\
 queries:
   - match: "*"
@@ -47,15 +51,19 @@ def gunicorn(port):
 
 
 @contextmanager
-def dashboard(command, database_url, rules):
-    """A dashboard process made by `command` on the store, evaluating every second; its URL
-    and process."""
+def dashboard(command, database_url, rules, queue):
+    """A dashboard process made by `command` on the store, evaluating every second, sharing
+    live push through `queue` (settings, or none); its URL and process."""
     port = closed_port()
-    environ = os.environ | {
-        "WMON_DATABASE_URL": database_url,
-        "WMON_ALERT_RULES": str(rules),
-        "WMON_ALERT_INTERVAL": "1",
-    }
+    environ = (
+        os.environ
+        | queue
+        | {
+            "WMON_DATABASE_URL": database_url,
+            "WMON_ALERT_RULES": str(rules),
+            "WMON_ALERT_INTERVAL": "1",
+        }
+    )
     server = subprocess.Popen(
         command(port), cwd=ROOT, env=environ, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
@@ -66,64 +74,84 @@ def dashboard(command, database_url, rules):
         server.wait(timeout=30)
 
 
+@pytest.mark.parametrize("shared", [False, True], ids=["each watching", "through redis"])
 def test_every_client_of_either_server_gets_every_batch_once_and_one_server_evaluates(
-    database_url, tmp_path
+    database_url, tmp_path, shared
 ):
+    queue = {}
+    if shared:
+        channel = f"wmon-test-{uuid.uuid4().hex[:8]}"
+        queue = {"WMON_MESSAGE_QUEUE": REDIS, "WMON_MESSAGE_QUEUE_CHANNEL": channel}
     receiver = LocalReceiver()
     rules = tmp_path / "rules.yml"
     rules.write_text(RULES % receiver.url)
     writer = Writer(database_url)
     now = time.time_ns() // 1_000_000
-    writer.batch(0, at_ms=now)
+    for batch_id in range(3):
+        writer.batch(batch_id, at_ms=now + batch_id * 1_000)
     with ExitStack() as stack:
         servers = [
-            stack.enter_context(dashboard(command, database_url, rules))
+            stack.enter_context(dashboard(command, database_url, rules, queue))
             for command in (wmon_serve, gunicorn)
         ]
-        browsers = []
-        for url, _ in servers:
-            for _ in range(2):
-                browser = wait_until(lambda url=url: _connected(url), WAIT_S * 3, f"{url} to serve")
-                stack.callback(browser.close)
-                browsers.append(browser)
+        browsers = [open_browser(url, stack) for url, _ in servers for _ in range(2)]
         for browser in browsers:
-            assert browser.subscribe("q", after_batch=0)["caught_up"] == 0
-        for batch_id in range(1, 6):
+            assert browser.subscribe("q", after_batch=0)["caught_up"] == 2
+        for browser in browsers[1::2]:  # one on each server
+            assert browser.client.call("subscribe_overview", timeout=WAIT_S) == {"queries": 1}
+        for batch_id in range(3, 7):
             writer.batch(batch_id, at_ms=now + batch_id * 1_000)
         writer.write(
-            "terminated", query_id="q", run_id="run-1", timestamp_ms=now + 6_000, exception="boom"
+            "terminated", query_id="q", run_id="run-1", timestamp_ms=now + 7_000, exception="boom"
         )
         writer.close()
-
-        def alerted(browser):
-            return [(d["alert"]["rule"], d["transition"]) for _, d in browser.events("alert")]
-
         for browser in browsers:
-            wait_until(lambda b=browser: b.batch_ids() == [1, 2, 3, 4, 5], WAIT_S, "the batches")
+            wait_until(lambda b=browser: b.batch_ids() == [1, 2, 3, 4, 5, 6], WAIT_S, "batches")
             wait_until(lambda b=browser: ("query_failed", "firing") in alerted(b), 30, "the alert")
         wait_until(lambda: receiver.received, WAIT_S, "the notification")
         time.sleep(3.0)  # three evaluations and many looks: anything sent twice is here now
 
+        for browser in browsers[1::2]:
+            shown = [
+                q["last_batch_id"] for _, d in browser.events("overview") for q in d["queries"]
+            ]
+            assert shown[0] == 2 and shown[-1] == 6  # the full overview, then what changed
         for browser in browsers:
-            assert browser.batch_ids() == [1, 2, 3, 4, 5]
+            assert browser.batch_ids() == [1, 2, 3, 4, 5, 6]
             assert alerted(browser) == alerted(browsers[0])
             assert len(set(alerted(browser))) == len(alerted(browser))
         notified = [(body["alert"]["rule"], body["status"]) for _, body in receiver.received]
         assert notified == [("query_failed", "firing")]
-
-        engine = sa.create_engine(database_url)
-        with so.Session(engine) as session:
-            [lease] = session.scalars(sa.select(Lease).where(Lease.name == LEASE)).all()
-            fired = session.scalars(
-                sa.select(AlertEvent).where(AlertEvent.transition == "firing")
-            ).all()
-        engine.dispose()
-        # The holder is `host:pid:…`: a server, or gunicorn's worker under it.
-        holder = int(lease.holder.split(":")[1])
-        servers_and_workers = {process.pid for _, process in servers}
-        assert {holder, _parent(holder)} & servers_and_workers
-        assert len(fired) == 1
+        check_one_evaluates(database_url, [process.pid for _, process in servers], shared)
     receiver.close()
+
+
+def open_browser(url, stack):
+    """A client of the server at `url`, once it serves; closed with `stack`."""
+    browser = wait_until(lambda: _connected(url), WAIT_S * 3, f"{url} to serve")
+    stack.callback(browser.close)
+    return browser
+
+
+def alerted(browser):
+    return [(d["alert"]["rule"], d["transition"]) for _, d in browser.events("alert")]
+
+
+def check_one_evaluates(database_url, pids, shared):
+    """One of the servers holds the evaluation lease, and the alert fired once; with a
+    message queue, one watches the store."""
+    engine = sa.create_engine(database_url)
+    with so.Session(engine) as session:
+        [lease] = session.scalars(sa.select(Lease).where(Lease.name == LEASE)).all()
+        watching = session.scalars(sa.select(Lease).where(Lease.name == LIVE_LEASE)).all()
+        fired = session.scalars(sa.select(AlertEvent).where(AlertEvent.transition == "firing"))
+        fired = fired.all()
+    engine.dispose()
+    # The holder is `host:pid:…`: a server, or gunicorn's worker under it.
+    holder = int(lease.holder.split(":")[1])
+    assert {holder, _parent(holder)} & set(pids)
+    assert len(watching) == (1 if shared else 0)
+    assert len(fired) == 1
 
 
 def _connected(url):
@@ -136,3 +164,46 @@ def _connected(url):
 def _parent(pid):
     with open(f"/proc/{pid}/status") as status:
         return next(int(line.split()[1]) for line in status if line.startswith("PPid:"))
+
+
+def test_the_watching_process_pushes_to_rooms_only_others_are_in_and_another_takes_over(
+    database_url, tmp_path
+):
+    queue = {"WMON_MESSAGE_QUEUE": REDIS, "WMON_MESSAGE_QUEUE_CHANNEL": f"wmon-test-{uuid.uuid4()}"}
+    rules = tmp_path / "rules.yml"
+    rules.write_text("")
+    writer = Writer(database_url)
+    writer.batch(0)
+    with ExitStack() as stack:
+        servers = [
+            stack.enter_context(dashboard(wmon_serve, database_url, rules, queue)) for _ in range(2)
+        ]
+        watching = wait_until(lambda: live_lease_holder(database_url), WAIT_S * 3, "a watcher")
+        pids = [process.pid for _, process in servers]
+        stopped, left = (0, 1) if pids[0] == watching else (1, 0)
+        # Only the process that does not watch has a client: the watcher learns of its room
+        # through Redis alone.
+        browser = open_browser(servers[left][0], stack)
+        assert browser.subscribe("q", after_batch=0)["caught_up"] == 0
+        writer.batch(1)
+        browser.arrival(1)
+        servers[stopped][1].kill()  # no hand-over: its lease runs out
+        wait_until(lambda: live_lease_holder(database_url) == pids[left], 20, "the take-over")
+        time.sleep(1.0)  # the new watcher's first look takes the store as it is
+        for batch_id in (2, 3):
+            writer.batch(batch_id)
+        writer.close()
+        browser.arrival(3)
+        time.sleep(1.0)  # anything sent twice would have arrived by now
+        assert browser.batch_ids() == [1, 2, 3]
+
+
+def live_lease_holder(database_url):
+    """The pid of the process that watches the store for all, if one does."""
+    engine = sa.create_engine(database_url)
+    with so.Session(engine) as session:
+        lease = session.get(Lease, LIVE_LEASE)
+        now = time.time_ns() // 1_000_000
+        holder = lease.holder if lease is not None and lease.expires_at_ms > now else None
+    engine.dispose()
+    return None if holder is None else int(holder.split(":")[1])
