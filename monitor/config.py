@@ -18,8 +18,10 @@ DEFAULT_ALERT_INTERVAL_S = 10
 DEFAULT_METRICS_KEEP_ENDED_S = 3600
 # Where `instrument()` measures: the JVM when the session has wmon-spark.jar, else Python.
 OPERATORS = ("auto", "jvm", "python")
-# What WMON_MESSAGE_QUEUE may name: a Redis server, as redis-py reads its URL.
+# What WMON_MESSAGE_QUEUE may name: a Redis server, as redis-py reads its URL; the channel
+# the dashboards of one store share on it.
 MESSAGE_QUEUE_SCHEMES = ("redis", "rediss")
+DEFAULT_MESSAGE_QUEUE_CHANNEL = "wmon"
 
 
 def default_database_path(environ: Mapping[str, str] = os.environ) -> Path:
@@ -48,7 +50,7 @@ class Settings:
     operator: str = "auto"
     metrics_keep_ended_s: int = DEFAULT_METRICS_KEEP_ENDED_S
     message_queue: str | None = None
-    message_queue_channel: str = "wmon"
+    message_queue_channel: str = DEFAULT_MESSAGE_QUEUE_CHANNEL
 
 
 DAY_S = 86_400
@@ -101,7 +103,8 @@ def load_settings(environ: Mapping[str, str] = os.environ) -> Settings:
             environ, "WMON_METRICS_KEEP_ENDED", DEFAULT_METRICS_KEEP_ENDED_S, 0, 365 * DAY_S
         ),
         message_queue=_message_queue(environ),
-        message_queue_channel=environ.get("WMON_MESSAGE_QUEUE_CHANNEL", "").strip() or "wmon",
+        message_queue_channel=environ.get("WMON_MESSAGE_QUEUE_CHANNEL", "").strip()
+        or DEFAULT_MESSAGE_QUEUE_CHANNEL,
     )
 
 
@@ -109,7 +112,8 @@ def _message_queue(environ: Mapping[str, str]) -> str | None:
     raw = environ.get("WMON_MESSAGE_QUEUE", "").strip()
     if not raw:
         return None
-    if raw.split("://", 1)[0].lower() not in MESSAGE_QUEUE_SCHEMES or "://" not in raw:
+    scheme, separator, _ = raw.partition("://")
+    if not separator or scheme.lower() not in MESSAGE_QUEUE_SCHEMES:
         # Not the value itself: a URL may carry a password.
         raise ValueError("WMON_MESSAGE_QUEUE must be a redis:// or rediss:// URL")
     return raw

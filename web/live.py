@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
-import socket
 import threading
 import time
 import uuid
@@ -34,7 +32,7 @@ from flask import Flask, current_app, request
 from flask_socketio import ConnectionRefusedError as ConnectionRefused
 from flask_socketio import leave_room, rooms
 
-from monitor.alerts.lease import acquire, release
+from monitor.alerts.lease import acquire, new_holder, release
 from monitor.alerts.silences import active_silences
 from monitor.numbers import json_whole
 from monitor.store.changes import (
@@ -139,7 +137,7 @@ class Watcher:
         self._fresh_watches()
         self._joining: dict[str, list[Joining]] = {}
         self._last_full = 0.0
-        self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.holder = new_holder()
         self._leading, self._renew_at, self._rooms_at = False, 0.0, 0.0
         self._heard_anywhere: set[str] = set()
         self._rooms_lock = threading.Lock()

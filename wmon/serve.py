@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import socket
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from monitor.config import load_settings
@@ -41,9 +42,27 @@ def dashboard(database_url: str | None, host: str | None = None) -> Flask:
     return create_app({"DATABASE_URL": url, "ALLOWED_HOSTS": hosts})
 
 
+def start_beside(app: Flask) -> Callable[[], None]:
+    """Start what runs beside the server: the alert evaluation and, with a message queue, the
+    watcher of the store (a process with no browser of its own may watch for the others); the
+    function that stops them and hands their leases on."""
+    from web import evaluation, live
+
+    evaluator, watcher = evaluation.evaluator(app), live.watcher(app)
+    evaluator.start()
+    if watcher.relay is not None:
+        watcher.start()
+
+    def stop() -> None:
+        evaluator.stop()
+        watcher.stop()
+
+    return stop
+
+
 def serve(args: argparse.Namespace) -> None:
     """Serve the dashboard and its JSON API, pushing what the store receives to the browsers."""
-    from web import evaluation, live, socketio
+    from web import socketio
 
     app = dashboard(args.database_url, args.host)
     check_address(args.host, args.port)
@@ -51,11 +70,7 @@ def serve(args: argparse.Namespace) -> None:
     url = app.config["DATABASE_URL"]
     print(f"wmon: dashboard on http://{address}/ (store {display_url(url)})")
     print("wmon: JSON API at /api/queries; Ctrl-C stops the server", flush=True)
-    evaluator = evaluation.evaluator(app)
-    evaluator.start()
-    watcher = live.watcher(app)
-    if watcher.relay is not None:
-        watcher.start()  # a process with no browser of its own may watch for the others
+    stop = start_beside(app)
     try:
         # Flask-SocketIO refuses Werkzeug's server when stdin is not a terminal (a service, a
         # container). In threading mode it is the server, serving each connection and WebSocket
@@ -63,8 +78,7 @@ def serve(args: argparse.Namespace) -> None:
         # local.
         socketio.run(app, host=args.host, port=args.port, allow_unsafe_werkzeug=True)
     finally:
-        evaluator.stop()
-        watcher.stop()
+        stop()
 
 
 def authority(host: str, port: int) -> str:

@@ -4,7 +4,8 @@
 
 Set up as `wmon serve` sets it up: settings from the environment (WMON_DATABASE_URL, the store,
 must exist and be migrated; WMON_ALLOWED_HOSTS, the names it answers to), and the alert
-evaluation running beside it, handed on when the process exits. One worker a process: a
+evaluation (with WMON_MESSAGE_QUEUE, the store's watcher too) running beside it, handed on
+when the process exits. One worker a process: a
 Socket.IO connection's requests must all reach the process that holds it (docs/operations.md).
 """
 
@@ -12,18 +13,11 @@ from __future__ import annotations
 
 import atexit
 
-from web import evaluation, live
 from wmon.options import CliError
-from wmon.serve import dashboard
+from wmon.serve import dashboard, start_beside
 
 try:
     app = dashboard(None)
 except CliError as error:
     raise SystemExit(f"wmon: error: {error}") from None
-_evaluator = evaluation.evaluator(app)
-_evaluator.start()
-atexit.register(_evaluator.stop)
-_watcher = live.watcher(app)
-if _watcher.relay is not None:
-    _watcher.start()  # a process with no browser of its own may watch for the others
-atexit.register(_watcher.stop)
+atexit.register(start_beside(app))

@@ -8,10 +8,20 @@ SQLite and PostgreSQL.
 
 from __future__ import annotations
 
+import os
+import socket
+import uuid
+
 import sqlalchemy as sa
 import sqlalchemy.exc as sa_exc
 
 from monitor.store.models import Lease
+
+
+def new_holder() -> str:
+    """A holder's name, unique to the asker: `host:pid:random`, so that a lease's row says
+    which process holds it."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 def acquire(engine: sa.Engine, name: str, holder: str, now_ms: int, ttl_ms: int) -> bool:

@@ -8,11 +8,8 @@ one is logged and the rules in force stay, as Prometheus does with a bad reload.
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import threading
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -22,7 +19,7 @@ import sqlalchemy.orm as so
 
 from monitor.alerts.delivery import deliver_due
 from monitor.alerts.evaluate import evaluate
-from monitor.alerts.lease import acquire, done, release
+from monitor.alerts.lease import acquire, done, new_holder, release
 from monitor.alerts.rulefile import RuleSet, RulesFileError, load_rules_file
 from monitor.alerts.transport import Post, http_post
 from monitor.store.engine import error_reason
@@ -55,7 +52,7 @@ class AlertRunner:
         self.clock = clock
         self.post = post
         self.holding = False
-        self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.holder = new_holder()
         self.rules = RuleSet() if rules_path is None else load_rules_file(rules_path)
         self.rules_error: str | None = None
         self._rules_mtime = self._mtime()
