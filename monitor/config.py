@@ -14,6 +14,8 @@ DEFAULT_IDLE_TIMEOUT_S = 60
 DEFAULT_STALL_TIMEOUT_S = 120
 DEFAULT_RETENTION_DAYS = 30
 DEFAULT_ALERT_INTERVAL_S = 10
+# A record whose event time is further ahead of its batch's processing time is future-dated.
+DEFAULT_FUTURE_TOLERANCE_S = 300
 # How long an ended query's series stay in GET /metrics.
 DEFAULT_METRICS_KEEP_ENDED_S = 3600
 # Where `instrument()` measures: the JVM when the session has wmon-spark.jar, else Python.
@@ -48,6 +50,7 @@ class Settings:
     ingest_token: str | None = None
     allowed_hosts: tuple[str, ...] = ()
     operator: str = "auto"
+    future_tolerance_s: int = DEFAULT_FUTURE_TOLERANCE_S
     metrics_keep_ended_s: int = DEFAULT_METRICS_KEEP_ENDED_S
     message_queue: str | None = None
     message_queue_channel: str = DEFAULT_MESSAGE_QUEUE_CHANNEL
@@ -99,6 +102,9 @@ def load_settings(environ: Mapping[str, str] = os.environ) -> Settings:
             if name.strip()
         ),
         operator=_operator(environ),
+        future_tolerance_s=_whole_number(
+            environ, "WMON_FUTURE_TOLERANCE", DEFAULT_FUTURE_TOLERANCE_S, 0, 365 * DAY_S
+        ),
         metrics_keep_ended_s=_whole_number(
             environ, "WMON_METRICS_KEEP_ENDED", DEFAULT_METRICS_KEEP_ENDED_S, 0, 365 * DAY_S
         ),

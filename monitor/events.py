@@ -9,6 +9,8 @@ from typing import Any
 OBSERVATION = "wmon"
 # How many late records the store keeps per partition and batch, to show what was dropped.
 SAMPLES_PER_PARTITION = 5
+# One record as the instrumented operator tells of it: key, event time (ms), offset.
+Record = tuple[str | None, int, int | None]
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,16 @@ class PartitionEventTimes:
     late_records: int
     late_watermark_ms: int | None
     delay_ms: int
-    late_samples: tuple[tuple[str | None, int, int | None], ...] = ()
+    late_samples: tuple[Record, ...] = ()
+    # The record at max_event_ms (on a tie, the first in sample order).
+    max_record: Record | None = None
+    # Records more than the tolerance ahead of the batch's processing time.
+    future_records: int = 0
+    future_lead_ms: int | None = None
+    future_samples: tuple[Record, ...] = ()
+    # How far from the late watermark the late and the on-time records were (health.lateness).
+    late_buckets: dict[str, int] = field(default_factory=dict)
+    slack_buckets: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

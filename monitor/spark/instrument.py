@@ -75,7 +75,8 @@ def instrument(
             f"instrument: no partition column {partition!r} in {df.columns} "
             "(partition=None measures per Spark input partition)"
         )
-    operator = chosen_operator(df.sparkSession, load_settings().operator)
+    settings = load_settings()
+    operator = chosen_operator(df.sparkSession, settings.operator)
     measuring = Measuring(
         checkpoint=checkpoint,
         event_time=event_time,
@@ -85,6 +86,7 @@ def instrument(
         offset=offset,
         delay_ms=interval_ms(delay),
         window_ms=interval_ms(window) if window else None,
+        future_tolerance_ms=settings.future_tolerance_s * 1000,
     )
     if operator is None:
         log.info("wmon: instrument() measures in Python (mapInArrow): no wmon-spark.jar in use")

@@ -12,7 +12,9 @@ class Measuring:
 
     `checkpoint` is the query's checkpoint location (each batch's late threshold is read from
     its offset log); `partition`, `topic`, `key` and `offset` name columns, or are None where
-    the rows have none; `window_ms` is the length of the job's event-time windows, if any.
+    the rows have none; `window_ms` is the length of the job's event-time windows, if any;
+    a record is future-dated when its event time is more than `future_tolerance_ms` ahead of
+    its batch's processing time.
     """
 
     checkpoint: str
@@ -23,3 +25,4 @@ class Measuring:
     offset: str | None
     delay_ms: int
     window_ms: int | None
+    future_tolerance_ms: int

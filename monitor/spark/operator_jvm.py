@@ -45,5 +45,6 @@ def measured_in_jvm(operator: Any, df: Any, measuring: Measuring) -> Any:
         measuring.offset,
         measuring.delay_ms,
         measuring.window_ms or 0,
+        measuring.future_tolerance_ms,
     )
     return DataFrame(observed, df.sparkSession)

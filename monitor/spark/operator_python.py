@@ -13,10 +13,11 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from monitor.collect.observed import sample_order
+from monitor.collect.observed import later_record, sample_order
 from monitor.events import OBSERVATION, SAMPLES_PER_PARTITION
 from monitor.spark.measuring import Measuring
 
@@ -26,14 +27,27 @@ STATS_COLUMN = "__wmon_stats"
 _SAMPLE_ORDER = [(name, "ascending", "at_start") for name in ("o", "t", "k")]
 
 
-def late_watermark_ms(checkpoint: str, batch_id: int) -> int | None:
-    """The watermark Spark drops late rows with in batch `batch_id`: that of batch N-1."""
-    path = os.path.join(checkpoint, "offsets", str(batch_id - 1))
-    if batch_id < 1 or not os.path.exists(path):
+def _batch_metadata(checkpoint: str, batch_id: int) -> dict[str, Any] | None:
+    """The second line of the offset log entry of batch `batch_id`, if it was written."""
+    path = os.path.join(checkpoint, "offsets", str(batch_id))
+    if batch_id < 0 or not os.path.exists(path):
         return None
     with open(path) as offsets:
         offsets.readline()
-        return int(json.loads(offsets.readline())["batchWatermarkMs"])
+        metadata: dict[str, Any] = json.loads(offsets.readline())
+        return metadata
+
+
+def late_watermark_ms(checkpoint: str, batch_id: int) -> int | None:
+    """The watermark Spark drops late rows with in batch `batch_id`: that of batch N-1."""
+    metadata = _batch_metadata(checkpoint, batch_id - 1)
+    return None if metadata is None else int(metadata["batchWatermarkMs"])
+
+
+def batch_time_ms(checkpoint: str, batch_id: int) -> int | None:
+    """Batch `batch_id`'s processing time, written to its offset log entry before it runs."""
+    metadata = _batch_metadata(checkpoint, batch_id)
+    return None if metadata is None else int(metadata["batchTimestampMs"])
 
 
 def partition_keys(
@@ -76,10 +90,19 @@ def effective_times_ms(times: pa.Array, window_ms: int | None) -> pa.Array:
 
 
 class TaskStats:
-    """Per-partition figures of one task: records, min/max event time, late records, samples."""
+    """Per-partition figures of one task: records, min/max event time and the record at the
+    max, late records and samples, future-dated records and samples, and how far the records
+    were from the late watermark (log-scale histograms of the late and the on-time ones)."""
 
-    def __init__(self, late_watermark: int | None, window_ms: int | None) -> None:
+    def __init__(
+        self,
+        late_watermark: int | None,
+        window_ms: int | None,
+        batch_time_ms: int | None = None,
+        future_tolerance_ms: int = 0,
+    ) -> None:
         self.late_watermark, self.window_ms = late_watermark, window_ms
+        self.batch_time_ms, self.future_tolerance_ms = batch_time_ms, future_tolerance_ms
         self.partitions: dict[str, dict[str, Any]] = {}
 
     def add(
@@ -92,38 +115,88 @@ class TaskStats:
     ) -> None:
         """Fold one Arrow batch in: event times in ms, and the times Spark compares with the
         watermark (by default the event times, or their window's end)."""
-        table = pa.table({"p": keys, "t": times})
+        if compared is None:
+            compared = effective_times_ms(times, self.window_ms)
+        table = pa.table(
+            {
+                "p": keys,
+                "t": times,
+                "k": _or_nulls(record_keys, pa.string(), keys),
+                "o": _or_nulls(offsets, pa.int64(), keys),
+                "c": compared,
+            }
+        )
         valid = table.filter(pc.is_valid(table.column("t")))
         aggregates = valid.group_by("p").aggregate([("t", "count"), ("t", "min"), ("t", "max")])
         for row in aggregates.to_pylist():
-            entry = self.partitions.setdefault(
-                row["p"], {"records": 0, "min_ms": None, "max_ms": None, "late": 0, "samples": []}
-            )
+            entry = self.partitions.setdefault(row["p"], _new_entry())
             entry["records"] += row["t_count"]
             entry["min_ms"] = _min(entry["min_ms"], row["t_min"])
             entry["max_ms"] = _max(entry["max_ms"], row["t_max"])
+        self._add_max_records(valid, aggregates)
+        if self.batch_time_ms is not None:
+            self._add_future(valid)
         if self.late_watermark is not None:
-            if compared is None:
-                compared = effective_times_ms(times, self.window_ms)
-            late = pc.fill_null(pc.less_equal(compared, self.late_watermark), False)
-            if pc.any(late).as_py():
-                self._add_late(
-                    table.append_column("k", _or_nulls(record_keys, pa.string(), keys))
-                    .append_column("o", _or_nulls(offsets, pa.int64(), keys))
-                    .filter(late)
-                )
+            self._add_late(valid)
 
-    def _add_late(self, late_rows: pa.Table) -> None:
-        for row in late_rows.group_by("p").aggregate([("t", "count")]).to_pylist():
-            self.partitions[row["p"]]["late"] += row["t_count"]
-        for name in pc.unique(late_rows.column("p")).to_pylist():
-            rows = late_rows.filter(pc.equal(late_rows.column("p"), name))
-            first = rows.take(
-                pc.sort_indices(rows, sort_keys=_SAMPLE_ORDER)[:SAMPLES_PER_PARTITION]
+    def _add_max_records(self, rows: pa.Table, aggregates: pa.Table) -> None:
+        # Each row beside its partition's max: the rows at the max are few.
+        at = pc.index_in(rows.column("p"), value_set=aggregates.column("p"))
+        tops = rows.filter(pc.equal(rows.column("t"), pc.take(aggregates.column("t_max"), at)))
+        for row in tops.to_pylist():
+            entry = self.partitions[row["p"]]
+            entry["max_record"] = later_record(entry["max_record"], [row["k"], row["t"], row["o"]])
+
+    def _add_future(self, rows: pa.Table) -> None:
+        leads = pc.subtract(rows.column("t"), self.batch_time_ms)
+        future = pc.greater(leads, self.future_tolerance_ms)
+        if not pc.any(future).as_py():
+            return
+        future_rows = rows.append_column("lead", leads).filter(future)
+        counts = future_rows.group_by("p").aggregate([("lead", "count"), ("lead", "max")])
+        for row in counts.to_pylist():
+            entry = self.partitions[row["p"]]
+            entry["future"] += row["lead_count"]
+            entry["future_lead_ms"] = _max(entry["future_lead_ms"], row["lead_max"])
+        self._keep_samples("future_samples", future_rows)
+
+    def _add_late(self, rows: pa.Table) -> None:
+        margins = pc.subtract(rows.column("c"), self.late_watermark)
+        late = pc.less_equal(margins, 0)
+        late_rows = rows.filter(late)
+        if late_rows.num_rows:
+            for row in late_rows.group_by("p").aggregate([("t", "count")]).to_pylist():
+                self.partitions[row["p"]]["late"] += row["t_count"]
+            self._keep_samples("samples", late_rows)
+        self._count_buckets("late_buckets", late_rows.column("p"), pc.negate(margins.filter(late)))
+        on_time = pc.invert(late)
+        self._count_buckets(
+            "slack_buckets", rows.column("p").filter(on_time), margins.filter(on_time)
+        )
+
+    def _keep_samples(self, field: str, rows: pa.Table) -> None:
+        """Keep, per partition, the first records of `rows` in sample order as `field`."""
+        for name in pc.unique(rows.column("p")).to_pylist():
+            mine = rows.filter(pc.equal(rows.column("p"), name))
+            first = mine.take(
+                pc.sort_indices(mine, sort_keys=_SAMPLE_ORDER)[:SAMPLES_PER_PARTITION]
             )
             entry = self.partitions[name]
-            candidates = entry["samples"] + [[r["k"], r["t"], r["o"]] for r in first.to_pylist()]
-            entry["samples"] = sorted(candidates, key=sample_order)[:SAMPLES_PER_PARTITION]
+            candidates = entry[field] + [[r["k"], r["t"], r["o"]] for r in first.to_pylist()]
+            entry[field] = sorted(candidates, key=sample_order)[:SAMPLES_PER_PARTITION]
+
+    def _count_buckets(self, field: str, names: pa.Array, distances: pa.Array) -> None:
+        """Count each distance (ms, not negative) in its partition's histogram `field`."""
+        if not len(distances):
+            return
+        # frexp's exponent of a whole number below 2**53 is its bit length: the bucket.
+        numbers = np.frexp(distances.to_numpy(zero_copy_only=False).astype(np.float64))[1]
+        counts = (
+            pa.table({"p": names, "b": numbers}).group_by(["p", "b"]).aggregate([("b", "count")])
+        )
+        for row in counts.to_pylist():
+            histogram = self.partitions[row["p"]][field]
+            histogram[str(row["b"])] = histogram.get(str(row["b"]), 0) + row["b_count"]
 
     def to_json(self, batch_id: int, delay_ms: int) -> str:
         """The figures as the JSON one row of the stats column carries."""
@@ -132,10 +205,28 @@ class TaskStats:
                 "batch": batch_id,
                 "delay_ms": delay_ms,
                 "late_watermark_ms": self.late_watermark,
+                "batch_time_ms": self.batch_time_ms,
+                "future_tolerance_ms": self.future_tolerance_ms,
                 "partitions": self.partitions,
             },
             separators=(",", ":"),
         )
+
+
+def _new_entry() -> dict[str, Any]:
+    return {
+        "records": 0,
+        "min_ms": None,
+        "max_ms": None,
+        "max_record": None,
+        "late": 0,
+        "samples": [],
+        "future": 0,
+        "future_lead_ms": None,
+        "future_samples": [],
+        "late_buckets": {},
+        "slack_buckets": {},
+    }
 
 
 def _or_nulls(column: pa.Array | None, kind: pa.DataType, like: pa.Array) -> pa.Array:
@@ -159,7 +250,12 @@ def measure(batches: Iterator[pa.RecordBatch], measuring: Measuring) -> Iterator
     if context is None or batch_property is None:
         raise RuntimeError("wmon: instrument() works only inside a streaming query")
     batch_id = int(batch_property)
-    stats = TaskStats(late_watermark_ms(measuring.checkpoint, batch_id), measuring.window_ms)
+    stats = TaskStats(
+        late_watermark_ms(measuring.checkpoint, batch_id),
+        measuring.window_ms,
+        batch_time_ms(measuring.checkpoint, batch_id),
+        measuring.future_tolerance_ms,
+    )
     previous: pa.RecordBatch | None = None
     for batch in batches:
         if batch.num_rows == 0:

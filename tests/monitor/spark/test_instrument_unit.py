@@ -18,6 +18,7 @@ from monitor.spark.instrument import interval_ms
 from monitor.spark.measuring import Measuring
 from monitor.spark.operator_python import (
     TaskStats,
+    batch_time_ms,
     effective_times_ms,
     event_times_us,
     late_watermark_ms,
@@ -93,6 +94,17 @@ def test_late_watermark_is_that_of_the_previous_batch(tmp_path, batch_id, expect
 
 def test_late_watermark_of_a_checkpoint_not_written_yet_is_none(tmp_path):
     assert late_watermark_ms(str(tmp_path / "not-yet"), 1) is None
+
+
+@pytest.mark.parametrize(
+    "batch_id, expected",
+    [(0, T0), (1, T0 + 60_000), (2, None)],
+    ids=["batch-0", "batch-1", "not-written-yet"],
+)
+def test_batch_time_is_that_of_the_batch_itself(tmp_path, batch_id, expected):
+    write_offsets(tmp_path, 0, 0)
+    write_offsets(tmp_path, 1, T0 + 20_000)
+    assert batch_time_ms(str(tmp_path), batch_id) == expected
 
 
 # partition_keys
@@ -195,14 +207,22 @@ def add(stats, rows, record_keys=True, offsets=True):
     )
 
 
-def figures(records, min_ms, max_ms, late, samples=()):
+def figures(records, min_ms, max_ms, late, samples=(), **more):
+    """One partition's figures as a task's JSON holds them: those `more` names as given, the
+    others of a partition with nothing future-dated and nothing measured against a watermark."""
     return {
         "records": records,
         "min_ms": min_ms,
         "max_ms": max_ms,
+        "max_record": None,
         "late": late,
         "samples": [list(sample) for sample in samples],
-    }
+        "future": 0,
+        "future_lead_ms": None,
+        "future_samples": [],
+        "late_buckets": {},
+        "slack_buckets": {},
+    } | more
 
 
 def skewed_task():
@@ -229,7 +249,15 @@ def skewed_task():
 def test_task_stats_per_partition_over_several_batches():
     assert SAMPLES_PER_PARTITION == 5, "the expected samples below are the first five"
     assert skewed_task().partitions == {
-        "telemetry/0": figures(2, T0 + 12_000, T0 + 20_000, 0),
+        # Slack 2,000 and 10,000 ms: buckets 11 (1,024-2,047) and 14 (8,192-16,383).
+        "telemetry/0": figures(
+            2,
+            T0 + 12_000,
+            T0 + 20_000,
+            0,
+            max_record=["k11", T0 + 20_000, 102],
+            slack_buckets={"11": 1, "14": 1},
+        ),
         "telemetry/1": figures(
             9,
             T0 + 1_000,
@@ -242,6 +270,10 @@ def test_task_stats_per_partition_over_several_batches():
                 ("k6", T0 + 2_000, 204),
                 ("k7", T0 + 3_000, 205),
             ],
+            max_record=["k4", T0 + 10_001, 202],
+            # Late by 0, 1,000, 4,000, 5,000 to 8,000 (four) and 9,000 ms; 1 ms of slack.
+            late_buckets={"0": 1, "10": 1, "12": 1, "13": 4, "14": 1},
+            slack_buckets={"1": 1},
         ),
     }
 
@@ -249,7 +281,7 @@ def test_task_stats_per_partition_over_several_batches():
 def test_task_stats_without_a_late_watermark_counts_nothing_late():
     stats = TaskStats(late_watermark=None, window_ms=None)
     add(stats, [("3", 5, "k0", 0), ("3", 7, "k1", 1), ("4", None, "k2", 0)])
-    assert stats.partitions == {"3": figures(2, 5, 7, 0)}
+    assert stats.partitions == {"3": figures(2, 5, 7, 0, max_record=["k1", 7, 1])}
 
 
 def test_task_stats_compares_window_ends_with_the_late_watermark():
@@ -274,14 +306,69 @@ def test_task_stats_compares_window_ends_with_the_late_watermark():
                 ("in-window-ending-at-10000", T0 + 9_999, 3),
                 ("starts-window-ending-at-15000", T0 + 10_000, 4),
             ],
+            max_record=["in-window-ending-at-20000", T0 + 15_000, 2],
+            # Window ends 0, 0 and 5,000 ms at or behind the watermark; one 5,000 ms after.
+            late_buckets={"0": 2, "13": 1},
+            slack_buckets={"13": 1},
         )
     }
+
+
+def test_task_stats_future_dated_records_are_those_ahead_of_the_batch_by_more_than_the_tolerance():
+    stats = TaskStats(None, None, batch_time_ms=T0, future_tolerance_ms=300_000)
+    add(
+        stats,
+        [
+            ("p", T0 + 300_000, "at-the-tolerance", 1),
+            ("p", T0 + 7_200_000, "two-hours-ahead", 2),
+            ("p", T0 + 300_001, "just-past", 3),
+            ("q", T0 - 5_000, "behind", 1),
+        ],
+    )
+    assert stats.partitions["p"] == figures(
+        3,
+        T0 + 300_000,
+        T0 + 7_200_000,
+        0,
+        max_record=["two-hours-ahead", T0 + 7_200_000, 2],
+        future=2,
+        future_lead_ms=7_200_000,
+        future_samples=[["two-hours-ahead", T0 + 7_200_000, 2], ["just-past", T0 + 300_001, 3]],
+    )
+    assert stats.partitions["q"]["future"] == 0
+
+
+def test_task_stats_without_a_batch_time_counts_nothing_future_dated():
+    stats = TaskStats(None, None, batch_time_ms=None, future_tolerance_ms=0)
+    add(stats, [("p", T0 + 7_200_000, "k", 1)])
+    assert stats.partitions["p"]["future"] == 0
+
+
+def test_task_stats_max_record_is_the_first_in_sample_order_among_ties():
+    """The same event time in several records: the smallest offset, then key, tells it."""
+    rows = [("p", T0, "b", 7), ("p", T0, "a", 7), ("p", T0 - 1, "z", 1), ("p", T0, "c", 9)]
+    for ordered in (rows, rows[::-1]):
+        stats = TaskStats(None, None)
+        add(stats, ordered[:2])
+        add(stats, ordered[2:])
+        assert stats.partitions["p"]["max_record"] == ["a", T0, 7]
 
 
 def test_task_stats_samples_without_key_or_offset_columns():
     stats = TaskStats(late_watermark=T0, window_ms=None)
     add(stats, [("p", T0, "k", 1), ("p", T0 + 1, "k", 2)], record_keys=False, offsets=False)
-    assert stats.partitions == {"p": figures(2, T0, T0 + 1, 1, [(None, T0, None)])}
+    assert stats.partitions == {
+        "p": figures(
+            2,
+            T0,
+            T0 + 1,
+            1,
+            [(None, T0, None)],
+            max_record=[None, T0 + 1, None],
+            late_buckets={"0": 1},
+            slack_buckets={"1": 1},
+        )
+    }
 
 
 def test_task_stats_samples_every_late_partition_of_a_large_batch():
@@ -322,6 +409,61 @@ def test_task_stats_keeps_the_smallest_samples_whatever_the_order_rows_come_in()
         assert stats.partitions["p"]["samples"] == expected
 
 
+def test_partition_event_times_merges_the_diagnosis_figures_of_tasks():
+    tasks = [
+        task(
+            {
+                "p": figures(
+                    2,
+                    T0,
+                    T0 + 9,
+                    1,
+                    max_record=["k9", T0 + 9, 9],
+                    future=1,
+                    future_lead_ms=400_000,
+                    future_samples=[["f2", T0 + 400_000, 20]],
+                    late_buckets={"0": 1},
+                    slack_buckets={"3": 1},
+                )
+            }
+        ),
+        task(
+            {
+                "p": figures(
+                    3,
+                    T0,
+                    T0 + 9,
+                    0,
+                    max_record=["k8", T0 + 9, 8],
+                    future=2,
+                    future_lead_ms=7_200_000,
+                    future_samples=[["f1", T0 + 7_200_000, 10], ["f3", T0 + 300_001, 30]],
+                    slack_buckets={"3": 2, "12": 1},
+                )
+            }
+        ),
+    ]
+    [forward] = partition_event_times({"wmon": {"tasks": tasks}})
+    [backward] = partition_event_times({"wmon": {"tasks": tasks[::-1]}})
+    assert forward == backward
+    assert forward.max_record == ("k8", T0 + 9, 8)
+    assert (forward.future_records, forward.future_lead_ms) == (3, 7_200_000)
+    assert forward.future_samples == (
+        ("f1", T0 + 7_200_000, 10),
+        ("f2", T0 + 400_000, 20),
+        ("f3", T0 + 300_001, 30),
+    )
+    assert forward.late_buckets == {"0": 1}
+    assert forward.slack_buckets == {"3": 3, "12": 1}
+    assert list(forward.slack_buckets) == ["3", "12"]
+
+
+def test_partition_event_times_of_an_operator_before_the_diagnosis_figures():
+    older = {"records": 1, "min_ms": T0, "max_ms": T0, "late": 0, "samples": []}
+    [times] = partition_event_times({"wmon": {"tasks": [task({"p": older})]}})
+    assert times == PartitionEventTimes("p", 1, T0, T0, 0, T0 + 10_000, 10_000)
+
+
 def test_partition_event_times_samples_do_not_depend_on_the_order_of_tasks():
     tasks = [
         task({"p": figures(2, T0, T0, 2, [("k1", T0, 5), ("k2", T0, 7)])}),
@@ -347,7 +489,17 @@ def test_task_stats_round_trip_through_the_observed_metrics():
     assert json.loads(first)["batch"] == 4
     observed = {"wmon": {"tasks": [first, other.to_json(4, 10_000), None]}}
     assert partition_event_times(observed) == (
-        PartitionEventTimes("telemetry/0", 2, T0 + 12_000, T0 + 20_000, 0, T0 + 10_000, 10_000),
+        PartitionEventTimes(
+            "telemetry/0",
+            2,
+            T0 + 12_000,
+            T0 + 20_000,
+            0,
+            T0 + 10_000,
+            10_000,
+            max_record=("k11", T0 + 20_000, 102),
+            slack_buckets={"11": 1, "14": 1},
+        ),
         PartitionEventTimes(
             "telemetry/1",
             9,
@@ -363,6 +515,9 @@ def test_task_stats_round_trip_through_the_observed_metrics():
                 ("k6", T0 + 2_000, 204),
                 ("k7", T0 + 3_000, 205),
             ),
+            max_record=("k4", T0 + 10_001, 202),
+            late_buckets={"0": 1, "10": 1, "12": 1, "13": 4, "14": 1},
+            slack_buckets={"1": 1},
         ),
         PartitionEventTimes(
             "telemetry/2",
@@ -373,6 +528,9 @@ def test_task_stats_round_trip_through_the_observed_metrics():
             T0 + 10_000,
             10_000,
             (("k21", T0 + 4_000, 301),),
+            max_record=("k20", T0 + 30_000, 300),
+            late_buckets={"13": 1},
+            slack_buckets={"15": 1},
         ),
     )
 
@@ -391,6 +549,7 @@ def test_measure_outside_a_spark_task_refuses_to_run(tmp_path):
         offset=None,
         delay_ms=10_000,
         window_ms=None,
+        future_tolerance_ms=300_000,
     )
     measured = measure(batches, measuring)
     with pytest.raises(RuntimeError, match=r"^wmon: instrument\(\) works only inside a streaming"):
@@ -472,6 +631,22 @@ MALFORMED = [
     ),
     ({"wmon": {"tasks": [task({}, delay_ms="ten")]}}, r"'ten'"),
     ({"wmon": {"tasks": [task({"p": figures("many", 1, 2, 0)})]}}, r"'many'"),
+    (
+        {"wmon": {"tasks": [task({"p": figures(1, 1, 2, 0, late_buckets={"x": 1})})]}},
+        r"a bucket of late_buckets",
+    ),
+    (
+        {"wmon": {"tasks": [task({"p": figures(1, 1, 2, 0, slack_buckets={"65": 1})})]}},
+        r"a bucket of slack_buckets",
+    ),
+    (
+        {"wmon": {"tasks": [task({"p": figures(1, 1, 2, 0, slack_buckets=[1])})]}},
+        r"slack_buckets is not an object of bucket counts",
+    ),
+    (
+        {"wmon": {"tasks": [task({"p": figures(1, 1, 2, 0, max_record=["k", 1])})]}},
+        r"a record is not \[key, event ms, offset\]",
+    ),
 ]
 MALFORMED_IDS = [
     "tasks-not-a-list",
@@ -480,6 +655,10 @@ MALFORMED_IDS = [
     "task-without-partitions",
     "delay-not-a-number",
     "records-not-a-number",
+    "bucket-not-a-number",
+    "bucket-past-64",
+    "buckets-not-an-object",
+    "max-record-not-a-record",
 ]
 
 

@@ -7,7 +7,6 @@ import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.StringWriter;
 import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
@@ -17,9 +16,11 @@ import com.fasterxml.jackson.core.JsonGenerator;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /**
- * The aggregation buffer: per partition, records, min/max event time, late records and the
- * late samples with the smallest (offset, event time, key). Partitions live in slots of flat
- * arrays, found by a number (an integral partition, the Spark input split) through an
+ * The aggregation buffer: per partition, records, min/max event time and the record at the max
+ * ({@link MaxRecords}), late records, late and future-dated samples ({@link Samples}),
+ * future-dated records and their largest lead over the batch time, and histograms of how far
+ * late and on-time rows are from the late watermark ({@link Buckets}). Partitions live in slots
+ * of flat arrays, found by a number (an integral partition, the Spark input split) through an
  * open-addressing table, or by a name; adding a row allocates nothing. Serialized once per
  * task ({@link #toBytes}); the look-up tables are rebuilt after that.
  */
@@ -31,23 +32,29 @@ public final class Figures {
     private long batch = NO_BATCH;
     private boolean hasLateWatermark;
     private long lateWatermarkMs;
-    private int samplesPerPartition;
+    private boolean hasBatchTime;
+    private long batchTimeMs;
+    private final int samplesPerPartition;
     private int size;
     /** The slot's partition number, or -1 when it is known by name. */
     private long[] codes = new long[0];
     private String[] names = new String[0];
     private long[] records = new long[0];
     private long[] minMs = new long[0];
-    private long[] maxMs = new long[0];
     private long[] late = new long[0];
-    private int[] sampleCounts = new int[0];
-    private long[] sampleMs = new long[0];
-    private long[] sampleOffsets = new long[0];
-    private boolean[] sampleHasOffset = new boolean[0];
-    private String[] sampleKeys = new String[0];
+    private long[] future = new long[0];
+    private long[] futureLeadMs = new long[0];
+    private final MaxRecords maxRecords = new MaxRecords();
+    private final Samples lateSamples;
+    private final Samples futureSamples;
+    /** By how far late rows are behind the late watermark, and on-time rows ahead of it. */
+    private final Buckets lateBuckets = new Buckets();
+    private final Buckets slackBuckets = new Buckets();
 
     /** The Spark input split of the task that writes this buffer. */
     private transient int inputSplit;
+    /** A row further ahead of the batch time than this is future-dated. */
+    private transient long futureToleranceMs;
     private transient int[] codeTable;
     private transient Map<String, Integer> nameSlots;
     private transient long lastCode;
@@ -61,19 +68,28 @@ public final class Figures {
 
     Figures(int samplesPerPartition) {
         this.samplesPerPartition = samplesPerPartition;
+        lateSamples = new Samples(samplesPerPartition);
+        futureSamples = new Samples(samplesPerPartition);
     }
 
     /**
-     * A buffer for a task of the running batch, with the watermark its late rows are dropped at
-     * and the task's input split.
+     * A buffer for a task of the running batch, with the watermark its late rows are dropped at,
+     * its batch time, the tolerance future-dated rows exceed and the task's input split.
      */
-    static Figures forTask(int samplesPerPartition, LateWatermarks.Batch current, int inputSplit) {
+    static Figures forTask(
+            int samplesPerPartition, LateWatermarks.Batch current, long futureToleranceMs,
+            int inputSplit) {
         Figures figures = new Figures(samplesPerPartition);
         figures.batch = current.id();
         if (current.watermarkMs() != null) {
             figures.hasLateWatermark = true;
             figures.lateWatermarkMs = current.watermarkMs();
         }
+        if (current.timeMs() != null) {
+            figures.hasBatchTime = true;
+            figures.batchTimeMs = current.timeMs();
+        }
+        figures.futureToleranceMs = futureToleranceMs;
         figures.inputSplit = inputSplit;
         return figures;
     }
@@ -83,9 +99,14 @@ public final class Figures {
         return inputSplit;
     }
 
-    /** The late watermark of the buffer's batch, or the smallest long when it has none. */
-    long lateThresholdMs() {
-        return hasLateWatermark ? lateWatermarkMs : Long.MIN_VALUE;
+    /** Whether a row Spark compares with the watermark at {@code comparedMs} is late. */
+    boolean isLate(long comparedMs) {
+        return hasLateWatermark && comparedMs <= lateWatermarkMs;
+    }
+
+    /** Whether a row at {@code ms} is further ahead of the batch time than the tolerance. */
+    boolean isFuture(long ms) {
+        return hasBatchTime && ms - batchTimeMs > futureToleranceMs;
     }
 
     /** The slot of partition number {@code code} (not negative), made on first sight. */
@@ -157,61 +178,45 @@ public final class Figures {
         return lastPartsSlot;
     }
 
-    /** Count one record of the slot's partition, at {@code ms}, late or not. */
-    void add(int slot, long ms, boolean isLate) {
+    /**
+     * Count one record of the slot's partition at {@code ms}, compared with the late watermark
+     * at {@code comparedMs}; {@code isLate} and {@code isFuture} as this buffer answered them.
+     */
+    void add(int slot, long ms, long comparedMs, boolean isLate, boolean isFuture) {
         records[slot]++;
         if (ms < minMs[slot]) {
             minMs[slot] = ms;
         }
-        if (ms > maxMs[slot]) {
-            maxMs[slot] = ms;
-        }
         if (isLate) {
             late[slot]++;
+            lateBuckets.add(slot, lateWatermarkMs - comparedMs);
+        } else if (hasLateWatermark) {
+            slackBuckets.add(slot, comparedMs - lateWatermarkMs);
         }
+        if (isFuture) {
+            future[slot]++;
+            futureLeadMs[slot] = Math.max(futureLeadMs[slot], ms - batchTimeMs);
+        }
+    }
+
+    /** The slot's largest event time, the smallest long while it has no record. */
+    long maxMs(int slot) {
+        return maxRecords.ms(slot);
+    }
+
+    /** Keep a record at or above the slot's largest event time if it is the new max. */
+    void offerMax(int slot, long ms, UTF8String key, boolean hasOffset, long offset) {
+        maxRecords.offer(slot, ms, key, hasOffset, offset);
     }
 
     /** Keep a late record as a sample if it is among the slot's smallest. */
-    void offerSample(int slot, String key, long ms, boolean hasOffset, long offset) {
-        int first = slot * samplesPerPartition;
-        int count = sampleCounts[slot];
-        int at = count;
-        while (at > 0 && compare(hasOffset, offset, ms, key, first + at - 1) < 0) {
-            at--;
-        }
-        if (at >= samplesPerPartition) {
-            return;
-        }
-        int moved = Math.min(count, samplesPerPartition - 1) - at;
-        System.arraycopy(sampleMs, first + at, sampleMs, first + at + 1, moved);
-        System.arraycopy(sampleOffsets, first + at, sampleOffsets, first + at + 1, moved);
-        System.arraycopy(sampleHasOffset, first + at, sampleHasOffset, first + at + 1, moved);
-        System.arraycopy(sampleKeys, first + at, sampleKeys, first + at + 1, moved);
-        sampleMs[first + at] = ms;
-        sampleOffsets[first + at] = offset;
-        sampleHasOffset[first + at] = hasOffset;
-        sampleKeys[first + at] = key;
-        sampleCounts[slot] = Math.min(count + 1, samplesPerPartition);
+    void offerLate(int slot, String key, long ms, boolean hasOffset, long offset) {
+        lateSamples.offer(slot, key, ms, hasOffset, offset);
     }
 
-    /** Samples in order of offset, event time, key; a missing offset or key comes first. */
-    private int compare(boolean hasOffset, long offset, long ms, String key, int other) {
-        int order = Boolean.compare(hasOffset, sampleHasOffset[other]);
-        if (order == 0 && hasOffset) {
-            order = Long.compare(offset, sampleOffsets[other]);
-        }
-        if (order == 0) {
-            order = Long.compare(ms, sampleMs[other]);
-        }
-        return order != 0 ? order : compareKeys(key, sampleKeys[other]);
-    }
-
-    /** By code point, as Python compares text; null first. */
-    static int compareKeys(String a, String b) {
-        if (a == null || b == null) {
-            return Boolean.compare(a != null, b != null);
-        }
-        return Arrays.compare(a.codePoints().toArray(), b.codePoints().toArray());
+    /** Keep a future-dated record as a sample if it is among the slot's smallest. */
+    void offerFuture(int slot, String key, long ms, boolean hasOffset, long offset) {
+        futureSamples.offer(slot, key, ms, hasOffset, offset);
     }
 
     /** Fold another buffer (another task's) into this one. */
@@ -220,6 +225,8 @@ public final class Figures {
             batch = other.batch;
             hasLateWatermark = other.hasLateWatermark;
             lateWatermarkMs = other.lateWatermarkMs;
+            hasBatchTime = other.hasBatchTime;
+            batchTimeMs = other.batchTimeMs;
         }
         for (int from = 0; from < other.size; from++) {
             int slot = other.codes[from] >= 0
@@ -227,41 +234,42 @@ public final class Figures {
                     : slotOfName(other.names[from]);
             records[slot] += other.records[from];
             late[slot] += other.late[from];
+            future[slot] += other.future[from];
             minMs[slot] = Math.min(minMs[slot], other.minMs[from]);
-            maxMs[slot] = Math.max(maxMs[slot], other.maxMs[from]);
-            int first = from * other.samplesPerPartition;
-            for (int i = first; i < first + other.sampleCounts[from]; i++) {
-                offerSample(slot, other.sampleKeys[i], other.sampleMs[i],
-                        other.sampleHasOffset[i], other.sampleOffsets[i]);
-            }
+            futureLeadMs[slot] = Math.max(futureLeadMs[slot], other.futureLeadMs[from]);
+            maxRecords.merge(slot, other.maxRecords, from);
+            lateSamples.merge(slot, other.lateSamples, from);
+            futureSamples.merge(slot, other.futureSamples, from);
+            lateBuckets.merge(slot, other.lateBuckets, from);
+            slackBuckets.merge(slot, other.slackBuckets, from);
         }
         return this;
     }
 
     /** The buffer as bytes, to leave its task; {@link #fromBytes} makes it again. */
     byte[] toBytes() {
-        ByteArrayOutputStream bytes = new ByteArrayOutputStream(64 + 48 * size);
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream(64 + 96 * size);
         try (DataOutputStream out = new DataOutputStream(bytes)) {
+            out.writeInt(samplesPerPartition);
             out.writeLong(batch);
             out.writeBoolean(hasLateWatermark);
             out.writeLong(lateWatermarkMs);
-            out.writeInt(samplesPerPartition);
+            out.writeBoolean(hasBatchTime);
+            out.writeLong(batchTimeMs);
             out.writeInt(size);
             for (int slot = 0; slot < size; slot++) {
                 out.writeLong(codes[slot]);
-                writeText(out, names[slot]);
+                Encoding.writeText(out, names[slot]);
                 out.writeLong(records[slot]);
                 out.writeLong(minMs[slot]);
-                out.writeLong(maxMs[slot]);
                 out.writeLong(late[slot]);
-                out.writeInt(sampleCounts[slot]);
-                int first = slot * samplesPerPartition;
-                for (int i = first; i < first + sampleCounts[slot]; i++) {
-                    out.writeLong(sampleMs[i]);
-                    out.writeBoolean(sampleHasOffset[i]);
-                    out.writeLong(sampleOffsets[i]);
-                    writeText(out, sampleKeys[i]);
-                }
+                out.writeLong(future[slot]);
+                out.writeLong(futureLeadMs[slot]);
+                maxRecords.write(out, slot);
+                lateSamples.write(out, slot);
+                futureSamples.write(out, slot);
+                lateBuckets.write(out, slot);
+                slackBuckets.write(out, slot);
             }
         } catch (IOException e) {
             throw new UncheckedIOException(e);
@@ -272,29 +280,28 @@ public final class Figures {
     /** A buffer made again from {@link #toBytes}. */
     static Figures fromBytes(byte[] bytes) {
         try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(bytes))) {
-            Figures figures = new Figures(0);
+            Figures figures = new Figures(in.readInt());
             figures.batch = in.readLong();
             figures.hasLateWatermark = in.readBoolean();
             figures.lateWatermarkMs = in.readLong();
-            figures.samplesPerPartition = in.readInt();
+            figures.hasBatchTime = in.readBoolean();
+            figures.batchTimeMs = in.readLong();
             int size = in.readInt();
             figures.grow(size);
             figures.size = size;
             for (int slot = 0; slot < size; slot++) {
                 figures.codes[slot] = in.readLong();
-                figures.names[slot] = readText(in);
+                figures.names[slot] = Encoding.readText(in);
                 figures.records[slot] = in.readLong();
                 figures.minMs[slot] = in.readLong();
-                figures.maxMs[slot] = in.readLong();
                 figures.late[slot] = in.readLong();
-                figures.sampleCounts[slot] = in.readInt();
-                int first = slot * figures.samplesPerPartition;
-                for (int i = first; i < first + figures.sampleCounts[slot]; i++) {
-                    figures.sampleMs[i] = in.readLong();
-                    figures.sampleHasOffset[i] = in.readBoolean();
-                    figures.sampleOffsets[i] = in.readLong();
-                    figures.sampleKeys[i] = readText(in);
-                }
+                figures.future[slot] = in.readLong();
+                figures.futureLeadMs[slot] = in.readLong();
+                figures.maxRecords.read(in, slot);
+                figures.lateSamples.read(in, slot);
+                figures.futureSamples.read(in, slot);
+                figures.lateBuckets.read(in, slot);
+                figures.slackBuckets.read(in, slot);
             }
             return figures;
         } catch (IOException e) {
@@ -302,29 +309,8 @@ public final class Figures {
         }
     }
 
-    /** Text of any length as its UTF-8 bytes after their count, -1 for null. */
-    private static void writeText(DataOutputStream out, String text) throws IOException {
-        if (text == null) {
-            out.writeInt(-1);
-            return;
-        }
-        byte[] utf8 = text.getBytes(StandardCharsets.UTF_8);
-        out.writeInt(utf8.length);
-        out.write(utf8);
-    }
-
-    private static String readText(DataInputStream in) throws IOException {
-        int length = in.readInt();
-        if (length < 0) {
-            return null;
-        }
-        byte[] utf8 = new byte[length];
-        in.readFully(utf8);
-        return new String(utf8, StandardCharsets.UTF_8);
-    }
-
     /** The figures as one task's JSON for the listener; null when no task wrote any. */
-    String toJson(long delayMs) {
+    String toJson(long delayMs, long futureToleranceMs) {
         if (batch == NO_BATCH) {
             return null;
         }
@@ -333,12 +319,11 @@ public final class Figures {
             json.writeStartObject();
             json.writeNumberField("batch", batch);
             json.writeNumberField("delay_ms", delayMs);
+            json.writeNumberField("future_tolerance_ms", futureToleranceMs);
             json.writeFieldName("late_watermark_ms");
-            if (hasLateWatermark) {
-                json.writeNumber(lateWatermarkMs);
-            } else {
-                json.writeNull();
-            }
+            Encoding.writeNumber(json, hasLateWatermark, lateWatermarkMs);
+            json.writeFieldName("batch_time_ms");
+            Encoding.writeNumber(json, hasBatchTime, batchTimeMs);
             json.writeObjectFieldStart("partitions");
             for (int slot = 0; slot < size; slot++) {
                 json.writeObjectFieldStart(codes[slot] >= 0 ? Long.toString(codes[slot]) : names[slot]);
@@ -354,30 +339,30 @@ public final class Figures {
     }
 
     private void writePartition(JsonGenerator json, int slot) throws IOException {
+        boolean counted = records[slot] > 0;
         json.writeNumberField("records", records[slot]);
         json.writeFieldName("min_ms");
-        writeTime(json, records[slot] > 0, minMs[slot]);
+        Encoding.writeNumber(json, counted, minMs[slot]);
         json.writeFieldName("max_ms");
-        writeTime(json, records[slot] > 0, maxMs[slot]);
-        json.writeNumberField("late", late[slot]);
-        json.writeArrayFieldStart("samples");
-        int first = slot * samplesPerPartition;
-        for (int i = first; i < first + sampleCounts[slot]; i++) {
-            json.writeStartArray();
-            json.writeString(sampleKeys[i]);
-            json.writeNumber(sampleMs[i]);
-            writeTime(json, sampleHasOffset[i], sampleOffsets[i]);
-            json.writeEndArray();
-        }
-        json.writeEndArray();
-    }
-
-    private static void writeTime(JsonGenerator json, boolean known, long value) throws IOException {
-        if (known) {
-            json.writeNumber(value);
+        Encoding.writeNumber(json, counted, maxRecords.ms(slot));
+        json.writeFieldName("max_record");
+        if (counted) {
+            maxRecords.writeJson(json, slot);
         } else {
             json.writeNull();
         }
+        json.writeNumberField("late", late[slot]);
+        json.writeFieldName("samples");
+        lateSamples.writeJson(json, slot);
+        json.writeNumberField("future", future[slot]);
+        json.writeFieldName("future_lead_ms");
+        Encoding.writeNumber(json, future[slot] > 0, futureLeadMs[slot]);
+        json.writeFieldName("future_samples");
+        futureSamples.writeJson(json, slot);
+        json.writeFieldName("late_buckets");
+        lateBuckets.writeJson(json, slot);
+        json.writeFieldName("slack_buckets");
+        slackBuckets.writeJson(json, slot);
     }
 
     private int newSlot(long code, String name) {
@@ -388,7 +373,7 @@ public final class Figures {
         codes[slot] = code;
         names[slot] = name;
         minMs[slot] = Long.MAX_VALUE;
-        maxMs[slot] = Long.MIN_VALUE;
+        futureLeadMs[slot] = Long.MIN_VALUE;
         return slot;
     }
 
@@ -397,14 +382,14 @@ public final class Figures {
         names = Arrays.copyOf(names, capacity);
         records = Arrays.copyOf(records, capacity);
         minMs = Arrays.copyOf(minMs, capacity);
-        maxMs = Arrays.copyOf(maxMs, capacity);
         late = Arrays.copyOf(late, capacity);
-        sampleCounts = Arrays.copyOf(sampleCounts, capacity);
-        int samples = capacity * samplesPerPartition;
-        sampleMs = Arrays.copyOf(sampleMs, samples);
-        sampleOffsets = Arrays.copyOf(sampleOffsets, samples);
-        sampleHasOffset = Arrays.copyOf(sampleHasOffset, samples);
-        sampleKeys = Arrays.copyOf(sampleKeys, samples);
+        future = Arrays.copyOf(future, capacity);
+        futureLeadMs = Arrays.copyOf(futureLeadMs, capacity);
+        maxRecords.grow(capacity);
+        lateSamples.grow(capacity);
+        futureSamples.grow(capacity);
+        lateBuckets.grow(capacity);
+        slackBuckets.grow(capacity);
     }
 
     /** (Re)build the look-up tables: after Kryo made this buffer, or when the table fills up. */

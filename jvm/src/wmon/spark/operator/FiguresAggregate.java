@@ -14,18 +14,22 @@ import scala.collection.immutable.Seq;
 
 /**
  * The instrumented operator's aggregate, a Catalyst aggregate of its own: per source partition,
- * records, min/max event time, late records and late samples of one task's rows, folded into a
- * {@link Figures} buffer; the result is the task's figures as the listener reads them (JSON).
+ * records, min/max event time and the record at the max, late records and late samples,
+ * future-dated records, their largest lead and samples, and histograms of how far late and
+ * on-time rows are from the late watermark, of one task's rows, folded into a {@link Figures}
+ * buffer; the result is the task's figures as the listener reads them (JSON).
  *
  * <p>Each row's arguments are read straight from Spark's row ({@link RowField}): no projection,
- * no object per row, and text only for a late row's key or a partition name that changed.
- * Arguments, in order: event time, partition, topic, key, offset (literal nulls for columns the
- * rows do not have). A row without an event time is not counted.
+ * no object per row, and text only for a late or future-dated row's key or a partition name
+ * that changed (a new max's key is copied as bytes). Arguments, in order: event time,
+ * partition, topic, key, offset (literal nulls for columns the rows do not have). A row
+ * without an event time is not counted.
  *
  * <p>Late: the time Spark compares with the watermark (the event time rounded up to the
  * millisecond, or the end of its window) is at or below the batch's late watermark, which the
  * task's buffer holds ({@link LateWatermarks}). Spark drops a row when {@code ts_µs <= W_ms *
- * 1000}, that is when its time rounded up to the ms is.
+ * 1000}, that is when its time rounded up to the ms is. Future-dated: the event time (ms) is
+ * more than the tolerance ahead of the batch's time, which the buffer holds too.
  */
 final class FiguresAggregate extends TypedImperativeAggregate<Figures> implements Serializable {
     private static final long serialVersionUID = 1L;
@@ -47,7 +51,7 @@ final class FiguresAggregate extends TypedImperativeAggregate<Figures> implement
     /** What one instrumented query's aggregate is told. */
     record Settings(
             String checkpoint, long delayMs, int samplesPerPartition, long windowMs,
-            boolean timeInMs, Naming naming) implements Serializable {}
+            long futureToleranceMs, boolean timeInMs, Naming naming) implements Serializable {}
 
     private static final int TIME = 0;
     private static final int PARTITION = 1;
@@ -83,7 +87,8 @@ final class FiguresAggregate extends TypedImperativeAggregate<Figures> implement
             return new Figures(settings.samplesPerPartition());
         }
         return Figures.forTask(settings.samplesPerPartition(),
-                LateWatermarks.current(settings.checkpoint()), task.partitionId());
+                LateWatermarks.current(settings.checkpoint()), settings.futureToleranceMs(),
+                task.partitionId());
     }
 
     @Override
@@ -101,15 +106,39 @@ final class FiguresAggregate extends TypedImperativeAggregate<Figures> implement
         long ms = micros / 1000;
         long windowMs = settings.windowMs();
         long compared = windowMs > 0 ? ms / windowMs * windowMs + windowMs : (micros + 999) / 1000;
-        boolean late = compared <= figures.lateThresholdMs();
-        figures.add(slot, ms, late);
-        if (late) {
-            UTF8String key = read[KEY].getText(row);
-            long offset = read[OFFSET].getLong(row);
-            figures.offerSample(slot, key == null ? null : key.toString(), ms,
-                    offset != RowField.NULL, offset == RowField.NULL ? 0 : offset);
+        boolean late = figures.isLate(compared);
+        boolean future = figures.isFuture(ms);
+        figures.add(slot, ms, compared, late, future);
+        boolean max = ms >= figures.maxMs(slot);
+        // Key and offset only for a row that may be kept: a sample, or the partition's max.
+        if (late || future || max) {
+            offer(figures, slot, ms, read, row, late, future, max);
         }
         return figures;
+    }
+
+    /** Offer the row, by its key and offset, as the slot's max and as a late or future sample. */
+    private static void offer(
+            Figures figures, int slot, long ms, RowField[] read, InternalRow row, boolean late,
+            boolean future, boolean max) {
+        UTF8String key = read[KEY].getText(row);
+        long offset = read[OFFSET].getLong(row);
+        boolean hasOffset = offset != RowField.NULL;
+        if (!hasOffset) {
+            offset = 0;
+        }
+        if (max) {
+            figures.offerMax(slot, ms, key, hasOffset, offset);
+        }
+        if (late || future) {
+            String text = key == null ? null : key.toString();
+            if (late) {
+                figures.offerLate(slot, text, ms, hasOffset, offset);
+            }
+            if (future) {
+                figures.offerFuture(slot, text, ms, hasOffset, offset);
+            }
+        }
     }
 
     private int slot(Figures figures, RowField[] read, InternalRow row) {
@@ -154,7 +183,7 @@ final class FiguresAggregate extends TypedImperativeAggregate<Figures> implement
 
     @Override
     public Object eval(Figures figures) {
-        String json = figures.toJson(settings.delayMs());
+        String json = figures.toJson(settings.delayMs(), settings.futureToleranceMs());
         return json == null ? null : UTF8String.fromString(json);
     }
 

@@ -21,8 +21,10 @@ import wmon.spark.operator.FiguresAggregate.Naming;
 import wmon.spark.operator.FiguresAggregate.Settings;
 
 /**
- * The instrumented operator in the JVM: per source partition, records, min/max event time, late
- * records and late samples, measured by an aggregate inside {@code Dataset.observe}
+ * The instrumented operator in the JVM: per source partition, records, min/max event time and
+ * the record at the max, late records and late samples, future-dated records with their largest
+ * lead and samples, and histograms of how far late and on-time rows are from the late
+ * watermark, measured by an aggregate inside {@code Dataset.observe}
  * ({@link FiguresAggregate}), with the same figures, in the same JSON, as wmon's Python
  * operator. From PySpark, {@code monitor.instrument(df, ...)} calls {@link #observe}; a JVM job
  * can call it directly.
@@ -35,14 +37,16 @@ public final class Instrument {
      *
      * @param partition the partition column, or null for the Spark input split
      * @param topic the topic column, or null; partitions are then named {@code topic/partition}
-     * @param key the key column kept in late samples, or null
-     * @param offset the offset column kept in late samples, or null
+     * @param key the key column kept in samples and the max record, or null
+     * @param offset the offset column kept in samples and the max record, or null
      * @param windowMs the length of the job's event-time windows, 0 for none
+     * @param futureToleranceMs how far ahead of its batch's time a row may be before it is
+     *     future-dated
      */
     public static Dataset<Row> observe(
             Dataset<Row> df, String observation, int samplesPerPartition, String checkpoint,
             String eventTime, String partition, String topic, String key, String offset,
-            long delayMs, long windowMs) {
+            long delayMs, long windowMs, long futureToleranceMs) {
         boolean timeInMs = is(df, eventTime, IntegralType.class);
         Column time = timeInMs || is(df, eventTime, TimestampType.class)
                 ? column(eventTime)
@@ -62,7 +66,8 @@ public final class Instrument {
         }
         FiguresAggregate figures = new FiguresAggregate(
                 CollectionConverters.asScala(arguments).toSeq(),
-                new Settings(checkpoint, delayMs, samplesPerPartition, windowMs, timeInMs, naming));
+                new Settings(checkpoint, delayMs, samplesPerPartition, windowMs, futureToleranceMs,
+                        timeInMs, naming));
         Column tasks = ExpressionUtils.column(figures.toAggregateExpression());
         return df.observe(observation, array(tasks).as("tasks"));
     }

@@ -18,12 +18,17 @@ import org.apache.spark.deploy.SparkHadoopUtil;
 
 /**
  * The watermark Spark drops late rows with in the running task's micro-batch N: that of batch
- * N-1, the second line of {@code <checkpoint>/offsets/N-1}. Read through Hadoop's FileSystem (so
- * any checkpoint store works) once per checkpoint and batch in each JVM, then cached.
+ * N-1, the second line of {@code <checkpoint>/offsets/N-1}; and batch N's time, from the second
+ * line of {@code <checkpoint>/offsets/N}, written before the batch runs. Read through Hadoop's
+ * FileSystem (so any checkpoint store works) once per checkpoint and batch in each JVM, then
+ * cached.
  */
 final class LateWatermarks {
-    /** A batch and the watermark its late rows are dropped with (null: none yet). */
-    record Batch(long id, Long watermarkMs) {}
+    /**
+     * A batch, the watermark its late rows are dropped with and its batch time (each null when
+     * the offset log does not have it).
+     */
+    record Batch(long id, Long watermarkMs, Long timeMs) {}
 
     private static final ObjectMapper JSON = new ObjectMapper();
     /** Enough for the few batches of the queries running in one JVM at a time. */
@@ -46,17 +51,19 @@ final class LateWatermarks {
             if (CACHE.size() >= KEEP) {
                 CACHE.clear();
             }
-            batch = new Batch(id, read(checkpoint, id));
+            batch = new Batch(id, read(checkpoint, id - 1, "batchWatermarkMs"),
+                    read(checkpoint, id, "batchTimestampMs"));
             CACHE.put(cacheKey, batch);
         }
         return batch;
     }
 
-    private static Long read(String checkpoint, long batchId) {
-        if (batchId < 1) {
+    /** A field of batch {@code batchId}'s metadata in the offset log, or null without it. */
+    private static Long read(String checkpoint, long batchId, String field) {
+        if (batchId < 0) {
             return null;
         }
-        Path path = new Path(new Path(checkpoint, "offsets"), Long.toString(batchId - 1));
+        Path path = new Path(new Path(checkpoint, "offsets"), Long.toString(batchId));
         try {
             FileSystem fs = path.getFileSystem(hadoopConf());
             if (!fs.exists(path)) {
@@ -66,7 +73,7 @@ final class LateWatermarks {
                     new InputStreamReader(fs.open(path), StandardCharsets.UTF_8))) {
                 reader.readLine();
                 JsonNode metadata = JSON.readTree(reader.readLine());
-                return metadata.get("batchWatermarkMs").asLong();
+                return metadata.get(field).asLong();
             }
         } catch (IOException e) {
             throw new UncheckedIOException("wmon: cannot read the offset log entry " + path, e);
