@@ -21,6 +21,14 @@ def seconds(ms: int | None) -> str:
     return "-" if ms is None else f"{ms / 1000:.1f}"
 
 
+def record_text(record: list[Any] | None) -> str:
+    """A [key, event ms, offset] record as 'key@offset event time', '-' when unknown."""
+    if record is None:
+        return "-"
+    key, event_ms, offset = record
+    return f"{plain(key)}@{plain(offset)} {iso_time(event_ms)}"
+
+
 def plain(value: Any) -> str:
     """A value as table text, '-' when unknown."""
     if value is None:
@@ -61,6 +69,8 @@ BATCH_COLUMNS = (
     Column("skew s", "watermark_skew_ms", seconds),
     Column("flink watermark", "flink_watermark_ms", iso_time),
     Column("watermark state", "watermark_state"),
+    Column("watermark driver", "watermark_driver_partition"),
+    Column("driver record", "watermark_driver_record", record_text),
 )
 PARTITION_COLUMNS = (
     Column("batch", "batch_id"),

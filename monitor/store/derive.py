@@ -58,6 +58,19 @@ def query_watermark(
     )
 
 
+def watermark_driver(batch: Row, before: Mapping[str, Row]) -> None:
+    """Name the partition and record whose event time set the batch's watermark: the largest
+    read before it (Spark's watermark is that, less the delay); on a tie, the first partition
+    by name. Unknown where no partition's figures were measured."""
+    known = sorted(
+        (row for row in before.values() if row["max_event_time_ms"] is not None),
+        key=lambda row: row["partition"],
+    )
+    top = max(known, key=lambda row: row["max_event_time_ms"], default=None)
+    batch["watermark_driver_partition"] = None if top is None else top["partition"]
+    batch["watermark_driver_record"] = None if top is None else top["max_event_time_record"]
+
+
 def restored(
     batch: Row,
     partition_rows: list[Row],

@@ -89,6 +89,10 @@ class Batch(Base):
     flink_watermark_ms: so.Mapped[int | None] = so.mapped_column(Millis)
     # When the write path stored it (None for batches stored before this was recorded).
     stored_at_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    # Who set this batch's watermark: the partition, and its record ([key, event ms, offset])
+    # with the largest event time read before the batch; None where that is not measured.
+    watermark_driver_partition: so.Mapped[str | None] = so.mapped_column(sa.String(255))
+    watermark_driver_record: so.Mapped[list[Any] | None] = so.mapped_column(sa.JSON)
 
     @property
     def watermark_state(self) -> str:
@@ -197,6 +201,16 @@ class PartitionEventTime(Base):
     late_records_total: so.Mapped[int] = so.mapped_column(sa.BigInteger)
     late_samples: so.Mapped[list[Any]] = so.mapped_column(sa.JSON)
     time_lag_ms: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    # The record at max_event_time_ms: the first read with that event time.
+    max_event_time_record: so.Mapped[list[Any] | None] = so.mapped_column(sa.JSON)
+    # Records of this batch more than the tolerance ahead of its processing time.
+    future_records: so.Mapped[int] = so.mapped_column(sa.BigInteger, server_default=sa.text("0"))
+    future_lead_ms: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    future_samples: so.Mapped[list[Any] | None] = so.mapped_column(sa.JSON)
+    # How far from the late watermark this batch's late and on-time records were, by
+    # log-scale bucket (health.lateness); None before this was measured.
+    late_buckets: so.Mapped[dict[str, int] | None] = so.mapped_column(sa.JSON)
+    slack_buckets: so.Mapped[dict[str, int] | None] = so.mapped_column(sa.JSON)
 
 
 class TimerSnapshotRow(Base):

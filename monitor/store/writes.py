@@ -256,6 +256,7 @@ def _batch(event: BatchProgress, group: _Group) -> None:
     batch["stored_at_ms"] = group.stored_at_ms
     derive.partitions(rows[Partition], latest.partitions, group.timeouts)
     derive.query_watermark(batch, latest.batch, rows[Partition], group.timeouts)
+    derive.watermark_driver(batch, latest.event_times)
     derive.event_times(batch, rows[PartitionEventTime], rows[Partition])
     if superseded is not None:
         derive.restored(batch, rows[Partition], superseded.batch, superseded.partitions)
@@ -326,7 +327,13 @@ def _event_time_rows(event: BatchProgress, before: dict[str, Row]) -> list[Row]:
     rows = []
     for name, times in sorted(measured.items()):
         last = before.get(name)
-        max_event = _later(times.max_event_ms, last["max_event_time_ms"] if last else None)
+        last_max = last["max_event_time_ms"] if last else None
+        max_event = _later(times.max_event_ms, last_max)
+        # The running max keeps the record that reached it first.
+        if max_event == last_max and last is not None:
+            top = last["max_event_time_record"]
+        else:
+            top = times.max_record
         rows.append(
             {
                 "query_id": event.query_id,
@@ -344,6 +351,12 @@ def _event_time_rows(event: BatchProgress, before: dict[str, Row]) -> list[Row]:
                 "late_records_total": times.late_records
                 + (last["late_records_total"] if last else 0),
                 "late_samples": [list(sample) for sample in times.late_samples],
+                "max_event_time_record": None if top is None else list(top),
+                "future_records": times.future_records,
+                "future_lead_ms": times.future_lead_ms,
+                "future_samples": [list(sample) for sample in times.future_samples],
+                "late_buckets": times.late_buckets,
+                "slack_buckets": times.slack_buckets,
             }
         )
     return rows

@@ -107,14 +107,16 @@ QUERIES_TABLE = table(
 BATCH_HEADER = (
     "batch  time                     watermark                event time min"
     "           event time max           rows  rows/s in  rows/s done  ms   skew s  flink watermark"
-    "  watermark state"
+    "  watermark state  watermark driver  driver record"
 )
 BATCHES_TABLE = table(
     BATCH_HEADER,
     "2      2026-11-22 02:57:32.500  2026-11-22 02:57:29.318  2026-11-22 02:57:31.368"
-    "  2026-11-22 02:57:33.318  30    23.6       55.0         726  -       -                ok",
+    "  2026-11-22 02:57:33.318  30    23.6       55.0         726  -       -                ok"
+    "               -                 -",
     "3      2026-11-22 02:57:33.500  2026-11-22 02:57:29.318  2026-11-22 02:57:31.368"
-    "  2026-11-22 02:57:33.318  40    23.6       55.0         726  -       -                ok",
+    "  2026-11-22 02:57:33.318  40    23.6       55.0         726  -       -                ok"
+    "               -                 -",
 )
 LAST_BATCH_TABLE = table(BATCHES_TABLE.splitlines()[0], BATCHES_TABLE.splitlines()[2])
 
@@ -165,6 +167,8 @@ def test_an_empty_store_has_no_queries(
 
 
 HEALTHY_WATERMARK = {"watermark_skew_ms": None, "flink_watermark_ms": None, "watermark_state": "ok"}
+# Not instrumented: who drove the watermark is not measured.
+NO_DRIVER = {"watermark_driver_partition": None, "watermark_driver_record": None}
 NO_EVENT_TIMES = dict.fromkeys(
     (
         "records",
@@ -189,6 +193,7 @@ def batch_json(batch_id: int) -> dict[str, Any]:
         "processed_rows_per_second": 55.0,
         "trigger_duration_ms": 726,
         **HEALTHY_WATERMARK,
+        **NO_DRIVER,
     }
 
 
@@ -213,6 +218,7 @@ DEDUP_BATCH_JSON = {
     "processed_rows_per_second": 33.2,
     "trigger_duration_ms": 602,
     **HEALTHY_WATERMARK,
+    **NO_DRIVER,
 }
 DEDUP_PARTITION_JSON = {
     "batch_id": 5,
@@ -298,7 +304,7 @@ BAD_ARGUMENTS = [
     (
         ["watch"],
         "wmon: error: argument command: invalid choice: 'watch' (choose from 'db', 'prune',"
-        " 'queries', 'batches', 'partitions', 'timers', 'alerts', 'generate', 'demo', 'serve',"
+        " 'queries', 'batches', 'partitions', 'timers', 'advise', 'alerts', 'generate', 'demo', 'serve',"
         " 'ingest', 'spark-conf', 'submit', 'bench')"
         " (see wmon --help)",
     ),

@@ -44,15 +44,15 @@ CARRIED = (
 )
 
 
-def part(records, min_ms, max_ms, late=0, samples=()):
-    """One partition's figures as a task reports them."""
+def part(records, min_ms, max_ms, late=0, samples=(), **more):
+    """One partition's figures as a task reports them (the diagnosis figures only as given)."""
     return {
         "records": records,
         "min_ms": min_ms,
         "max_ms": max_ms,
         "late": late,
         "samples": [list(sample) for sample in samples],
-    }
+    } | more
 
 
 def batch(batch_id, partitions, late_watermark_ms=None, query_id=QUERY):
@@ -230,3 +230,75 @@ def test_a_batch_after_a_lost_one_builds_on_its_own_querys_last_rows(engine):
         (2, "a"): (2, T0 + 45_000, 1),
         (2, "b"): (0, T0 + 20_000, 0),
     }
+
+
+def drivers(engine):
+    """Each stored batch's watermark driver: {batch: (partition, record)}."""
+    with so.Session(engine) as session:
+        stored = session.execute(
+            sa.select(
+                Batch.batch_id, Batch.watermark_driver_partition, Batch.watermark_driver_record
+            ).where(Batch.query_id == QUERY)
+        )
+        return {batch_id: (partition, record) for batch_id, partition, record in stored}
+
+
+def test_the_watermark_driver_is_the_record_with_the_largest_event_time_read_before(engine):
+    """Batch N's watermark is the largest event time of batches 0..N-1 less the delay."""
+    write_event(
+        engine, batch(0, {"a": part(1, T0, T0 + 30_000, max_record=["a1", T0 + 30_000, 7])})
+    )
+    write_event(
+        engine,
+        batch(1, {"b": part(1, T0, T0 + 40_000, max_record=["b1", T0 + 40_000, 3])}, T0),
+    )
+    # a reaches T0 + 40 s too: batch 2's watermark is b's, batch 3's a tie, named by partition.
+    tie = {"a": part(1, T0 + 40_000, T0 + 40_000, max_record=["a2", T0 + 40_000, 8])}
+    write_event(engine, batch(2, tie, T0 + 20_000))
+    write_event(engine, batch(3, {"a": part(1, T0, T0, max_record=["a3", T0, 9])}, T0 + 30_000))
+    assert drivers(engine) == {
+        0: (None, None),
+        1: ("a", ["a1", T0 + 30_000, 7]),
+        2: ("b", ["b1", T0 + 40_000, 3]),
+        3: ("a", ["a2", T0 + 40_000, 8]),
+    }
+    assert rows(engine, ("max_event_time_record",))[(3, "a")] == (["a2", T0 + 40_000, 8],)
+
+
+def test_a_batch_reaching_a_partitions_max_again_keeps_the_record_that_reached_it_first(engine):
+    first = {"a": part(1, T0, T0 + 5_000, max_record=["first", T0 + 5_000, 1])}
+    again = {"a": part(1, T0 + 5_000, T0 + 5_000, max_record=["again", T0 + 5_000, 2])}
+    write_event(engine, batch(0, first))
+    write_event(engine, batch(1, again, T0))
+    assert rows(engine, ("max_event_time_record",)) == {
+        (0, "a"): (["first", T0 + 5_000, 1],),
+        (1, "a"): (["first", T0 + 5_000, 1],),
+    }
+    assert drivers(engine)[1] == ("a", ["first", T0 + 5_000, 1])
+
+
+def test_future_dated_records_and_lateness_buckets_are_stored_per_partition(engine):
+    future = part(
+        3,
+        T0,
+        T0 + 7_200_000,
+        late=1,
+        future=1,
+        future_lead_ms=7_200_000,
+        future_samples=[["s-17", T0 + 7_200_000, 8812]],
+        late_buckets={"0": 1},
+        slack_buckets={"3": 1, "23": 1},
+    )
+    write_event(engine, batch(0, BATCH_0))
+    write_event(engine, batch(1, {"a": future}, T0 + 20_000))
+    fields = ("future_records", "future_lead_ms", "future_samples", "late_buckets", "slack_buckets")
+    stored = rows(engine, fields)
+    assert stored[(1, "a")] == (
+        1,
+        7_200_000,
+        [["s-17", T0 + 7_200_000, 8812]],
+        {"0": 1},
+        {"3": 1, "23": 1},
+    )
+    # Carried forward without records: nothing future-dated, nothing measured.
+    assert stored[(1, "b")] == (0, None, [], {}, {})
