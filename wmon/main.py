@@ -11,11 +11,11 @@ import sqlalchemy.exc as sa_exc
 
 from monitor.store.engine import StoreError, unusable
 from monitor.store.reads import QueryNotFound
-from wmon import alerts, bench, db, demo, ingest, queries, serve, submit
+from wmon import advise, alerts, bench, db, demo, ingest, queries, serve, submit
 from wmon.options import CliError, Parser
 
 # Each group adds its own sub-commands, in the order `wmon --help` lists them.
-GROUPS = (db, queries, alerts, demo, serve, ingest, submit, bench)
+GROUPS = (db, queries, advise, alerts, demo, serve, ingest, submit, bench)
 
 
 def build_parser() -> Parser:

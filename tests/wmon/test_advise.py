@@ -1,0 +1,125 @@
+"""`wmon advise` on a store whose lateness histograms are known."""
+
+import json
+
+import pytest
+
+from monitor.collect.progress import parse_progress
+from monitor.store.engine import create_engine
+from monitor.store.writes import write_event
+from tests.helpers import progress_doc
+from wmon.main import main
+
+QUERY = "33333333-3333-3333-3333-333333333333"
+DELAY = 10_000
+
+
+def figures(batch_id, partitions):
+    """A progress event whose one task measured `partitions`: {name: (late, slack)}."""
+    task = {
+        "batch": batch_id,
+        "delay_ms": DELAY,
+        "late_watermark_ms": 1_700_000_000_000,
+        "partitions": {
+            name: {
+                "records": sum(late.values()) + sum(slack.values()),
+                "min_ms": 1_700_000_000_000,
+                "max_ms": 1_700_000_000_000,
+                "late": sum(late.values()),
+                "samples": [],
+                "late_buckets": late,
+                "slack_buckets": slack,
+            }
+            for name, (late, slack) in partitions.items()
+        },
+    }
+    doc = progress_doc(
+        id=QUERY,
+        batchId=batch_id,
+        timestamp=f"2026-11-26T12:00:{batch_id:02d}.000Z",
+        observedMetrics={"wmon": {"tasks": [json.dumps(task)]}},
+    )
+    doc["name"] = "scooters"
+    return parse_progress(doc)
+
+
+@pytest.fixture
+def store(database_url):
+    engine = create_engine(database_url)
+    # p0: 99 on time with 4-7 ms of slack, then one late by 1,024-2,047 ms; p1: 100 on time.
+    write_event(engine, figures(0, {"p0": ({}, {"3": 60}), "p1": ({}, {"20": 50})}))
+    write_event(engine, figures(1, {"p0": ({"11": 1}, {"3": 39}), "p1": ({}, {"20": 50})}))
+    engine.dispose()
+    return database_url
+
+
+def test_advise_names_the_delay_for_each_share_per_query_and_partition(store, capsys):
+    assert main(["advise", "scooters", "--json", "--database-url", store]) == 0
+    by_partition = {row["partition"]: row for row in json.loads(capsys.readouterr().out)}
+    assert by_partition[None] == {
+        "partition": None,
+        "records": 200,
+        "late_records": 1,
+        "delay_ms": DELAY,
+        # 199 of 200 kept even 3 ms shorter; all of them with 2,048 ms more.
+        "delays_ms": {"0.99": DELAY - 3, "0.999": DELAY + 2_048, "1.0": DELAY + 2_048},
+    }
+    assert by_partition["p0"]["delays_ms"] == {
+        "0.99": DELAY - 3,
+        "0.999": DELAY + 2_048,
+        "1.0": DELAY + 2_048,
+    }
+    assert by_partition["p1"]["delays_ms"] == {"0.99": 0, "0.999": 0, "1.0": 0}
+
+
+def test_advise_over_a_range_of_batch_times(store, capsys):
+    argv = ["advise", QUERY, "--json", "--database-url", store]
+    assert main([*argv, "--to", "2026-11-26T12:00:00.500Z"]) == 0
+    [whole, *_] = json.loads(capsys.readouterr().out)
+    assert (whole["records"], whole["late_records"]) == (110, 0)
+    assert main([*argv, "--from", "2026-11-26T12:00:01"]) == 0
+    [whole, *_] = json.loads(capsys.readouterr().out)
+    assert (whole["records"], whole["late_records"]) == (90, 1)
+
+
+def test_advise_as_a_table(store, capsys):
+    assert main(["advise", "scooters", "--database-url", store]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == [
+        *("partition", "records", "late", "delay", "now", "s"),
+        *("keeps", "99%", "keeps", "99.9%", "keeps", "100%"),
+    ]
+    assert lines[1].split() == [
+        *("(query)", "200", "1", "10.000"),
+        *(
+            "9.997",
+            "s",
+            "(-0.003",
+            "s)",
+            "12.048",
+            "s",
+            "(+2.048",
+            "s)",
+            "12.048",
+            "s",
+            "(+2.048",
+            "s)",
+        ),
+    ]
+
+
+def test_advise_without_measured_batches_says_why(database_url, capsys):
+    engine = create_engine(database_url)
+    doc = progress_doc(id=QUERY, batchId=0)
+    doc["name"] = "scooters"
+    write_event(engine, parse_progress(doc))
+    engine.dispose()
+    assert main(["advise", "scooters", "--database-url", database_url]) == 0
+    assert capsys.readouterr().out.startswith("(none: no batch in that range was measured")
+
+
+def test_advise_refuses_a_time_it_cannot_read(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["advise", "scooters", "--from", "yesterday"])
+    assert exited.value.code == 2
+    assert "not a time: 'yesterday'" in capsys.readouterr().err

@@ -1,0 +1,111 @@
+"""`wmon advise`: the smallest watermark delay that would have kept 99%, 99.9% and 100% of a
+query's records, per query and partition, beside the delay in force."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import datetime, timezone
+from types import SimpleNamespace
+from typing import Any
+
+import sqlalchemy.orm as so
+
+from monitor.health.lateness import SHARES
+from monitor.store.lateness import Lateness, lateness
+from monitor.store.reads import find_query
+from wmon.options import json_option, open_store, store_option
+from wmon.render import Column, plain, render_table
+
+
+def register(commands: Any) -> None:
+    """Add `wmon advise`."""
+    parser = commands.add_parser(
+        "advise",
+        parents=[store_option(), json_option()],
+        help="the watermark delay that would have kept 99%%, 99.9%% and all of the records",
+    )
+    parser.add_argument("query", help="query id or name")
+    parser.add_argument(
+        "--from",
+        dest="from_ms",
+        type=moment,
+        metavar="TIME",
+        help="first batch time (ISO 8601, UTC by default)",
+    )
+    parser.add_argument(
+        "--to", dest="to_ms", type=moment, metavar="TIME", help="last batch time (ISO 8601)"
+    )
+    parser.set_defaults(func=advise)
+
+
+def moment(text: str) -> int:
+    """An ISO 8601 time ('2026-11-26T12:00', '…Z', '…+01:00') as epoch ms; UTC if no zone."""
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not a time: {text!r} (expected ISO 8601, e.g. 2026-11-26T12:00:00Z)"
+        ) from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return int(parsed.timestamp() * 1000)
+
+
+def delay_text(ms: int | None, delay_ms: int) -> str:
+    """A delay in seconds, with how much longer (+) or shorter (-) than `delay_ms` state is
+    kept with it."""
+    if ms is None:
+        return "-"
+    return f"{ms / 1000:.3f} s ({(ms - delay_ms) / 1000:+.3f} s)"
+
+
+def _row(item: Lateness) -> dict[str, Any]:
+    return {
+        "partition": item.partition,
+        "records": item.records,
+        "late_records": item.late_records,
+        "delay_ms": item.delay_ms,
+        "delays_ms": {str(share): item.smallest_delay(share) for share in SHARES},
+    }
+
+
+COLUMNS = (
+    Column("partition", "partition", lambda name: "(query)" if name is None else name),
+    Column("records", "records"),
+    Column("late", "late_records"),
+    Column("delay now s", "delay_ms", lambda ms: f"{ms / 1000:.3f}"),
+) + tuple(
+    Column(f"keeps {share:.1%}".replace(".0%", "%"), f"share_{index}", plain)
+    for index, share in enumerate(SHARES)
+)
+
+
+def _shown(item: Lateness) -> SimpleNamespace:
+    """A table row: the figures, and each share's delay written out."""
+    delays = {
+        f"share_{index}": delay_text(item.smallest_delay(share), item.delay_ms)
+        for index, share in enumerate(SHARES)
+    }
+    return SimpleNamespace(**_row(item), **delays)
+
+
+def advise(args: argparse.Namespace) -> None:
+    """Print the delays that would have kept each share of the query's records."""
+    with so.Session(open_store(args.database_url)) as session:
+        query = find_query(session, args.query)
+        found = lateness(session, query.id, args.from_ms, args.to_ms)
+    if args.json:
+        print(json.dumps([_row(item) for item in found], indent=2))
+        return
+    if not found:
+        print(
+            "(none: no batch in that range was measured against a watermark by the instrumented"
+            " operator; the event-log and JVM-listener ways in cannot measure records)"
+        )
+        return
+    print(render_table(COLUMNS, [_shown(item) for item in found]))
+    print(
+        "Each delay keeps at least that share of the records, at most one bucket (a factor of"
+        " two in lateness) above the exact delay; (+/-) is how much longer state is kept."
+    )
