@@ -21,7 +21,8 @@ def _offsets(values):
 
 def _observed(batch_id, event_times, delay_ms, late_watermark_ms):
     """The instrumented operator's observation: `event_times` maps partition number to
-    (records, min event ms, max event ms, late records[, samples])."""
+    (records, min event ms, max event ms, late records[, samples[, more figures]]), the more
+    figures a dict of the diagnosis ones (future-dated records, buckets, the max record)."""
     partitions = {
         f"{TOPIC}/{p}": {
             "records": figures[0],
@@ -30,6 +31,7 @@ def _observed(batch_id, event_times, delay_ms, late_watermark_ms):
             "late": figures[3],
             "samples": [list(s) for s in (figures[4] if len(figures) > 4 else [])],
         }
+        | (figures[5] if len(figures) > 5 else {})
         for p, figures in event_times.items()
     }
     task = {

@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from monitor.events import Record
 from monitor.health.facts import QueryFacts, Thresholds
 from monitor.health.predicates import is_silent
 
@@ -179,6 +180,43 @@ def late_records(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding
         for p in facts.partitions
         if p.late_records > params["count"]
     ]
+
+
+@rule(
+    "records more than the tolerance ahead of the clock: more than `count` within `window`",
+    Severity.CRITICAL,
+    sets={"future_window_ms": "window"},
+    count=(Kind.COUNT, 0),
+    window=(Kind.DURATION, 300_000),
+)
+def future_event_time(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
+    """Every partition that read more than `count` future-dated records in the window, named
+    with the newest batch's first such record (one can drag the watermark hours ahead)."""
+    window = _seconds(facts.thresholds.future_window_ms)
+    found = []
+    for p in facts.partitions:
+        if p.future is None or p.future.records <= params["count"]:
+            continue
+        lead, records = p.future.lead_ms or 0, p.future.records
+        message = (
+            f"{p.name} read {records:,} record{'s' if records != 1 else ''} up to {_hours(lead)}"
+            f" ahead of the clock in {window}{_record_text(p.future.record)}"
+        )
+        found.append(Finding(p.name, lead, message))
+    return found
+
+
+def _hours(ms: int) -> str:
+    return f"{ms / 3_600_000:,.1f} h" if ms >= 3_600_000 else _seconds(ms)
+
+
+def _record_text(record: Record | None) -> str:
+    if record is None:
+        return ""
+    key, _, offset = record
+    named = [f"offset {offset}"] if offset is not None else []
+    named += [f"key {key}"] if key is not None else []
+    return f", e.g. {', '.join(named)}" if named else ""
 
 
 @rule(

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from monitor.events import Record
+
 DEFAULT_WINDOW_MS = 300_000
 # A query's stored status: running (Spark may have called it idle), or ended.
 STATUSES = ("active", "idle", "terminated", "failed")
@@ -26,6 +28,7 @@ class Thresholds:
 
     late_window_ms: int = DEFAULT_WINDOW_MS
     rewound_window_ms: int = DEFAULT_WINDOW_MS
+    future_window_ms: int = DEFAULT_WINDOW_MS
     silence_ms: int = DEFAULT_WINDOW_MS
 
 
@@ -40,9 +43,19 @@ class TrendPoint:
 
 
 @dataclass(frozen=True)
+class FutureDated:
+    """A partition's records more than the tolerance ahead of their batch's processing time,
+    within the window: how many, the largest lead, and the newest batch's first one."""
+
+    records: int
+    lead_ms: int | None
+    record: Record | None
+
+
+@dataclass(frozen=True)
 class PartitionFacts:
     """One source partition: its flags in the latest batch (when it is in it), its late
-    records and whether it went back, within the windows."""
+    records, whether it went back and its future-dated records, within the windows."""
 
     name: str
     idle: bool = False
@@ -51,6 +64,7 @@ class PartitionFacts:
     offset_lag: int | None = None
     late_records: int = 0
     in_latest_batch: bool = True
+    future: FutureDated | None = None
 
 
 @dataclass(frozen=True)

@@ -109,6 +109,12 @@ def has_stalled_work(facts: QueryFacts) -> bool:
     return facts.watermark_stalled or any(p.stalled for p in facts.latest_partitions)
 
 
+def has_future_dated(facts: QueryFacts) -> bool:
+    """A partition read records more than the tolerance ahead of the clock within the
+    window: one of them can drag the watermark ahead and every record after it is late."""
+    return any(p.future is not None for p in facts.partitions)
+
+
 def lag_grew(trend: Sequence[int | None]) -> bool:
     """The total offset lag grew over the trend (Burrow's rule: work arrives faster than it is
     done)."""

@@ -8,8 +8,10 @@ The first rule that matches wins:
    query is silent: it has reported nothing for the silence threshold (a hung or killed
    driver) — the conditions of the alert rules `watermark_stalled`, `partition_stalled` and
    `no_progress`, on the same facts;
-4. `lagging` — records were dropped as late within the late window, or the total offset lag
-   of the recent batches grew (Burrow's rule: work arrives faster than it is done);
+4. `lagging` — records were dropped as late within the late window, a partition read
+   future-dated records within the future window (the alert rule `future_event_time`: one can
+   drag the watermark ahead), or the total offset lag of the recent batches grew (Burrow's
+   rule: work arrives faster than it is done);
 5. `idle` — Spark reported the query idle, or every partition of its latest batch is idle;
 6. `healthy` otherwise.
 
@@ -22,7 +24,13 @@ from __future__ import annotations
 import enum
 
 from monitor.health.facts import QueryFacts
-from monitor.health.predicates import has_stalled_work, is_all_idle, is_silent, lag_grew
+from monitor.health.predicates import (
+    has_future_dated,
+    has_stalled_work,
+    is_all_idle,
+    is_silent,
+    lag_grew,
+)
 
 
 class Status(enum.IntEnum):
@@ -49,6 +57,10 @@ def query_status(facts: QueryFacts, now_ms: int) -> Status:
         return Status.TERMINATED
     if has_stalled_work(facts) or is_silent(facts, now_ms):
         return Status.STALLED
-    if facts.late_records > 0 or lag_grew([point.offset_lag for point in facts.trend]):
+    if (
+        facts.late_records > 0
+        or has_future_dated(facts)
+        or lag_grew([point.offset_lag for point in facts.trend])
+    ):
         return Status.LAGGING
     return Status.IDLE if is_all_idle(facts) else Status.HEALTHY

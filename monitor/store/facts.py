@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.health.facts import PartitionFacts, QueryFacts, Thresholds, TrendPoint
+from monitor.health.facts import FutureDated, PartitionFacts, QueryFacts, Thresholds, TrendPoint
 from monitor.store.models import Batch, Partition, PartitionEventTime, Query
 from monitor.store.reads import batch_partitions
 
@@ -33,6 +33,7 @@ def read_facts(
     since_rewound = now_ms - thresholds.rewound_window_ms
     watermark_rewound, rewound = rewound_since(session, query.id, since_rewound)
     late = late_by_partition(session, query.id, now_ms - thresholds.late_window_ms)
+    future = future_by_partition(session, query.id, now_ms - thresholds.future_window_ms)
     rows = batch_partitions(session, query.id, batch.batch_id) if batch else []
     return QueryFacts(
         query_id=query.id,
@@ -46,28 +47,36 @@ def read_facts(
         watermark_rewound=watermark_rewound,
         skew_ms=batch.watermark_skew_ms if batch else None,
         thresholds=thresholds,
-        partitions=_partitions(rows, late, rewound),
+        partitions=_partitions(rows, late, rewound, future),
         trend=tuple(trend(session, query.id)),
         alerting=alerting,
     )
 
 
 def _partitions(
-    rows: Sequence[Partition], late: Mapping[str, int], rewound: set[str]
+    rows: Sequence[Partition],
+    late: Mapping[str, int],
+    rewound: set[str],
+    future: Mapping[str, FutureDated],
 ) -> tuple[PartitionFacts, ...]:
-    """The facts of every partition in the latest batch, or with late records or a rewind in
-    the windows."""
+    """The facts of every partition in the latest batch, or with late records, a rewind or
+    future-dated records in the windows."""
     by_name = {row.partition: row for row in rows}
-    names = sorted(set(by_name) | set(late) | rewound)
+    names = sorted(set(by_name) | set(late) | rewound | set(future))
     return tuple(
-        _partition(name, by_name.get(name), late.get(name, 0), name in rewound) for name in names
+        _partition(name, by_name.get(name), late.get(name, 0), name in rewound, future.get(name))
+        for name in names
     )
 
 
-def _partition(name: str, row: Partition | None, late: int, rewound: bool) -> PartitionFacts:
+def _partition(
+    name: str, row: Partition | None, late: int, rewound: bool, future: FutureDated | None
+) -> PartitionFacts:
     if row is None:
-        return PartitionFacts(name, rewound=rewound, late_records=late, in_latest_batch=False)
-    return PartitionFacts(name, row.idle, row.stalled, rewound, row.offset_lag, late)
+        return PartitionFacts(
+            name, rewound=rewound, late_records=late, in_latest_batch=False, future=future
+        )
+    return PartitionFacts(name, row.idle, row.stalled, rewound, row.offset_lag, late, future=future)
 
 
 def trend(session: so.Session, query_id: str, points: int = TREND_POINTS) -> list[TrendPoint]:
@@ -125,6 +134,32 @@ def late_by_partition(session: so.Session, query_id: str, since_ms: int) -> dict
         .group_by(PartitionEventTime.partition)
     )
     return {partition: int(late or 0) for partition, late in rows}
+
+
+def future_by_partition(
+    session: so.Session, query_id: str, since_ms: int
+) -> dict[str, FutureDated]:
+    """Future-dated records per partition in the batches stored from `since_ms` on (only the
+    partitions that had some)."""
+    first = first_batch_since(session, query_id, since_ms)
+    if first is None:
+        return {}
+    times = PartitionEventTime
+    rows = session.execute(
+        sa.select(times.partition, times.future_records, times.future_lead_ms, times.future_samples)
+        .where(times.query_id == query_id, times.batch_id >= first, times.future_records > 0)
+        .order_by(times.batch_id.desc())
+    )
+    found: dict[str, FutureDated] = {}
+    for partition, records, lead_ms, samples in rows:
+        known = found.get(partition)
+        if known is None:
+            newest = tuple(samples[0]) if samples else None
+            found[partition] = FutureDated(records, lead_ms, newest)
+        else:
+            lead = max(known.lead_ms or 0, lead_ms or 0)
+            found[partition] = FutureDated(known.records + records, lead, known.record)
+    return found
 
 
 def rewound_since(session: so.Session, query_id: str, since_ms: int) -> tuple[bool, set[str]]:

@@ -3,7 +3,7 @@
 import pytest
 
 from monitor.alerts.rules import RULES, Severity, failure_reason, rule
-from monitor.health.facts import PartitionFacts, QueryFacts
+from monitor.health.facts import FutureDated, PartitionFacts, QueryFacts
 
 NOW = 1_800_000_000_000
 MINUTE = 60_000
@@ -15,8 +15,9 @@ def facts(**changes):
     return QueryFacts(**(base | changes))
 
 
+AHEAD = FutureDated(3, 2 * 60 * MINUTE, ("s-17", NOW + 2 * 60 * MINUTE, 8812))
 PARTS = (
-    PartitionFacts("t/0", offset_lag=10),
+    PartitionFacts("t/0", offset_lag=10, future=AHEAD),
     PartitionFacts("t/1", idle=True, offset_lag=0),
     PartitionFacts("t/2", stalled=True, rewound=True, offset_lag=500, late_records=7),
 )
@@ -50,6 +51,9 @@ def found(name, query_facts, **params):
         ("watermark_skew", facts(), {}, []),
         ("late_records", facts(partitions=PARTS), {}, [("t/2", 7)]),
         ("late_records", facts(partitions=PARTS), {"count": 7}, []),
+        ("future_event_time", facts(partitions=PARTS), {}, [("t/0", 2 * 60 * MINUTE)]),
+        ("future_event_time", facts(partitions=PARTS), {"count": 3}, []),
+        ("future_event_time", facts(), {}, []),
         ("watermark_age", facts(watermark_ms=NOW - 11 * MINUTE), {}, [(None, 11 * MINUTE)]),
         ("watermark_age", facts(), {}, []),
         ("watermark_age", facts(watermark_ms=None), {}, []),
@@ -115,6 +119,9 @@ def found(name, query_facts, **params):
         "skew-unknown",
         "late-above-zero",
         "late-at-count",
+        "future-dated-above-zero",
+        "future-dated-at-count",
+        "nothing-future-dated",
         "old-watermark",
         "fresh-watermark",
         "no-watermark",
@@ -139,6 +146,32 @@ def found(name, query_facts, **params):
 )
 def test_rule(name, query_facts, params, expected):
     assert found(name, query_facts, **params) == expected
+
+
+@pytest.mark.parametrize(
+    "future, message",
+    [
+        (
+            AHEAD,
+            "t/0 read 3 records up to 2.0 h ahead of the clock in 300 s,"
+            " e.g. offset 8812, key s-17",
+        ),
+        (
+            FutureDated(1, 400_000, (None, NOW, None)),
+            "t/0 read 1 record up to 400 s ahead of the clock in 300 s",
+        ),
+        (
+            FutureDated(2, 400_000, None),
+            "t/0 read 2 records up to 400 s ahead of the clock in 300 s",
+        ),
+    ],
+    ids=["with-offset-and-key", "record-without-either", "no-record-kept"],
+)
+def test_future_event_time_names_the_partition_and_the_record(future, message):
+    rule_ = RULES["future_event_time"]
+    parts = (PartitionFacts("t/0", future=future),)
+    [finding] = rule_.check(facts(partitions=parts), NOW, rule_.defaults())
+    assert finding.message == message
 
 
 def test_failure_message_is_the_first_line_of_the_exception():

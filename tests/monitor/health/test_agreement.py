@@ -18,7 +18,8 @@ from web import create_app
 STALLED_RULES = {"watermark_stalled", "partition_stalled", "no_progress"}
 # No `for`: a condition is an alert as soon as it holds, as it is a status.
 IMMEDIATE = "rules:\n" + "".join(
-    f"  {name}: {{for: 0s}}\n" for name in sorted(STALLED_RULES | {"late_records"})
+    f"  {name}: {{for: 0s}}\n"
+    for name in sorted(STALLED_RULES | {"late_records", "future_event_time"})
 )
 
 
@@ -95,12 +96,39 @@ def test_late_records_make_the_query_lagging_and_fire_for_both(engine, database_
     assert agree(engine, database_url, path, 302) == ("healthy", set()), "past the late window"
 
 
+def test_future_dated_records_make_the_query_lagging_and_fire_for_both(
+    engine, database_url, rules_path
+):
+    path = rules_path(silence="10m")
+    # t/2 read a record two hours ahead of the clock in the batch stored at 0 s.
+    future = {
+        "future": 1,
+        "future_lead_ms": 7_200_000,
+        "future_samples": [["s-17", at(7_200), 8812]],
+    }
+    figures = {0: (5, at(-20), at(-10), 0), 2: (5, at(-30), at(7_200), 0, [], future)}
+    write_event(engine, batch_event(QUERY, 0, at(0), event_times=figures), Timeouts())
+    status, fired = agree(engine, database_url, path, 1)
+    # The record also puts t/2's watermark two hours ahead of t/0's: skew, pending.
+    assert (status, fired) == ("lagging", {"future_event_time", "watermark_skew"})
+    with so.Session(engine) as session:
+        [alert] = session.scalars(sa.select(AlertRow).where(AlertRow.rule == "future_event_time"))
+    assert (alert.partition, alert.severity, alert.value) == ("t/2", "critical", 7_200_000)
+    assert alert.message == (
+        "t/2 read 1 record up to 2.0 h ahead of the clock in 300 s, e.g. offset 8812, key s-17"
+    )
+    status, fired = agree(engine, database_url, path, 302)
+    assert (status, fired) == ("healthy", {"watermark_skew"}), "past the window"
+
+
 def test_the_rules_set_the_thresholds_the_facts_are_read_with():
     rules = load_rules(
         "rules:\n  no_progress: {threshold: 1m}\n  late_records: {window: 2m}\n"
+        "  future_event_time: {window: 4m}\n"
         "queries:\n  - match: orders\n    rules:\n      rewound: {window: 3m}\n"
     )
     assert rules.thresholds_for("other").silence_ms == 60_000
     assert rules.thresholds_for("other").late_window_ms == 120_000
+    assert rules.thresholds_for("other").future_window_ms == 240_000
     assert rules.thresholds_for("other").rewound_window_ms == 300_000
     assert rules.thresholds_for("orders").rewound_window_ms == 180_000

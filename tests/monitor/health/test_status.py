@@ -2,7 +2,7 @@
 
 import pytest
 
-from monitor.health.facts import PartitionFacts, QueryFacts, Thresholds, TrendPoint
+from monitor.health.facts import FutureDated, PartitionFacts, QueryFacts, Thresholds, TrendPoint
 from monitor.health.status import Status, query_status
 
 NOW = 1_000_000_000
@@ -68,6 +68,11 @@ CASES = [
     (
         "late records of a partition not in the latest batch",
         facts(partitions=(PartitionFacts("t/9", late_records=2, in_latest_batch=False),)),
+        Status.LAGGING,
+    ),
+    (
+        "future-dated records in the window",
+        facts(partitions=(PartitionFacts("t/2", future=FutureDated(1, 7_200_000, None)),)),
         Status.LAGGING,
     ),
     ("offset lag grew", facts(trend=trend(10, 5, None, 12)), Status.LAGGING),
