@@ -183,15 +183,19 @@ def late_records(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding
 
 
 @rule(
-    "records more than the tolerance ahead of the clock: more than `count` within `window`",
+    "records ahead of the clock: more than `count` within `window`, or the watermark more than"
+    " `tolerance` ahead",
     Severity.CRITICAL,
     sets={"future_window_ms": "window"},
     count=(Kind.COUNT, 0),
     window=(Kind.DURATION, 300_000),
+    tolerance=(Kind.DURATION, 300_000),
 )
 def future_event_time(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
     """Every partition that read more than `count` future-dated records in the window, named
-    with the newest batch's first such record (one can drag the watermark hours ahead)."""
+    with the newest batch's first such record (one can drag the watermark hours ahead); else,
+    as Spark's own figures show it whichever way the query is seen, the watermark itself more
+    than `tolerance` ahead of now."""
     window = _seconds(facts.thresholds.future_window_ms)
     found = []
     for p in facts.partitions:
@@ -203,6 +207,13 @@ def future_event_time(facts: QueryFacts, now_ms: int, params: Params) -> list[Fi
             f" ahead of the clock in {window}{_record_text(p.future.record)}"
         )
         found.append(Finding(p.name, lead, message))
+    ahead = facts.watermark_ms - now_ms if facts.active and facts.watermark_ms else 0
+    if not found and ahead > params["tolerance"]:
+        message = (
+            f"the watermark is {_hours(ahead)} ahead of the clock: a record from the future"
+            " drags it (instrument() names the partition and the record)"
+        )
+        found.append(Finding(None, ahead, message))
     return found
 
 

@@ -54,6 +54,20 @@ def found(name, query_facts, **params):
         ("future_event_time", facts(partitions=PARTS), {}, [("t/0", 2 * 60 * MINUTE)]),
         ("future_event_time", facts(partitions=PARTS), {"count": 3}, []),
         ("future_event_time", facts(), {}, []),
+        (
+            "future_event_time",
+            facts(watermark_ms=NOW + 5 * MINUTE + 1),
+            {},
+            [(None, 5 * MINUTE + 1)],
+        ),
+        ("future_event_time", facts(watermark_ms=NOW + 5 * MINUTE), {}, []),
+        (
+            "future_event_time",
+            facts(watermark_ms=NOW + 60 * MINUTE, partitions=PARTS),
+            {},
+            [("t/0", 2 * 60 * MINUTE)],
+        ),
+        ("future_event_time", facts(watermark_ms=NOW + 60 * MINUTE, status="failed"), {}, []),
         ("watermark_age", facts(watermark_ms=NOW - 11 * MINUTE), {}, [(None, 11 * MINUTE)]),
         ("watermark_age", facts(), {}, []),
         ("watermark_age", facts(watermark_ms=None), {}, []),
@@ -122,6 +136,10 @@ def found(name, query_facts, **params):
         "future-dated-above-zero",
         "future-dated-at-count",
         "nothing-future-dated",
+        "watermark-ahead",
+        "watermark-at-tolerance",
+        "partitions-named-before-the-watermark",
+        "watermark-ahead-but-stopped",
         "old-watermark",
         "fresh-watermark",
         "no-watermark",
@@ -172,6 +190,15 @@ def test_future_event_time_names_the_partition_and_the_record(future, message):
     parts = (PartitionFacts("t/0", future=future),)
     [finding] = rule_.check(facts(partitions=parts), NOW, rule_.defaults())
     assert finding.message == message
+
+
+def test_future_event_time_without_partition_figures_says_the_watermark_is_ahead():
+    rule_ = RULES["future_event_time"]
+    [finding] = rule_.check(facts(watermark_ms=NOW + 2 * 60 * MINUTE), NOW, rule_.defaults())
+    assert finding.message == (
+        "the watermark is 2.0 h ahead of the clock: a record from the future drags it"
+        " (instrument() names the partition and the record)"
+    )
 
 
 def test_failure_message_is_the_first_line_of_the_exception():
