@@ -1,10 +1,10 @@
 """The demo: scenarios played live into the instrumented scooter pipeline, and the dashboard.
 
-One query per scenario (skewed backfill, idle partition, stalled partition, late burst), each
-reading its own topic that :func:`~streaming.player.play_in_rounds` writes round after round,
-each the offline-scooter pipeline of the Bird story with the monitor attached; the dashboard
-(served by whoever runs the demo: `wmon demo`) shows the store they write. Everything stops
-cleanly on Ctrl-C.
+One query per scenario (skewed backfill, idle partition, stalled partition, late burst, a
+future timestamp), each reading its own topic that :func:`~streaming.player.play_in_rounds`
+writes round after round, each the offline-scooter pipeline of the Bird story with the monitor
+attached; the dashboard (served by whoever runs the demo: `wmon demo`) shows the store they
+write. Everything stops cleanly on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -23,7 +23,13 @@ from streaming.log import PartitionedLog
 from streaming.player import play_in_rounds
 from streaming.scenarios import SCENARIOS
 
-DEMO_SCENARIOS = ("skewed_backfill", "idle_partition", "stalled_partition", "late_burst")
+DEMO_SCENARIOS = (
+    "skewed_backfill",
+    "idle_partition",
+    "stalled_partition",
+    "late_burst",
+    "future_timestamp",
+)
 QUERY_PREFIX = "scooters_"
 # The scenarios are sized for a delay of about 10 s; a scooter silent for a minute is offline.
 DELAY = "10 seconds"
@@ -107,7 +113,7 @@ def _start_spark(jar: Path | None) -> Any:
 
     where = "in the JVM, with wmon-spark.jar" if jar else "in Python (no wmon-spark.jar)"
     print(f"demo: starting Spark; the instrumented operator measures {where}...", flush=True)
-    # Two cores run four stateful queries: fewer state partitions, fewer tasks per batch.
+    # Two cores run five stateful queries: fewer state partitions, fewer tasks per batch.
     spark = spark_session(shuffle_partitions=2, config={"spark.jars": str(jar)} if jar else None)
     spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
     return spark

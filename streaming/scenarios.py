@@ -44,9 +44,20 @@ SLOW = "slow"  # read slowly while a fast partition runs ahead: its records fall
 IDLE = "idle"  # receives no records from ``since_ms`` on
 STALLED = "stalled"  # has a backlog but is held back (read limit 0)
 LATE = "late"  # receives a burst of records far behind everyone's event time at ``since_ms``
-ROLES = (STEADY, FAST, SLOW, IDLE, STALLED, LATE)
+FUTURE = "future"  # receives one record far ahead of everyone's event time at ``since_ms``
+ROLES = (STEADY, FAST, SLOW, IDLE, STALLED, LATE, FUTURE)
 
 DEFAULT_TOPIC = "telemetry"
+
+
+@dataclass(frozen=True)
+class PlacedRecord:
+    """One record a scenario placed on purpose: where it was written, its key and event time."""
+
+    partition: int
+    offset: int
+    key: str
+    event_ms: int
 
 
 @dataclass(frozen=True)
@@ -62,10 +73,13 @@ class Scenario:
     # Source options beyond path and subscribe, as strings (``DataStreamReader.options``).
     options: dict[str, str]
     # The event time from which the scenario's special partition behaves specially: the idle
-    # partition's last records were sent before it, the late burst is sent at it.
+    # partition's last records were sent before it, the late burst and the future record are
+    # sent at it.
     since_ms: int | None = None
     # The late burst alone: its records and event-time range.
     burst: PartitionSummary | None = None
+    # The record from the future: where it was written.
+    future_record: PlacedRecord | None = None
 
     @property
     def records(self) -> int:
@@ -285,8 +299,7 @@ def idle_partition(
         raise ValueError(f"idle_from_ms must be an int after start_ms, got {idle_from!r}")
 
     def keep(tick: Tick) -> bool:
-        mine = partition_of(scooter_id(tick.scooter), partitions) == idle_partition
-        return not mine or tick.send_ms < idle_from
+        return _partition(tick, partitions) != idle_partition or tick.send_ms < idle_from
 
     written = traffic.write(log, filter(keep, traffic.ticks()))
     roles = _roles(partitions, STEADY, {idle_partition: IDLE})
@@ -371,6 +384,62 @@ def late_burst(
     roles = _roles(partitions, STEADY, {late_partition: LATE})
     options = traffic.caps()
     return Scenario("late_burst", topic, seed, written, roles, options, at_ms, burst_summary)
+
+
+@register
+def future_timestamp(
+    log: PartitionedLog,
+    *,
+    topic: str = DEFAULT_TOPIC,
+    partitions: int = 4,
+    scooters: int = 40,
+    records: int = 4_000,
+    rate: float = 100.0,
+    start_ms: int = DEFAULT_START_MS,
+    seed: int = 0,
+    max_disorder_ms: int = 2_000,
+    trigger_seconds: float = 1.0,
+    future_partition: int | None = None,
+    future_at_ms: int | None = None,
+    ahead_by_ms: int = 2 * 3_600_000,
+) -> Scenario:
+    """Steady traffic, plus one record from a producer whose clock is ``ahead_by_ms`` ahead.
+
+    The record is sent at ``future_at_ms`` (default: halfway through) into ``future_partition``
+    (default: the last) with the event time ``future_at_ms + ahead_by_ms``: that far ahead of
+    the time every partition is at. Once read, it drives Spark's global watermark: the records
+    read after it are late until the others' event time catches up with it, less the delay
+    (with the defaults, long after the traffic ends). Options: maxOffsetsPerPartition, the
+    same for every partition. ``since_ms`` is ``future_at_ms``; ``future_record`` says where
+    the record was written.
+    """
+    traffic = _Traffic(
+        topic, partitions, scooters, records, rate, start_ms, seed, max_disorder_ms, trigger_seconds
+    )
+    special = partitions - 1 if future_partition is None else future_partition
+    _check_special("future_partition", special, traffic)
+    at_ms = traffic.at(0.5) if future_at_ms is None else future_at_ms
+    if not (_is_int(at_ms) and start_ms <= at_ms <= traffic.at(1.0)):
+        raise ValueError(f"future_at_ms must be an int within the traffic, got {at_ms!r}")
+    if not (_is_int(ahead_by_ms) and ahead_by_ms > 0):
+        raise ValueError(f"ahead_by_ms must be an int > 0, got {ahead_by_ms!r}")
+    scooter = traffic.streams[2].choice(partition_scooters(scooters, partitions)[special])
+    future = Tick(scooter, at_ms, at_ms + ahead_by_ms)
+    ticks = list(traffic.ticks())
+    # Written first among the ticks sent at the same moment, after its partition's earlier ones.
+    earlier = sum(t.send_ms < at_ms and _partition(t, partitions) == special for t in ticks)
+    offset = log.end_offset(topic, special) + earlier
+    written = traffic.write(log, heapq.merge([future], ticks, key=lambda tick: tick.send_ms))
+    placed = PlacedRecord(special, offset, scooter_id(scooter), future.event_ms)
+    roles = _roles(partitions, STEADY, {special: FUTURE})
+    options = traffic.caps()
+    return Scenario(
+        "future_timestamp", topic, seed, written, roles, options, at_ms, future_record=placed
+    )
+
+
+def _partition(tick: Tick, partitions: int) -> int:
+    return partition_of(scooter_id(tick.scooter), partitions)
 
 
 def _burst(

@@ -11,13 +11,17 @@ from streaming.log import LogRecord, PartitionedLog
 from streaming.partitioned_log import PartitionedLogStreamReader, SourceOptions, from_kafka_offsets
 from streaming.scenarios import (
     FAST,
+    FUTURE,
     IDLE,
     LATE,
+    ROLES,
     SCENARIOS,
     SLOW,
     STALLED,
     STEADY,
+    PlacedRecord,
     Scenario,
+    future_timestamp,
     idle_partition,
     late_burst,
     play,
@@ -31,6 +35,9 @@ DELAY_MS = 10_000  # the watermark delay the defaults are sized for (the demo's)
 SMALL = {"records": 1_200, "rate": 40.0, "scooters": 24}  # 30 s of traffic, 10 records/s/partition
 LAST_SEND_MS = DEFAULT_START_MS + int((SMALL["records"] - 1) * 1000 / SMALL["rate"])
 DISORDER_MS = 2_000  # the scenarios' default max_disorder_ms
+HALFWAY_MS = DEFAULT_START_MS + (LAST_SEND_MS - DEFAULT_START_MS) // 2
+TWO_HOURS_MS = 7_200_000
+EARLY_MS = DEFAULT_START_MS + 5_000
 
 
 def files(root: Path) -> dict[str, bytes]:
@@ -218,6 +225,71 @@ def test_late_burst_writes_old_records_into_one_partition(log, log_dir):
     assert played.late == {0: 0, 1: 0, 2: 30, 3: 0}  # the burst is late, nothing else
 
 
+@pytest.mark.parametrize(
+    ("params", "partition", "at_ms", "ahead_ms"),
+    [
+        ({}, 3, HALFWAY_MS, TWO_HOURS_MS),
+        ({"partitions": 2}, 1, HALFWAY_MS, TWO_HOURS_MS),
+        (
+            {"future_partition": 0, "future_at_ms": EARLY_MS, "ahead_by_ms": 60_000},
+            0,
+            EARLY_MS,
+            60_000,
+        ),
+    ],
+    ids=["defaults-last-partition-halfway", "two-partitions", "first-partition-a-minute-ahead"],
+)
+def test_future_timestamp_writes_one_record_ahead_of_every_partition(
+    log, log_dir, params, partition, at_ms, ahead_ms
+):
+    scenario = future_timestamp(log, **SMALL, **params)
+    partitions = params.get("partitions", 4)
+
+    recs = assert_described(scenario, log)
+    assert scenario.roles == {p: FUTURE if p == partition else STEADY for p in range(partitions)}
+    assert scenario.since_ms == at_ms
+    # Every other record's event time lies before its send time, so before the last one.
+    future = [
+        (p, o) for p, rs in recs.items() for o, r in enumerate(rs) if r.timestamp_ms > LAST_SEND_MS
+    ]
+    offset = sent_before(partition, at_ms, partitions)
+    assert future == [(partition, offset)]
+    record = recs[partition][offset]
+    assert record.timestamp_ms == at_ms + ahead_ms
+    assert scenario.future_record == PlacedRecord(partition, offset, record.key, at_ms + ahead_ms)
+    # Every partition, its own included, was at ``at_ms`` (less the disorder) when it came.
+    for p, records in recs.items():
+        newest = max(r.timestamp_ms for r in records[: sent_before(p, at_ms, partitions)])
+        assert at_ms - DISORDER_MS - 100 <= newest <= at_ms
+    assert caps(scenario) == dict.fromkeys(range(partitions), 40 // partitions)
+
+    played = replay(scenario, log_dir)
+    read_in = next(n for n, batch in enumerate(played.batches) if max(batch[partition]) > at_ms)
+    # Its watermark is in force from the next batch on; the batch after that drops everything.
+    after = played.batches[read_in + 2 :]
+    assert after and played.late == {p: sum(len(b[p]) for b in after) for p in range(partitions)}
+
+
+def sent_before(partition: int, at_ms: int, partitions: int) -> int:
+    """Records of ``partition`` sent before ``at_ms``: record i of the schedule is sent at
+    i / rate and belongs to partition i % partitions."""
+    return sum(
+        i % partitions == partition and i * 1000 // SMALL["rate"] < at_ms - DEFAULT_START_MS
+        for i in range(SMALL["records"])
+    )
+
+
+def test_the_future_records_offset_counts_what_its_partition_held_before(log):
+    first = future_timestamp(log, seed=1, **SMALL)
+    second = future_timestamp(log, seed=2, start_ms=LAST_SEND_MS + 25, **SMALL)  # a next round
+
+    placed = second.future_record
+    assert placed is not None
+    assert placed.offset == first.partitions[3].records + sent_before(3, HALFWAY_MS, 4)
+    [(_, record)] = log.read("telemetry", 3, placed.offset, placed.offset + 1)
+    assert (record.key, record.timestamp_ms) == (placed.key, placed.event_ms)
+
+
 def offsets_far_behind(records: list[LogRecord], disorder_ms: int) -> list[int]:
     highest, far = None, []
     for offset, record in enumerate(records):
@@ -251,11 +323,12 @@ def test_defaults_write_every_partition_in_a_stable_topic(log, name):
     assert_described(scenario, log)
     assert scenario.topic == "scooters" and log.topics() == ["scooters"]
     assert scenario.records == sum(log.end_offsets("scooters").values()) >= 3_500
-    assert set(scenario.roles.values()) <= {STEADY, FAST, SLOW, IDLE, STALLED, LATE}
+    assert set(scenario.roles.values()) <= set(ROLES)
 
 
 def test_registry_lists_the_scenarios_and_rejects_duplicates():
     assert sorted(SCENARIOS) == [
+        "future_timestamp",
         "idle_partition",
         "late_burst",
         "skewed_backfill",
@@ -273,7 +346,7 @@ def test_registry_lists_the_scenarios_and_rejects_duplicates():
 
 
 def test_play_rejects_unknown_names(log):
-    with pytest.raises(ValueError, match="no scenario named 'chaos'; known: idle_partition, "):
+    with pytest.raises(ValueError, match="no scenario named 'chaos'; known: future_timestamp, "):
         play("chaos", log)
     assert log.topics() == []
 
@@ -300,6 +373,13 @@ def test_play_rejects_unknown_names(log):
         (late_burst, {"late_partition": 9}, "late_partition must be in"),
         (late_burst, {"burst_records": 0}, "burst_records"),
         (late_burst, {"late_by_ms": 0}, "late_by_ms"),
+        (future_timestamp, {"partitions": 1}, "partitions >= 2"),
+        (future_timestamp, {"future_partition": 4}, "future_partition must be in"),
+        (future_timestamp, {"future_at_ms": DEFAULT_START_MS - 1}, "future_at_ms"),
+        (future_timestamp, {"future_at_ms": DEFAULT_START_MS + 40_000}, "future_at_ms"),
+        (future_timestamp, {"future_at_ms": "soon"}, "future_at_ms"),
+        (future_timestamp, {"ahead_by_ms": 0}, "ahead_by_ms"),
+        (future_timestamp, {"ahead_by_ms": 1.5}, "ahead_by_ms"),
     ],
     ids=[
         "no-partitions",
@@ -321,6 +401,13 @@ def test_play_rejects_unknown_names(log):
         "no-such-late-partition",
         "empty-burst",
         "not-late",
+        "future-one-partition",
+        "no-such-future-partition",
+        "future-before-the-traffic",
+        "future-after-the-traffic",
+        "str-future-at",
+        "not-ahead",
+        "float-ahead",
     ],
 )
 def test_bad_parameters_are_rejected_before_anything_is_written(log, function, params, message):
