@@ -122,7 +122,48 @@ def test_promtool_accepts_the_shipped_rules():
         [promtool, "check", "rules", str(RULES)], capture_output=True, text=True
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "SUCCESS: 9 rules found" in checked.stdout
+    assert "SUCCESS: 10 rules found" in checked.stdout
+
+
+# A query whose watermark is two hours ahead of the clock (age -7200 s), another's 100 s behind.
+FUTURE_RULE_TEST = """
+rule_files: [{rules}]
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+      - series: 'wmon_query_watermark_age_seconds{{query="ahead",query_id="a"}}'
+        values: '-7200x5'
+      - series: 'wmon_query_status{{query="ahead",query_id="a",status="active"}}'
+        values: '1x5'
+      - series: 'wmon_query_watermark_age_seconds{{query="behind",query_id="b"}}'
+        values: '100x5'
+      - series: 'wmon_query_status{{query="behind",query_id="b",status="active"}}'
+        values: '1x5'
+    alert_rule_test:
+      - eval_time: 2m
+        alertname: WmonFutureEventTime
+        exp_alerts:
+          - exp_labels: {{severity: critical, query: ahead, query_id: a}}
+            exp_annotations:
+              summary: "ahead: the watermark is 2h 0m 0s ahead of the clock"
+              description: >-
+                A record from the future drags the watermark of ahead ahead: every record read
+                after it is late and dropped. wmon's own future_event_time alert and `wmon
+                batches` name the partition and the record.
+"""
+
+
+def test_the_shipped_future_event_time_rule_fires_on_a_watermark_ahead_of_the_clock(tmp_path):
+    """Evaluated by Prometheus' own rule engine (promtool test rules) on given series."""
+    promtool = installed("promtool", "prometheus")
+    test_file = tmp_path / "future.yml"
+    test_file.write_text(FUTURE_RULE_TEST.format(rules=RULES))
+    tested = subprocess.run(
+        [promtool, "test", "rules", str(test_file)], capture_output=True, text=True
+    )
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+    assert "SUCCESS" in tested.stdout
 
 
 def exported_names(target):
