@@ -53,8 +53,10 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     origins may use; default: localhost, this machine's names and WMON_ALLOWED_HOSTS) and
     METRICS_KEEP_ENDED_S (how long an ended query stays in GET /metrics; default:
     WMON_METRICS_KEEP_ENDED), MESSAGE_QUEUE (the Redis URL through which several processes
-    share live push; default: WMON_MESSAGE_QUEUE, else none) and MESSAGE_QUEUE_CHANNEL (their
-    channel on it; default: WMON_MESSAGE_QUEUE_CHANNEL, else "wmon")."""
+    share live push; default: WMON_MESSAGE_QUEUE, else none), MESSAGE_QUEUE_CHANNEL (their
+    channel on it; default: WMON_MESSAGE_QUEUE_CHANNEL, else "wmon") and FUTURE_TOLERANCE_S
+    (how far ahead of its batch's time a record's event time may be before the diagnosis calls
+    it future-dated; default: WMON_FUTURE_TOLERANCE)."""
     app = Flask(__name__)
     settings = load_settings()
     app.config.from_mapping(
@@ -76,6 +78,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         METRICS_KEEP_ENDED_S=settings.metrics_keep_ended_s,
         MESSAGE_QUEUE=settings.message_queue,
         MESSAGE_QUEUE_CHANNEL=settings.message_queue_channel,
+        FUTURE_TOLERANCE_S=settings.future_tolerance_s,
     )
     app.config.update(config or {})
     app.url_map.converters["id"] = IdConverter

@@ -17,6 +17,7 @@ from monitor.store.models import Batch, Query
 from monitor.store.reads import find_query, list_queries, recent_timer_snapshots
 from monitor.store.summary import partition_details, rows_dropped
 from web import db
+from web.diagnosis import diagnosis_json
 from web.params import MAX_LIMIT, bounded, time_range, window
 from web.payloads import (
     QUERY_FIELDS,
@@ -109,6 +110,16 @@ def partition_history(ref: str) -> dict[str, Any]:
         "bucket_ms": span.bucket_ms,
         "partitions": partition_series(session, found.id, span),
     }
+
+
+@bp.get("/queries/<ref>/diagnosis")
+def diagnosis(ref: str) -> dict[str, Any]:
+    """Over a time range: who drove the watermark, future-dated records, how late and how close
+    the records were, and the delays that would have kept 99%, 99.9% and 100% of them."""
+    session, found = db.session(), _query(ref)
+    from_ms, to_ms = time_range(request.args, _default_to_ms(session, found, Lens.of(current_app)))
+    tolerance_ms = current_app.config["FUTURE_TOLERANCE_S"] * 1000
+    return diagnosis_json(session, found.id, from_ms, to_ms, tolerance_ms)
 
 
 @bp.get("/queries/<ref>/timers")

@@ -71,6 +71,13 @@ function widthOf(figure) {
   return Math.max(200, figure.clientWidth);
 }
 
+// Keep a plot as wide as its figure.
+function followWidth(figure, plot) {
+  new ResizeObserver(() => {
+    if (plot.width !== widthOf(figure)) plot.setSize({ width: widthOf(figure), height: HEIGHT });
+  }).observe(figure);
+}
+
 function seriesOf(line) {
   const format = FORMATS[line.format || "count"];
   return {
@@ -124,11 +131,7 @@ export class Chart {
       this.data,
       figure,
     );
-    new ResizeObserver(() => {
-      if (this.plot.width !== widthOf(figure)) {
-        this.plot.setSize({ width: widthOf(figure), height: HEIGHT });
-      }
-    }).observe(figure);
+    followWidth(figure, this.plot);
   }
 
   column(key) {
@@ -271,4 +274,84 @@ export function sparkline(cell, colour) {
     [[], []],
     cell,
   );
+}
+
+// Ticks at the edges between buckets, each labelled with the distance where the next bucket
+// starts; every second, fourth… edge, counted from the last, when they would be closer than
+// TICK_SPACE pixels.
+const TICK_SPACE = 90;
+
+function bucketEdges(u) {
+  const buckets = u.data[0];
+  if (!buckets.length) return [];
+  const edges = [...buckets.map((b) => b - 0.5), buckets[buckets.length - 1] + 0.5];
+  const width = u.bbox.width / devicePixelRatio;
+  const every = 2 ** Math.max(0, Math.ceil(Math.log2((edges.length * TICK_SPACE) / width)));
+  return edges.filter((edge, i) => (edges.length - 1 - i) % every === 0);
+}
+
+// Records per log-scale bucket of distance from the watermark, as bars: `load` takes the
+// API's buckets ({bucket, min_ms, max_ms, records}, consecutive); the axis marks the
+// distances where buckets meet, and the legend a bucket's range.
+export class Histogram {
+  constructor(figure, { label, stroke }) {
+    this.figure = figure;
+    this.buckets = new Map();
+    const edgeOf = (edge) => this.edgeOf(edge);
+    this.plot = new uPlot(
+      {
+        width: widthOf(figure),
+        height: HEIGHT,
+        // Set in load(): uPlot widens the range of a single point on its own.
+        scales: { x: { time: false, auto: false } },
+        // Room on the right for the label of the last edge.
+        padding: [null, 40, null, null],
+        axes: [
+          { ...AXIS, size: 40, splits: bucketEdges, values: (u, edges) => edges.map(edgeOf) },
+          axisOf({ format: "count" }),
+        ],
+        series: [
+          { label: "distance", value: (u, v) => this.rangeOf(v) },
+          {
+            label,
+            stroke,
+            fill: stroke,
+            width: 0,
+            paths: uPlot.paths.bars({ size: [0.9, 120] }),
+            points: { show: false },
+            value: (u, v) => count(v),
+          },
+        ],
+      },
+      [[], []],
+      figure,
+    );
+    followWidth(figure, this.plot);
+  }
+
+  // The distance at an edge: where the bucket after it starts, or the one before it ends.
+  edgeOf(edge) {
+    const after = this.buckets.get(edge + 0.5);
+    if (after) return duration(after.min_ms);
+    const before = this.buckets.get(edge - 0.5);
+    return before ? duration(before.max_ms + 1) : "";
+  }
+
+  rangeOf(number) {
+    const bucket = this.buckets.get(number);
+    if (!bucket) return "—";
+    const { min_ms: low, max_ms: high } = bucket;
+    return low === high ? duration(low) : `${duration(low)} to ${duration(high)}`;
+  }
+
+  load(buckets) {
+    this.buckets = new Map(buckets.map((b) => [b.bucket, b]));
+    const numbers = buckets.map((b) => b.bucket);
+    this.plot.setData([numbers, buckets.map((b) => b.records)]);
+    // Half a bucket either side of the first and the last.
+    if (numbers.length) {
+      this.plot.setScale("x", { min: numbers[0] - 0.5, max: numbers[numbers.length - 1] + 0.5 });
+    }
+    this.figure.dataset.bars = String(buckets.filter((b) => b.records > 0).length);
+  }
 }

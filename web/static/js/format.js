@@ -42,6 +42,22 @@ export function duration(ms) {
   );
 }
 
+// How much longer (+) or shorter (−) one duration is than another, given the difference.
+export function change(ms) {
+  if (ms === null || ms === undefined) return DASH;
+  if (ms === 0) return "±0";
+  return ms > 0 ? `+${duration(ms)}` : duration(ms);
+}
+
+// A share in whole percent; never 0% or 100% unless it is exactly that.
+export function percent(part, whole) {
+  if (!whole) return DASH;
+  const value = (100 * part) / whole;
+  if (value > 0 && value < 1) return "<1%";
+  if (value > 99 && value < 100) return ">99%";
+  return `${Math.round(value)}%`;
+}
+
 const UNITS = [
   [172_800_000, 86_400_000, "d"],
   [7_200_000, 3_600_000, "h"],

@@ -10,6 +10,7 @@ import {
   pointsFor,
 } from "./charts.js";
 import { AlertBook, showAlertCount } from "./alertbook.js";
+import { Diagnosis, diagnosisUrl } from "./diagnosis.js";
 import { getJson, queryUrl, setText, showError } from "./dom.js";
 import { clock, count, duration, localInput, watermark } from "./format.js";
 import { connect } from "./live.js";
@@ -56,6 +57,8 @@ const charts = {
     ],
   }),
 };
+
+const diagnosis = new Diagnosis();
 
 // The range in the page's address: a preset (?range=day) or epoch milliseconds (?from=&to=).
 function rangeOfAddress() {
@@ -112,6 +115,15 @@ function loadCharts(series, partitions) {
 // Each range asked for gets a number: answers to an earlier one that arrive late are dropped.
 let asked = 0;
 
+// The diagnosis over the range, read once the charts are in: it sums every batch's
+// histograms, which takes longer than the charts' downsampled series.
+async function showDiagnosis(range, mine) {
+  const words = `from ${clock(range.from)} to ${clock(range.to)}`;
+  diagnosis.reading(words);
+  const body = await getJson(diagnosisUrl(queryId, range.from, range.to));
+  if (mine === asked) diagnosis.show(body, words);
+}
+
 async function show(wanted) {
   asked += 1;
   const mine = asked;
@@ -133,6 +145,7 @@ async function show(wanted) {
       `${count(Object.keys(partitions.partitions).length)} partitions, ` +
       `in intervals of ${duration(batches.bucket_ms)}`,
   );
+  showDiagnosis(range, mine).catch((error) => showError(error.message));
 }
 
 function showing(range) {

@@ -11,6 +11,13 @@ import {
 import { tokenForm } from "./actions.js";
 import { AlertBook, bySeverity, showAlertCount } from "./alertbook.js";
 import { AlertTable } from "./alerttable.js";
+import {
+  Diagnosis,
+  bannerText,
+  diagnosisUrl,
+  driverRecordText,
+  driverText,
+} from "./diagnosis.js";
 import { el, getJson, queryUrl, setBadge, setText, showError } from "./dom.js";
 import { clock, count, duration, rate, watermark } from "./format.js";
 import { connect, heardServerTime, serverNow } from "./live.js";
@@ -62,7 +69,9 @@ const alerts = new AlertTable($("live-alerts"), {
   onAction: (alert) => (alert ? book.update(alert) : book.reload()),
 });
 
-const page = { lastBatch: null, watermarkMs: null, windowAt: 0 };
+const diagnosis = new Diagnosis({ onShow: showDriver });
+
+const page = { lastBatch: null, batchTimeMs: null, watermarkMs: null, windowAt: 0 };
 
 function sum(values) {
   const known = values.filter((v) => v !== null && v !== undefined);
@@ -89,6 +98,7 @@ function showStatus(query) {
 
 function showBatch(batch, partitions) {
   page.lastBatch = batch.batch_id;
+  page.batchTimeMs = batch.batch_time_ms;
   page.watermarkMs = watermark(batch.watermark_ms);
   setText($("batch-id"), batch.batch_id);
   setText($("batch-time"), `at ${clock(batch.batch_time_ms)}`);
@@ -105,6 +115,24 @@ function showBatch(batch, partitions) {
   setText($("partitions-batch"), `batch ${batch.batch_id}`);
   $("no-partitions").hidden = partitions.length > 0;
   tick();
+}
+
+// Who set the latest batch's watermark, and the banner when a future-dated record did.
+function showDriver({ latest }) {
+  setText($("watermark-driver"), driverText(latest));
+  $("watermark-driver").title = driverRecordText(latest);
+  const banner = bannerText(latest);
+  $("future-banner").hidden = banner === null;
+  setText($("future-banner-text"), banner);
+}
+
+// The diagnosis of the charts' minutes, read once they are in and again after new batches.
+function refreshDiagnosis() {
+  const to = page.batchTimeMs + 1;
+  const range = `over the last ${duration(RANGE_MS)}`;
+  diagnosis.refresh(diagnosisUrl(queryId, to - RANGE_MS, to), range, (error) =>
+    showError(error.message),
+  );
 }
 
 function showTimers(timers) {
@@ -203,6 +231,7 @@ async function load() {
     getJson(`${queryUrl(queryId, "partitions", "history")}?${range}`),
   ]);
   loadCharts(batches.series, partitions.partitions);
+  refreshDiagnosis();
 }
 
 function applyBatch({ batch, partitions }) {
@@ -231,6 +260,7 @@ function applyBatch({ batch, partitions }) {
   );
   table.apply(partitions);
   showBatch(batch, partitions);
+  refreshDiagnosis();
 }
 
 // The late window moves with time: now and then take the table's window figures afresh.
