@@ -9,9 +9,9 @@ from typing import Any
 
 import sqlalchemy.orm as so
 
+from monitor.health.facts import FutureDated
 from monitor.health.lateness import SHARES, Histogram, bucket_bounds
 from monitor.store.lateness import (
-    FutureDated,
     Lateness,
     driver_shares,
     future_dated,
@@ -59,10 +59,10 @@ def latest_json(batch: Batch | None, tolerance_ms: int) -> dict[str, Any] | None
     }
 
 
-def future_json(item: FutureDated) -> dict[str, Any]:
+def future_json(partition: str, item: FutureDated) -> dict[str, Any]:
     """A partition's future-dated records over the range."""
     return {
-        "partition": item.partition,
+        "partition": partition,
         "records": item.records,
         "lead_ms": item.lead_ms,
         "samples": [record_json(sample) for sample in item.samples],
@@ -110,7 +110,8 @@ def diagnosis_json(
         "latest": latest_json(latest_batch_in(session, query_id, from_ms, to_ms), tolerance_ms),
         "driver_batches": driver_shares(session, query_id, from_ms, to_ms),
         "future_dated": [
-            future_json(item) for item in future_dated(session, query_id, from_ms, to_ms)
+            future_json(partition, item)
+            for partition, item in future_dated(session, query_id, from_ms, to_ms).items()
         ],
         "lateness": {
             "query": lateness_json(measured[0]) if measured else None,

@@ -33,11 +33,24 @@ def upgrade() -> None:
         batch_op.add_column(sa.Column("future_samples", sa.JSON(), nullable=True))
         batch_op.add_column(sa.Column("late_buckets", sa.JSON(), nullable=True))
         batch_op.add_column(sa.Column("slack_buckets", sa.JSON(), nullable=True))
+        batch_op.add_column(sa.Column("late_buckets_total", sa.JSON(), nullable=True))
+        batch_op.add_column(sa.Column("slack_buckets_total", sa.JSON(), nullable=True))
+    op.create_index(
+        "ix_partition_event_times_future",
+        "partition_event_times",
+        ["query_id", "batch_time_ms"],
+        unique=False,
+        sqlite_where=sa.text("future_records > 0"),
+        postgresql_where=sa.text("future_records > 0"),
+    )
 
 
 def downgrade() -> None:
+    op.drop_index("ix_partition_event_times_future", table_name="partition_event_times")
     with op.batch_alter_table("partition_event_times", schema=None) as batch_op:
         for column in (
+            "slack_buckets_total",
+            "late_buckets_total",
             "slack_buckets",
             "late_buckets",
             "future_samples",

@@ -204,7 +204,7 @@ def future_event_time(facts: QueryFacts, now_ms: int, params: Params) -> list[Fi
         lead, records = p.future.lead_ms or 0, p.future.records
         message = (
             f"{p.name} read {records:,} record{'s' if records != 1 else ''} up to {_hours(lead)}"
-            f" ahead of the clock in {window}{_record_text(p.future.record)}"
+            f" ahead of the clock in {window}{_record_text(p.future.samples)}"
         )
         found.append(Finding(p.name, lead, message))
     ahead = facts.watermark_ms - now_ms if facts.active and facts.watermark_ms else 0
@@ -221,10 +221,10 @@ def _hours(ms: int) -> str:
     return f"{ms / 3_600_000:,.1f} h" if ms >= 3_600_000 else _seconds(ms)
 
 
-def _record_text(record: Record | None) -> str:
-    if record is None:
+def _record_text(samples: tuple[Record, ...]) -> str:
+    if not samples:
         return ""
-    key, _, offset = record
+    key, _, offset = samples[0]
     named = [f"offset {offset}"] if offset is not None else []
     named += [f"key {key}"] if key is not None else []
     return f", e.g. {', '.join(named)}" if named else ""

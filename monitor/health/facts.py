@@ -45,11 +45,12 @@ class TrendPoint:
 @dataclass(frozen=True)
 class FutureDated:
     """A partition's records more than the tolerance ahead of their batch's processing time,
-    within the window: how many, the largest lead, and the newest batch's first one."""
+    over a range of batches: how many, the largest lead, and samples, the newest batches'
+    first ones first."""
 
     records: int
     lead_ms: int | None
-    record: Record | None
+    samples: tuple[Record, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,13 @@ def summed(histograms: Iterable[Mapping[str, int]]) -> Histogram:
     return dict(sorted(total.items(), key=lambda item: int(item[0])))
 
 
+def difference(total: Mapping[str, int], part: Mapping[str, int]) -> Histogram:
+    """`total` less `part`, bucket by bucket, `part` being counted in `total`: buckets left
+    with no records are left out."""
+    left = {number: count - part.get(number, 0) for number, count in total.items()}
+    return {number: count for number, count in left.items() if count}
+
+
 def needed_delays(
     late: Mapping[str, int], slack: Mapping[str, int], delay_ms: int
 ) -> list[tuple[int, int]]:

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.health.facts import FutureDated, PartitionFacts, QueryFacts, Thresholds, TrendPoint
+from monitor.store.lateness import future_dated
 from monitor.store.models import Batch, Partition, PartitionEventTime, Query
 from monitor.store.reads import batch_partitions
 
@@ -33,7 +34,7 @@ def read_facts(
     since_rewound = now_ms - thresholds.rewound_window_ms
     watermark_rewound, rewound = rewound_since(session, query.id, since_rewound)
     late = late_by_partition(session, query.id, now_ms - thresholds.late_window_ms)
-    future = future_by_partition(session, query.id, now_ms - thresholds.future_window_ms)
+    future = future_dated(session, query.id, now_ms - thresholds.future_window_ms)
     rows = batch_partitions(session, query.id, batch.batch_id) if batch else []
     return QueryFacts(
         query_id=query.id,
@@ -134,32 +135,6 @@ def late_by_partition(session: so.Session, query_id: str, since_ms: int) -> dict
         .group_by(PartitionEventTime.partition)
     )
     return {partition: int(late or 0) for partition, late in rows}
-
-
-def future_by_partition(
-    session: so.Session, query_id: str, since_ms: int
-) -> dict[str, FutureDated]:
-    """Future-dated records per partition in the batches stored from `since_ms` on (only the
-    partitions that had some)."""
-    first = first_batch_since(session, query_id, since_ms)
-    if first is None:
-        return {}
-    times = PartitionEventTime
-    rows = session.execute(
-        sa.select(times.partition, times.future_records, times.future_lead_ms, times.future_samples)
-        .where(times.query_id == query_id, times.batch_id >= first, times.future_records > 0)
-        .order_by(times.batch_id.desc())
-    )
-    found: dict[str, FutureDated] = {}
-    for partition, records, lead_ms, samples in rows:
-        known = found.get(partition)
-        if known is None:
-            newest = tuple(samples[0]) if samples else None
-            found[partition] = FutureDated(records, lead_ms, newest)
-        else:
-            lead = max(known.lead_ms or 0, lead_ms or 0)
-            found[partition] = FutureDated(known.records + records, lead, known.record)
-    return found
 
 
 def rewound_since(session: so.Session, query_id: str, since_ms: int) -> tuple[bool, set[str]]:

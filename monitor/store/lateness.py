@@ -5,16 +5,14 @@ the records were (the per-batch lateness histograms, summed)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.health.lateness import Histogram, smallest_delay, summed
+from monitor.events import SAMPLES_PER_PARTITION, Record
+from monitor.health.facts import FutureDated
+from monitor.health.lateness import Histogram, difference, smallest_delay, summed
 from monitor.store.models import Batch, PartitionEventTime
-
-# Future-dated samples kept per partition: the newest batches' first ones.
-FUTURE_SAMPLES = 5
 
 
 @dataclass(frozen=True)
@@ -45,37 +43,68 @@ class Lateness:
 def lateness(
     session: so.Session, query_id: str, from_ms: int | None = None, to_ms: int | None = None
 ) -> list[Lateness]:
-    """The query's lateness over its batches from `from_ms` to `to_ms` (batch times, either
-    open): the whole query first, then each partition by name; [] where none was measured."""
-    table = PartitionEventTime
-    statement = (
-        sa.select(table.partition, table.delay_ms, table.late_buckets, table.slack_buckets)
-        .where(table.query_id == query_id, table.late_buckets.is_not(None))
-        .order_by(table.batch_id)
-    )
-    if from_ms is not None:
-        statement = statement.where(table.batch_time_ms >= from_ms)
-    if to_ms is not None:
-        statement = statement.where(table.batch_time_ms <= to_ms)
-    late: dict[str, list[Histogram]] = {}
-    slack: dict[str, list[Histogram]] = {}
-    delays: dict[str, int] = {}
-    for partition, delay_ms, late_buckets, slack_buckets in session.execute(statement):
-        late.setdefault(partition, []).append(late_buckets or {})
-        slack.setdefault(partition, []).append(slack_buckets or {})
-        delays[partition] = delay_ms
-    if not delays:
+    """The query's lateness over its batches from `from_ms` to `to_ms` (batch times, both
+    included, either open): the whole query first, then each partition by name; [] where none
+    was measured. Two batches' rows whatever the range: each row holds its histograms so far,
+    so the range's are the last batch's totals less what came before the first."""
+    first, last = _first_and_last(session, query_id, from_ms, to_ms)
+    if first is None or last is None:
         return []
-    names = sorted(delays)
+    table = PartitionEventTime
+    rows = session.execute(
+        sa.select(table).where(table.query_id == query_id, table.batch_id.in_({first, last}))
+    ).scalars()
+    at_first, at_last = {}, {}
+    for row in rows:
+        if row.batch_id == first:
+            at_first[row.partition] = row
+        if row.batch_id == last:
+            at_last[row.partition] = row
+    found = [
+        Lateness(
+            name,
+            end.delay_ms,
+            _in_range("late", end, at_first.get(name)),
+            _in_range("slack", end, at_first.get(name)),
+        )
+        for name, end in sorted(at_last.items())
+        if end.late_buckets_total is not None  # else stored before histograms were measured
+    ]
+    if not found:
+        return []
     whole = Lateness(
         None,
-        max(delays.values()),
-        summed(h for name in names for h in late[name]),
-        summed(h for name in names for h in slack[name]),
+        max(item.delay_ms for item in found),
+        summed(item.late for item in found),
+        summed(item.slack for item in found),
     )
-    return [whole] + [
-        Lateness(name, delays[name], summed(late[name]), summed(slack[name])) for name in names
-    ]
+    return [whole, *found]
+
+
+def _in_range(kind: str, end: PartitionEventTime, start: PartitionEventTime | None) -> Histogram:
+    """A partition's `kind` histogram (late or slack) over a range: its total at the range's
+    last batch less what came before the first (that batch's total less its own)."""
+    total: Histogram = getattr(end, f"{kind}_buckets_total") or {}
+    if start is None:
+        return total
+    own, so_far = getattr(start, f"{kind}_buckets"), getattr(start, f"{kind}_buckets_total")
+    return difference(total, difference(so_far or {}, own or {}))
+
+
+def _first_and_last(
+    session: so.Session, query_id: str, from_ms: int | None, to_ms: int | None
+) -> tuple[int | None, int | None]:
+    """The ids of the query's first and last batches with batch times in the range."""
+    batch_ids = sa.select(Batch.batch_id).where(Batch.query_id == query_id)
+    if from_ms is not None:
+        batch_ids = batch_ids.where(Batch.batch_time_ms >= from_ms)
+    if to_ms is not None:
+        batch_ids = batch_ids.where(Batch.batch_time_ms <= to_ms)
+    first = session.scalar(batch_ids.order_by(Batch.batch_time_ms, Batch.batch_id).limit(1))
+    last = session.scalar(
+        batch_ids.order_by(Batch.batch_time_ms.desc(), Batch.batch_id.desc()).limit(1)
+    )
+    return first, last
 
 
 def latest_batch_in(session: so.Session, query_id: str, from_ms: int, to_ms: int) -> Batch | None:
@@ -103,20 +132,9 @@ def driver_shares(session: so.Session, query_id: str, from_ms: int, to_ms: int) 
     return {name: count for name, count in rows if name is not None}
 
 
-@dataclass(frozen=True)
-class FutureDated:
-    """A partition's future-dated records over a range: how many, the largest lead ahead of
-    their batch's time, and samples ([key, event ms, offset]) from its newest such batches."""
-
-    partition: str
-    records: int
-    lead_ms: int | None
-    samples: list[list[Any]]
-
-
 def _future_samples(
-    session: so.Session, query_id: str, from_ms: int, to_ms: int
-) -> dict[str, list[list[Any]]]:
+    session: so.Session, query_id: str, from_ms: int, to_ms: int | None
+) -> dict[str, list[Record]]:
     table = PartitionEventTime
     newest = (
         sa.func.row_number()
@@ -125,39 +143,50 @@ def _future_samples(
     )
     ranked = (
         sa.select(table.partition, table.batch_id, table.future_samples, newest)
-        .where(table.query_id == query_id, table.future_records > 0)
-        .where(table.batch_time_ms >= from_ms, table.batch_time_ms < to_ms)
+        .where(*_future_rows(query_id, from_ms, to_ms))
         .subquery()
     )
     rows = session.execute(
         sa.select(ranked.c.partition, ranked.c.future_samples)
-        .where(ranked.c.newest <= FUTURE_SAMPLES)
+        .where(ranked.c.newest <= SAMPLES_PER_PARTITION)
         .order_by(ranked.c.partition, ranked.c.batch_id.desc())
     )
-    samples: dict[str, list[list[Any]]] = {}
+    samples: dict[str, list[Record]] = {}
     for partition, batch_samples in rows:
         kept = samples.setdefault(partition, [])
-        kept.extend((batch_samples or [])[: FUTURE_SAMPLES - len(kept)])
+        room = SAMPLES_PER_PARTITION - len(kept)
+        kept.extend(tuple(sample) for sample in (batch_samples or [])[:room])
     return samples
 
 
-def future_dated(session: so.Session, query_id: str, from_ms: int, to_ms: int) -> list[FutureDated]:
-    """Per partition with any, by name, the future-dated records of the batches from
-    `from_ms` to `to_ms` (batch times, half-open)."""
+def _future_rows(query_id: str, from_ms: int, to_ms: int | None) -> list[sa.ColumnElement[bool]]:
+    """The rows with future-dated records of the range: conditions their own index serves."""
     table = PartitionEventTime
+    conditions = [table.query_id == query_id, table.future_records > 0]
+    conditions.append(table.batch_time_ms >= from_ms)
+    if to_ms is not None:
+        conditions.append(table.batch_time_ms < to_ms)
+    return conditions
+
+
+def future_dated(
+    session: so.Session, query_id: str, from_ms: int, to_ms: int | None = None
+) -> dict[str, FutureDated]:
+    """Per partition with any, by name, the future-dated records of the batches from
+    `from_ms` to `to_ms` (batch times, half-open; open without `to_ms`)."""
+    table = PartitionEventTime
+    totals = sa.select(
+        table.partition, sa.func.sum(table.future_records), sa.func.max(table.future_lead_ms)
+    )
     rows = session.execute(
-        sa.select(
-            table.partition, sa.func.sum(table.future_records), sa.func.max(table.future_lead_ms)
-        )
-        .where(table.query_id == query_id, table.future_records > 0)
-        .where(table.batch_time_ms >= from_ms, table.batch_time_ms < to_ms)
+        totals.where(*_future_rows(query_id, from_ms, to_ms))
         .group_by(table.partition)
         .order_by(table.partition)
     ).all()
     if not rows:
-        return []
+        return {}
     samples = _future_samples(session, query_id, from_ms, to_ms)
-    return [
-        FutureDated(partition, int(records), lead_ms, samples.get(partition, []))
+    return {
+        partition: FutureDated(int(records), lead_ms, tuple(samples.get(partition, [])))
         for partition, records, lead_ms in rows
-    ]
+    }

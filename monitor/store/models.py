@@ -183,6 +183,14 @@ class PartitionEventTime(Base):
     __table_args__ = (
         sa.UniqueConstraint("query_id", "batch_id", "partition"),
         sa.Index(None, "query_id", "partition", "batch_time_ms"),
+        # The few rows with future-dated records, by time, without reading the others.
+        sa.Index(
+            "ix_partition_event_times_future",
+            "query_id",
+            "batch_time_ms",
+            sqlite_where=sa.text("future_records > 0"),
+            postgresql_where=sa.text("future_records > 0"),
+        ),
     )
 
     id: so.Mapped[int] = so.mapped_column(RowId, primary_key=True)
@@ -211,6 +219,9 @@ class PartitionEventTime(Base):
     # log-scale bucket (health.lateness); None before this was measured.
     late_buckets: so.Mapped[dict[str, int] | None] = so.mapped_column(sa.JSON)
     slack_buckets: so.Mapped[dict[str, int] | None] = so.mapped_column(sa.JSON)
+    # The same, summed over every batch so far: any range's histograms from two rows.
+    late_buckets_total: so.Mapped[dict[str, int] | None] = so.mapped_column(sa.JSON)
+    slack_buckets_total: so.Mapped[dict[str, int] | None] = so.mapped_column(sa.JSON)
 
 
 class TimerSnapshotRow(Base):

@@ -33,6 +33,7 @@ from monitor.events import (
     SourceProgress,
     TimerSnapshot,
 )
+from monitor.health.lateness import summed
 from monitor.health.predicates import Timeouts
 from monitor.store import derive
 from monitor.store.bulk import insert_rows
@@ -357,9 +358,16 @@ def _event_time_rows(event: BatchProgress, before: dict[str, Row]) -> list[Row]:
                 "future_samples": [list(sample) for sample in times.future_samples],
                 "late_buckets": times.late_buckets,
                 "slack_buckets": times.slack_buckets,
+                "late_buckets_total": summed([times.late_buckets, _total(last, "late_buckets")]),
+                "slack_buckets_total": summed([times.slack_buckets, _total(last, "slack_buckets")]),
             }
         )
     return rows
+
+
+def _total(last: Row | None, histogram: str) -> dict[str, int]:
+    """A histogram's total so far in the row before (none before it was measured)."""
+    return (last and last[f"{histogram}_total"]) or {}
 
 
 def _later(a: int | None, b: int | None) -> int | None:

@@ -15,7 +15,7 @@ def facts(**changes):
     return QueryFacts(**(base | changes))
 
 
-AHEAD = FutureDated(3, 2 * 60 * MINUTE, ("s-17", NOW + 2 * 60 * MINUTE, 8812))
+AHEAD = FutureDated(3, 2 * 60 * MINUTE, (("s-17", NOW + 2 * 60 * MINUTE, 8812), ("s-18", NOW, 9)))
 PARTS = (
     PartitionFacts("t/0", offset_lag=10, future=AHEAD),
     PartitionFacts("t/1", idle=True, offset_lag=0),
@@ -175,11 +175,11 @@ def test_rule(name, query_facts, params, expected):
             " e.g. offset 8812, key s-17",
         ),
         (
-            FutureDated(1, 400_000, (None, NOW, None)),
+            FutureDated(1, 400_000, ((None, NOW, None),)),
             "t/0 read 1 record up to 400 s ahead of the clock in 300 s",
         ),
         (
-            FutureDated(2, 400_000, None),
+            FutureDated(2, 400_000),
             "t/0 read 2 records up to 400 s ahead of the clock in 300 s",
         ),
     ],

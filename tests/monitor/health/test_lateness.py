@@ -4,7 +4,7 @@ import itertools
 
 import pytest
 
-from monitor.health.lateness import bucket, bucket_bounds, smallest_delay, summed
+from monitor.health.lateness import bucket, bucket_bounds, difference, smallest_delay, summed
 
 
 @pytest.mark.parametrize(
@@ -27,6 +27,11 @@ def test_buckets_cover_every_distance_once():
 def test_summed_adds_bucket_by_bucket_in_bucket_order():
     assert summed([{"12": 1, "3": 2}, {}, {"3": 1, "0": 4}]) == {"0": 4, "3": 3, "12": 1}
     assert list(summed([{"12": 1, "3": 2}])) == ["3", "12"]
+
+
+def test_difference_takes_a_part_out_of_its_total_and_drops_emptied_buckets():
+    assert difference({"0": 4, "3": 3, "12": 1}, {"3": 3, "0": 1}) == {"0": 3, "12": 1}
+    assert difference({"3": 2}, {}) == {"3": 2}
 
 
 # 1,000 records measured against a 10 s delay: 990 on time with 4-7 ms of slack or more,

@@ -72,7 +72,7 @@ CASES = [
     ),
     (
         "future-dated records in the window",
-        facts(partitions=(PartitionFacts("t/2", future=FutureDated(1, 7_200_000, None)),)),
+        facts(partitions=(PartitionFacts("t/2", future=FutureDated(1, 7_200_000)),)),
         Status.LAGGING,
     ),
     ("offset lag grew", facts(trend=trend(10, 5, None, 12)), Status.LAGGING),

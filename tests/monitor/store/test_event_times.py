@@ -302,3 +302,25 @@ def test_future_dated_records_and_lateness_buckets_are_stored_per_partition(engi
     )
     # Carried forward without records: nothing future-dated, nothing measured.
     assert stored[(1, "b")] == (0, None, [], {}, {})
+
+
+def test_each_row_keeps_its_partitions_histograms_summed_so_far(engine):
+    def measured(late, slack):
+        return part(1, T0, T0, late_buckets=late, slack_buckets=slack)
+
+    write_event(engine, batch(0, {"a": measured({}, {"3": 2})}))
+    write_event(engine, batch(1, {"a": measured({"0": 1}, {"3": 1, "9": 4})}, T0))
+    write_event(engine, batch(2, {"b": measured({"5": 7}, {})}, T0))
+    assert rows(engine, ("late_buckets_total", "slack_buckets_total")) == {
+        (0, "a"): ({}, {"3": 2}),
+        (1, "a"): ({"0": 1}, {"3": 3, "9": 4}),
+        (2, "a"): ({"0": 1}, {"3": 3, "9": 4}),
+        (2, "b"): ({"5": 7}, {}),
+    }
+    # A replay of batch 1 replaces its totals, and batch 2 builds on them again.
+    write_event(engine, batch(1, {"a": measured({}, {"9": 1})}, T0))
+    write_event(engine, batch(2, {"b": measured({"5": 7}, {})}, T0))
+    assert rows(engine, ("late_buckets_total", "slack_buckets_total"))[(2, "a")] == (
+        {},
+        {"3": 2, "9": 1},
+    )
