@@ -10,7 +10,7 @@ from typing import Any
 import sqlalchemy.orm as so
 
 from monitor.health.facts import FutureDated
-from monitor.health.lateness import SHARES, Histogram, bucket_bounds
+from monitor.health.lateness import Histogram, bucket_bounds
 from monitor.store.lateness import (
     Lateness,
     driver_shares,
@@ -84,15 +84,7 @@ def histogram_json(histogram: Histogram) -> list[dict[str, Any]]:
 
 def lateness_json(item: Lateness) -> dict[str, Any]:
     """A query's or partition's histograms and the delays that would have kept each share."""
-    return {
-        "partition": item.partition,
-        "records": item.records,
-        "late_records": item.late_records,
-        "delay_ms": item.delay_ms,
-        "delays": [{"share": share, "delay_ms": item.smallest_delay(share)} for share in SHARES],
-        "late": histogram_json(item.late),
-        "slack": histogram_json(item.slack),
-    }
+    return item.advice() | {"late": histogram_json(item.late), "slack": histogram_json(item.slack)}
 
 
 def diagnosis_json(

@@ -60,16 +60,6 @@ def delay_text(ms: int | None, delay_ms: int) -> str:
     return f"{ms / 1000:.3f} s ({(ms - delay_ms) / 1000:+.3f} s)"
 
 
-def _row(item: Lateness) -> dict[str, Any]:
-    return {
-        "partition": item.partition,
-        "records": item.records,
-        "late_records": item.late_records,
-        "delay_ms": item.delay_ms,
-        "delays_ms": {str(share): item.smallest_delay(share) for share in SHARES},
-    }
-
-
 COLUMNS = (
     Column("partition", "partition", lambda name: "(query)" if name is None else name),
     Column("records", "records"),
@@ -87,7 +77,7 @@ def _shown(item: Lateness) -> SimpleNamespace:
         f"share_{index}": delay_text(item.smallest_delay(share), item.delay_ms)
         for index, share in enumerate(SHARES)
     }
-    return SimpleNamespace(**_row(item), **delays)
+    return SimpleNamespace(**item.advice(), **delays)
 
 
 def advise(args: argparse.Namespace) -> None:
@@ -96,7 +86,7 @@ def advise(args: argparse.Namespace) -> None:
         query = find_query(session, args.query)
         found = lateness(session, query.id, args.from_ms, args.to_ms)
     if args.json:
-        print(json.dumps([_row(item) for item in found], indent=2))
+        print(json.dumps([item.advice() for item in found], indent=2))
         return
     if not found:
         print(

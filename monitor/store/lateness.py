@@ -5,13 +5,14 @@ the records were (the per-batch lateness histograms, summed)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.events import SAMPLES_PER_PARTITION, Record
 from monitor.health.facts import FutureDated
-from monitor.health.lateness import Histogram, difference, smallest_delay, summed
+from monitor.health.lateness import SHARES, Histogram, difference, smallest_delay, summed
 from monitor.store.models import Batch, PartitionEventTime
 
 
@@ -38,6 +39,17 @@ class Lateness:
     def smallest_delay(self, share: float) -> int | None:
         """The smallest delay that would have kept `share` of the records (health.lateness)."""
         return smallest_delay(self.late, self.slack, self.delay_ms, share)
+
+    def advice(self) -> dict[str, Any]:
+        """The advisor's answer as JSON: the counts, the delay in force, and for each share
+        the smallest delay that would have kept it (`wmon advise --json`, the API)."""
+        return {
+            "partition": self.partition,
+            "records": self.records,
+            "late_records": self.late_records,
+            "delay_ms": self.delay_ms,
+            "delays": [{"share": s, "delay_ms": self.smallest_delay(s)} for s in SHARES],
+        }
 
 
 def lateness(
