@@ -1,8 +1,13 @@
-"""The dashboard app over a migrated store (SQLite and PostgreSQL), for every web test."""
+"""The dashboard app over a migrated store (SQLite and PostgreSQL), for every web test; and,
+for the browser tests, Debian's Chromium, the dashboard served on a free port and pages."""
+
+import threading
 
 import pytest
+from werkzeug.serving import make_server
 
-from web import create_app, db, retention
+from tests.web.browser import CHROMIUM, CHROMIUM_ARGS, SCREEN, WALL, open_page
+from web import create_app, db, live, retention
 
 
 @pytest.fixture
@@ -24,3 +29,46 @@ def app(database_url, app_config):
 def client(app):
     """A test client of the app."""
     return app.test_client()
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def serve(database_url):
+    """Serve the store on a free port, as `wmon serve` does, in a thread; the URL."""
+    running = []
+
+    def start(**config):
+        app = create_app({"DATABASE_URL": database_url, "POLL_INTERVAL_S": 0.2} | config)
+        http = make_server("127.0.0.1", 0, app, threaded=True)
+        thread = threading.Thread(target=http.serve_forever, daemon=True)
+        thread.start()
+        running.append((app, http, thread))
+        return f"http://127.0.0.1:{http.server_port}"
+
+    yield start
+    for app, http, thread in running:
+        live.watcher(app).stop()
+        http.shutdown()
+        thread.join(timeout=10)
+        db.dispose(app)
+
+
+@pytest.fixture
+def page(chromium, request):
+    """A page of a wall screen's size, 1,600 × 1,000."""
+    yield from open_page(chromium, request, WALL)
+
+
+@pytest.fixture
+def screen(chromium, request):
+    """A page of the README's screenshot's size, 1,400 × 900."""
+    yield from open_page(chromium, request, SCREEN)

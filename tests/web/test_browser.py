@@ -4,14 +4,12 @@ server on a free port. Each test leaves a screenshot in build/artifacts/."""
 import csv
 import io
 import re
-import threading
 import time
 
 import pytest
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 from playwright.sync_api import expect
-from werkzeug.serving import make_server
 
 import monitor
 from monitor.alerts.evaluate import evaluate
@@ -22,90 +20,18 @@ from monitor.store.models import Batch
 from monitor.store.writes import write_event, write_events
 from streaming.log import LogRecord, PartitionedLog
 from tests.helpers import ROOT, unique_name, wait_until
+from tests.web.browser import SCREEN, assert_not_reloaded, mark_page
 from tests.web_events import batch_event
-from web import create_app, db, live
 
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.parametrize("database_url", ["sqlite"], indirect=True),
 ]
 
-ARTIFACTS = ROOT / "build" / "artifacts"
 SCREENSHOT = ROOT / "docs" / "dashboard.png"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 WAIT_MS = 20_000
 NOW = (time.time_ns() // 1_000_000) // 1_000 * 1_000
 HOSTILE = "<img src=x onerror=alert(1)>"
-SCREEN = {"width": 1400, "height": 900}
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def serve(database_url):
-    """Serve the store on a free port, as `wmon serve` does, in a thread; the URL."""
-    running = []
-
-    def start(**config):
-        app = create_app({"DATABASE_URL": database_url, "POLL_INTERVAL_S": 0.2} | config)
-        http = make_server("127.0.0.1", 0, app, threaded=True)
-        thread = threading.Thread(target=http.serve_forever, daemon=True)
-        thread.start()
-        running.append((app, http, thread))
-        return f"http://127.0.0.1:{http.server_port}"
-
-    yield start
-    for app, http, thread in running:
-        live.watcher(app).stop()
-        http.shutdown()
-        thread.join(timeout=10)
-        db.dispose(app)
-
-
-def open_page(chromium, request, viewport):
-    """A fresh page of `viewport`'s size; script errors and dialogs are recorded, and a
-    screenshot is saved."""
-    context = chromium.new_context(viewport=viewport)
-    tab = context.new_page()
-    tab.script_errors, tab.dialogs = [], []
-    tab.on("pageerror", lambda error: tab.script_errors.append(error))
-    tab.on("dialog", lambda dialog: (tab.dialogs.append(dialog.message), dialog.dismiss()))
-    yield tab
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    name = re.sub(r"[^\w.-]+", "_", request.node.name)
-    tab.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
-    context.close()
-    assert not tab.script_errors, f"script errors on the page: {tab.script_errors}"
-
-
-@pytest.fixture
-def page(chromium, request):
-    """A page of 1,600 × 1,000, a wall screen's."""
-    yield from open_page(chromium, request, {"width": 1600, "height": 1000})
-
-
-@pytest.fixture
-def screen(chromium, request):
-    """A page of the README's screenshot's size, 1,400 × 900."""
-    yield from open_page(chromium, request, SCREEN)
-
-
-def mark_page(tab):
-    """A mark that a reload would wipe out."""
-    tab.evaluate("window.wmonTestMark = 'not reloaded'")
-
-
-def assert_not_reloaded(tab):
-    assert tab.evaluate("window.wmonTestMark") == "not reloaded"
 
 
 def rows_text(tab):

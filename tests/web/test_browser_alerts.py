@@ -24,10 +24,11 @@ from streaming.log import PartitionedLog
 from streaming.scenarios import STALLED, play
 from tests.helpers import start_query, unique_name, wait_until
 from tests.monitor.alerts.test_runner import RULES, rewrite
-from tests.web.test_browser import (
+from tests.web.browser import (
     ARTIFACTS,
     CHROMIUM,
     CHROMIUM_ARGS,
+    WALL,
     assert_not_reloaded,
     mark_page,
 )
@@ -99,7 +100,7 @@ def tabs(request):
     opened = {}
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 1600, "height": 1000})
+        context = browser.new_context(viewport=WALL)
         errors = []
 
         def open_tab(name):

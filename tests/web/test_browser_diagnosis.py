@@ -6,16 +6,12 @@ drawn, and a key with HTML in it shows as text. Screenshots in build/artifacts/.
 import pytest
 from playwright.sync_api import expect
 
-from tests.web import test_browser as browser
 from tests.web.test_diagnosis_api import NAME, at, write_telemetry
 
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.parametrize("database_url", ["sqlite"], indirect=True),
 ]
-
-# The browser, the server and the page of test_browser.
-chromium, serve, page = browser.chromium, browser.serve, browser.page
 
 WAIT_MS = 20_000
 HOSTILE_KEY = "s-17<img src=x onerror=alert(1)>"
