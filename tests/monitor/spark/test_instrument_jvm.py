@@ -50,6 +50,13 @@ SHAPES = {
     # Each partition's rows spread over three tasks: their buffers merge on the driver.
     "shared-partitions": (lambda df: sub_millisecond(df).repartition(3), {}),
     "no-key-or-offset": (lambda df: df.drop("key", "offset"), {}),
+    # Keys of more UTF-8 bytes than a partition's first key buffer holds, and keys that are
+    # numbers (read through their cast to text, not straight from the row).
+    "long-keys": (
+        lambda df: df.withColumn("key", F.concat(F.lit("größerer-schlüssel-"), "key")),
+        {},
+    ),
+    "numeric-keys": (lambda df: df.withColumn("key", F.col("offset") * 7), {}),
     # Event times as epoch milliseconds in a long column; the partition a short.
     "millisecond-times": (
         lambda df: df.withColumn("ms", F.unix_millis("timestamp"))

@@ -13,6 +13,7 @@ import java.util.Map;
 import java.util.Objects;
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonGenerator;
+import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /**
@@ -204,9 +205,9 @@ public final class Figures {
         return maxRecords.ms(slot);
     }
 
-    /** Keep a record at or above the slot's largest event time if it is the new max. */
-    void offerMax(int slot, long ms, UTF8String key, boolean hasOffset, long offset) {
-        maxRecords.offer(slot, ms, key, hasOffset, offset);
+    /** Keep a row at or above the slot's largest event time if it is the new max. */
+    void offerMax(int slot, long ms, RowField key, InternalRow row, boolean hasOffset, long offset) {
+        maxRecords.offer(slot, ms, key, row, hasOffset, offset);
     }
 
     /** Keep a late record as a sample if it is among the slot's smallest. */

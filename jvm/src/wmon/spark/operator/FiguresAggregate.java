@@ -121,22 +121,21 @@ final class FiguresAggregate extends TypedImperativeAggregate<Figures> implement
     private static void offer(
             Figures figures, int slot, long ms, RowField[] read, InternalRow row, boolean late,
             boolean future, boolean max) {
-        UTF8String key = read[KEY].getText(row);
         long offset = read[OFFSET].getLong(row);
         boolean hasOffset = offset != RowField.NULL;
         if (!hasOffset) {
             offset = 0;
         }
         if (max) {
-            figures.offerMax(slot, ms, key, hasOffset, offset);
+            figures.offerMax(slot, ms, read[KEY], row, hasOffset, offset);
         }
         if (late || future) {
-            String text = key == null ? null : key.toString();
+            String key = read[KEY].getString(row);
             if (late) {
-                figures.offerLate(slot, text, ms, hasOffset, offset);
+                figures.offerLate(slot, key, ms, hasOffset, offset);
             }
             if (future) {
-                figures.offerFuture(slot, text, ms, hasOffset, offset);
+                figures.offerFuture(slot, key, ms, hasOffset, offset);
             }
         }
     }

@@ -6,20 +6,22 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import com.fasterxml.jackson.core.JsonGenerator;
-import org.apache.spark.unsafe.Platform;
-import org.apache.spark.unsafe.types.UTF8String;
+import org.apache.spark.sql.catalyst.InternalRow;
 
 /**
  * Per partition slot, the record with the largest event time (ms), and among those the smallest
  * in sample order (offset, then key: the event times are equal). In a stream of rising event
- * times nearly every row is a new max, so its key is kept as UTF-8 bytes copied into a buffer
- * the slot reuses: no String a row.
+ * times nearly every row is a new max, so its key is kept as UTF-8 bytes copied from the row
+ * into a buffer the slot reuses: no object a row.
  */
 final class MaxRecords {
+    /** A new slot's key buffer, room for most keys. */
+    private static final int KEY_BYTES = 16;
+
     private long[] ms = new long[0];
     private long[] offsets = new long[0];
     private boolean[] hasOffset = new boolean[0];
-    /** The key's UTF-8 bytes, the first {@code keyLengths[slot]} of the slot's buffer. */
+    /** The key's UTF-8 bytes, the first {@code keyLengths[slot]} of the slot's own buffer. */
     private byte[][] keys = new byte[0][];
     /** -1: no key. */
     private int[] keyLengths = new int[0];
@@ -32,6 +34,9 @@ final class MaxRecords {
         offsets = Arrays.copyOf(offsets, slots);
         hasOffset = Arrays.copyOf(hasOffset, slots);
         keys = Arrays.copyOf(keys, slots);
+        for (int slot = known; slot < slots; slot++) {
+            keys[slot] = new byte[KEY_BYTES];
+        }
         keyLengths = Arrays.copyOf(keyLengths, slots);
     }
 
@@ -40,35 +45,33 @@ final class MaxRecords {
         return ms[slot];
     }
 
-    /** Keep a record at or above the slot's largest event time if it is the new max. */
-    void offer(int slot, long recordMs, UTF8String key, boolean recordHasOffset, long offset) {
-        if (recordMs == ms[slot] && !precedes(slot, key, recordHasOffset, offset)) {
+    /**
+     * Keep a row at {@code recordMs}, at or above the slot's largest event time, if it is the
+     * new max; its key is read from the row by {@code key} only then.
+     */
+    void offer(
+            int slot, long recordMs, RowField key, InternalRow row, boolean recordHasOffset,
+            long offset) {
+        if (recordMs == ms[slot] && !precedes(slot, key.getString(row), recordHasOffset, offset)) {
             return;
         }
-        ms[slot] = recordMs;
-        hasOffset[slot] = recordHasOffset;
-        offsets[slot] = offset;
-        if (key == null) {
-            keyLengths[slot] = -1;
-            return;
-        }
-        int length = key.numBytes();
-        if (keys[slot] == null || keys[slot].length < length) {
-            keys[slot] = new byte[Math.max(2 * length, 16)];
-        }
-        // Byte by byte: for a key's few bytes, UTF8String.writeToMemory (Unsafe.copyMemory)
-        // measured slower than all the rest of a row's figures together.
-        byte[] buffer = keys[slot];
-        Object base = key.getBaseObject();
-        long from = key.getBaseOffset();
-        for (int i = 0; i < length; i++) {
-            buffer[i] = Platform.getByte(base, from + i);
+        keep(slot, recordMs, recordHasOffset, offset);
+        int length = key.copyText(row, keys[slot]);
+        if (length > keys[slot].length) {
+            keys[slot] = new byte[2 * length];
+            key.copyText(row, keys[slot]);
         }
         keyLengths[slot] = length;
     }
 
+    private void keep(int slot, long recordMs, boolean recordHasOffset, long offset) {
+        ms[slot] = recordMs;
+        hasOffset[slot] = recordHasOffset;
+        offsets[slot] = offset;
+    }
+
     /** Whether a record at the slot's event time comes before the slot's in sample order. */
-    private boolean precedes(int slot, UTF8String key, boolean recordHasOffset, long offset) {
+    private boolean precedes(int slot, String key, boolean recordHasOffset, long offset) {
         int order = Boolean.compare(recordHasOffset, hasOffset[slot]);
         if (order == 0 && recordHasOffset) {
             order = Long.compare(offset, offsets[slot]);
@@ -76,7 +79,7 @@ final class MaxRecords {
         // Only an exact tie of event time and offset makes the keys' text.
         return order != 0
                 ? order < 0
-                : Samples.compareKeys(key == null ? null : key.toString(), key(slot)) < 0;
+                : Samples.compareKeys(key, key(slot)) < 0;
     }
 
     private String key(int slot) {
@@ -87,13 +90,14 @@ final class MaxRecords {
 
     /** Offer slot {@code from}'s record of {@code other} (another task's) to {@code slot}. */
     void merge(int slot, MaxRecords other, int from) {
-        if (other.ms[from] < ms[slot]) {
+        long recordMs = other.ms[from];
+        if (recordMs < ms[slot] || recordMs == ms[slot]
+                && !precedes(slot, other.key(from), other.hasOffset[from], other.offsets[from])) {
             return;
         }
-        UTF8String key = other.keyLengths[from] < 0
-                ? null
-                : UTF8String.fromBytes(other.keys[from], 0, other.keyLengths[from]);
-        offer(slot, other.ms[from], key, other.hasOffset[from], other.offsets[from]);
+        keep(slot, recordMs, other.hasOffset[from], other.offsets[from]);
+        keyLengths[slot] = other.keyLengths[from];
+        keys[slot] = Arrays.copyOf(other.keys[from], other.keys[from].length);
     }
 
     /** The slot's record as bytes; {@link #read} takes it back. */
@@ -109,8 +113,9 @@ final class MaxRecords {
         ms[slot] = in.readLong();
         hasOffset[slot] = in.readBoolean();
         offsets[slot] = in.readLong();
-        keys[slot] = Encoding.readUtf8(in);
-        keyLengths[slot] = keys[slot] == null ? -1 : keys[slot].length;
+        byte[] key = Encoding.readUtf8(in);
+        keys[slot] = key == null ? new byte[KEY_BYTES] : key;
+        keyLengths[slot] = key == null ? -1 : key.length;
     }
 
     /** The slot's record as JSON {@code [key, ms, offset]}. */
