@@ -450,6 +450,17 @@ class Watcher:
         relay = self.relay
         if relay is not None:
             return self._ask_catch_up(relay, joining, query_id, after_batch)
+        payloads, keys, complete = self._pushed_after(query_id, after_batch)
+        for payload in payloads:
+            socketio.emit("batch", payload, to=joining.sid)
+        joining.sent.update(keys)
+        return len(payloads), complete
+
+    def _pushed_after(
+        self, query_id: str, after_batch: int | None
+    ) -> tuple[list[dict[str, Any]], list[BatchKey], bool]:
+        """The events of a query's batches after `after_batch` that the looks have pushed,
+        oldest first, and the batches' keys as the looks tell them; whether that is all."""
         with so.Session(db.engine(self.app)) as session:
             newest, complete = batches_after(session, query_id, after_batch)
             keyed = [(batch, (batch.id, self._batches.fingerprint(batch))) for batch in newest]
@@ -457,10 +468,7 @@ class Watcher:
             with self.lock:
                 pushed = [(batch, key) for batch, key in keyed if self._batches.seen(*key)]
             payloads = batch_events(session, [batch for batch, _ in reversed(pushed)])
-        for payload in payloads:
-            socketio.emit("batch", payload, to=joining.sid)
-        joining.sent.update(key for _, key in pushed)
-        return len(payloads), complete
+        return payloads, [key for _, key in pushed], complete
 
     def _ask_catch_up(
         self, relay: Relay, joining: Joining, query_id: str, after_batch: int | None
@@ -499,17 +507,10 @@ class Watcher:
         `after_batch` that the looks have pushed, as `catch_up` does here, then the answer."""
         relay = self.relay
         assert relay is not None
-        engine = db.engine(self.app)
         try:
-            with self.lock, so.Session(engine) as session:
+            with self.lock, so.Session(db.engine(self.app)) as session:
                 self.prime(session)
-            with so.Session(engine) as session:
-                newest, complete = batches_after(session, request["query"], request["after_batch"])
-                keyed = [(batch, self._batches.fingerprint(batch)) for batch in newest]
-                session.close()  # its connection goes back before the wait for the lock
-                with self.lock:
-                    pushed = [batch for batch, seen in keyed if self._batches.seen(batch.id, seen)]
-                payloads = batch_events(session, list(reversed(pushed)))
+            payloads, _, complete = self._pushed_after(request["query"], request["after_batch"])
         except Exception:
             log.exception("wmon live: a catch-up for another process failed")
             return

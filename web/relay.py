@@ -21,7 +21,6 @@ channel's messages in the order it took them), its own messages at once.
 from __future__ import annotations
 
 import json
-import logging
 import threading
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -32,8 +31,6 @@ import socketio
 RELAY_NAMESPACE = "/wmon-relay"
 ROOMS_REFRESH_S = 1.0
 ROOMS_TTL_MS = 5_000
-
-log = logging.getLogger(__name__)
 
 
 class Deliveries(Protocol):
