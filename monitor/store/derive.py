@@ -60,15 +60,20 @@ def query_watermark(
 
 def watermark_driver(batch: Row, before: Mapping[str, Row]) -> None:
     """Name the partition and record whose event time set the batch's watermark: the largest
-    read before it (Spark's watermark is that, less the delay); on a tie, the first partition
-    by name. Unknown where no partition's figures were measured."""
-    known = sorted(
-        (row for row in before.values() if row["max_event_time_ms"] is not None),
-        key=lambda row: row["partition"],
-    )
-    top = max(known, key=lambda row: row["max_event_time_ms"], default=None)
+    read before it (Spark's watermark is that, less the delay). Of partitions that share it,
+    the one that read it first; in the same batch (or in rows stored before that was kept),
+    the first by name. Unknown where no partition's figures were measured."""
+    known = [row for row in before.values() if row["max_event_time_ms"] is not None]
+    top = min(known, key=_driving_order, default=None)
     batch["watermark_driver_partition"] = None if top is None else top["partition"]
     batch["watermark_driver_record"] = None if top is None else top["max_event_time_record"]
+
+
+def _driving_order(row: Row) -> tuple[int, bool, int, str]:
+    """Largest max event time first, then the batch that first read it (unknown last), then
+    the partition's name."""
+    reached = row["max_event_time_batch"]
+    return (-row["max_event_time_ms"], reached is None, reached or 0, row["partition"])
 
 
 def restored(

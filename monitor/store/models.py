@@ -209,8 +209,10 @@ class PartitionEventTime(Base):
     late_records_total: so.Mapped[int] = so.mapped_column(sa.BigInteger)
     late_samples: so.Mapped[list[Any]] = so.mapped_column(sa.JSON)
     time_lag_ms: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
-    # The record at max_event_time_ms: the first read with that event time.
+    # The record at max_event_time_ms: the first read with that event time, and its batch
+    # (None for rows stored before it was kept).
     max_event_time_record: so.Mapped[list[Any] | None] = so.mapped_column(sa.JSON)
+    max_event_time_batch: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
     # Records of this batch more than the tolerance ahead of its processing time.
     future_records: so.Mapped[int] = so.mapped_column(sa.BigInteger, server_default=sa.text("0"))
     future_lead_ms: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)

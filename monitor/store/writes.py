@@ -330,11 +330,11 @@ def _event_time_rows(event: BatchProgress, before: dict[str, Row]) -> list[Row]:
         last = before.get(name)
         last_max = last["max_event_time_ms"] if last else None
         max_event = _later(times.max_event_ms, last_max)
-        # The running max keeps the record that reached it first.
+        # The running max keeps the record that reached it first, and that record's batch.
         if max_event == last_max and last is not None:
-            top = last["max_event_time_record"]
+            top, top_batch = last["max_event_time_record"], last["max_event_time_batch"]
         else:
-            top = times.max_record
+            top, top_batch = times.max_record, event.batch_id
         rows.append(
             {
                 "query_id": event.query_id,
@@ -353,6 +353,7 @@ def _event_time_rows(event: BatchProgress, before: dict[str, Row]) -> list[Row]:
                 + (last["late_records_total"] if last else 0),
                 "late_samples": [list(sample) for sample in times.late_samples],
                 "max_event_time_record": None if top is None else list(top),
+                "max_event_time_batch": None if max_event is None else top_batch,
                 "future_records": times.future_records,
                 "future_lead_ms": times.future_lead_ms,
                 "future_samples": [list(sample) for sample in times.future_samples],

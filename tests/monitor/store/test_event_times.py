@@ -252,7 +252,7 @@ def test_the_watermark_driver_is_the_record_with_the_largest_event_time_read_bef
         engine,
         batch(1, {"b": part(1, T0, T0 + 40_000, max_record=["b1", T0 + 40_000, 3])}, T0),
     )
-    # a reaches T0 + 40 s too: batch 2's watermark is b's, batch 3's a tie, named by partition.
+    # a reaches T0 + 40 s too, later than b did: b set the watermark, a only meets it.
     tie = {"a": part(1, T0 + 40_000, T0 + 40_000, max_record=["a2", T0 + 40_000, 8])}
     write_event(engine, batch(2, tie, T0 + 20_000))
     write_event(engine, batch(3, {"a": part(1, T0, T0, max_record=["a3", T0, 9])}, T0 + 30_000))
@@ -260,9 +260,22 @@ def test_the_watermark_driver_is_the_record_with_the_largest_event_time_read_bef
         0: (None, None),
         1: ("a", ["a1", T0 + 30_000, 7]),
         2: ("b", ["b1", T0 + 40_000, 3]),
-        3: ("a", ["a2", T0 + 40_000, 8]),
+        3: ("b", ["b1", T0 + 40_000, 3]),
     }
-    assert rows(engine, ("max_event_time_record",))[(3, "a")] == (["a2", T0 + 40_000, 8],)
+    assert rows(engine, ("max_event_time_record", "max_event_time_batch"))[(3, "a")] == (
+        ["a2", T0 + 40_000, 8],
+        2,
+    )
+
+
+def test_partitions_reaching_the_largest_event_time_in_one_batch_are_named_by_name(engine):
+    both = {
+        "b": part(1, T0, T0 + 9_000, max_record=["b1", T0 + 9_000, 4]),
+        "a": part(1, T0, T0 + 9_000, max_record=["a1", T0 + 9_000, 5]),
+    }
+    write_event(engine, batch(0, both))
+    write_event(engine, batch(1, {"c": part(1, T0, T0, max_record=["c1", T0, 1])}, T0))
+    assert drivers(engine)[1] == ("a", ["a1", T0 + 9_000, 5])
 
 
 def test_a_batch_reaching_a_partitions_max_again_keeps_the_record_that_reached_it_first(engine):

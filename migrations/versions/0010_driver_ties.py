@@ -1,0 +1,26 @@
+"""Driver ties: the batch in which each partition's max event time was first read.
+
+Revision ID: 0010
+Revises: 0009
+Create Date: 2026-11-26 16:00:00.000000
+"""
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "0010"
+down_revision: str | None = "0009"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("partition_event_times", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("max_event_time_batch", sa.BigInteger(), nullable=True))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("partition_event_times", schema=None) as batch_op:
+        batch_op.drop_column("max_event_time_batch")
