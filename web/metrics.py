@@ -193,6 +193,17 @@ class _PartitionFamilies:
             "Records dropped as late, counted by the instrumented operator",
             PARTITION_LABELS,
         )
+        self.future = families.counter(
+            "wmon_partition_future_records",
+            "Records more than the tolerance ahead of their batch's time, counted by the "
+            "instrumented operator",
+            PARTITION_LABELS,
+        )
+        self.driver = gauge(
+            "wmon_partition_watermark_driver",
+            "1 for the partition whose record set the query's watermark in its newest batch",
+            PARTITION_LABELS,
+        )
         self.flags = {
             flag: gauge(
                 f"wmon_partition_{flag}", f"1 when the partition is {flag}", PARTITION_LABELS
@@ -211,12 +222,15 @@ class _PartitionFamilies:
             _add(self.offset_lag, labels, row.offset_lag)
             for flag, family in self.flags.items():
                 family.add_metric(labels, 1.0 if getattr(row, flag) else 0.0)
+        driver = state.batch.watermark_driver_partition if state.batch else None
         for name, times in state.event_times.items():
             labels = [*query_labels, *_topic_and_partition(topics.get(name), name)]
             _add(self.watermark, labels, _seconds(times.partition_watermark_ms))
             _add(self.max_event_time, labels, _seconds(times.max_event_time_ms))
             _add(self.time_lag, labels, _seconds(times.time_lag_ms))
             self.late.add_metric(labels, float(times.late_records_total))
+            self.future.add_metric(labels, float(times.future_records_total))
+            self.driver.add_metric(labels, 1.0 if name == driver else 0.0)
 
 
 def _topic_and_partition(topic: str | None, name: str) -> list[str]:

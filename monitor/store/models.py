@@ -217,6 +217,10 @@ class PartitionEventTime(Base):
     future_records: so.Mapped[int] = so.mapped_column(sa.BigInteger, server_default=sa.text("0"))
     future_lead_ms: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
     future_samples: so.Mapped[list[Any] | None] = so.mapped_column(sa.JSON)
+    # The same count over every batch so far (0 in rows stored before it was kept).
+    future_records_total: so.Mapped[int] = so.mapped_column(
+        sa.BigInteger, server_default=sa.text("0")
+    )
     # How far from the late watermark this batch's late and on-time records were, by
     # log-scale bucket (health.lateness); None before this was measured.
     late_buckets: so.Mapped[dict[str, int] | None] = so.mapped_column(sa.JSON)

@@ -355,6 +355,8 @@ def _event_time_rows(event: BatchProgress, before: dict[str, Row]) -> list[Row]:
                 "max_event_time_record": None if top is None else list(top),
                 "max_event_time_batch": None if max_event is None else top_batch,
                 "future_records": times.future_records,
+                "future_records_total": times.future_records
+                + (last["future_records_total"] if last else 0),
                 "future_lead_ms": times.future_lead_ms,
                 "future_samples": [list(sample) for sample in times.future_samples],
                 "late_buckets": times.late_buckets,

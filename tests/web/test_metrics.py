@@ -60,7 +60,7 @@ def write_orders(engine):
                 rate=50.0,
                 event_times={
                     0: (10, NOW - 70_000, NOW - 40_000, 2),
-                    1: (20, NOW - 80, NOW - 50, 1),
+                    1: (20, NOW - 80, NOW - 50, 1, [], {"future": 2, "future_lead_ms": 900_000}),
                 },
             ),
             QueryTerminated("q-orders", "run-1", NOW - 25_000),
@@ -76,7 +76,9 @@ def write_orders(engine):
                 ends=(30, 20),
                 latests=(37, 20),
                 rate=40.0,
-                event_times={0: (20, NOW - 60_000, NOW - 30_000, 3)},
+                event_times={
+                    0: (20, NOW - 60_000, NOW - 30_000, 3, [], {"future": 1, "future_lead_ms": 1})
+                },
             ),
             TimerSnapshot(
                 "q-orders", "run-2", NOW - 5_000, NOW - 45_000, 7, NOW + 60_000, 60_000, 1
@@ -113,6 +115,11 @@ def test_metrics_export_the_latest_batch_partitions_and_timers(engine, client):
     # Late records add up over both runs: a counter, monotonic across the restart.
     assert found[("wmon_partition_late_records_total", p0)] == 5
     assert found[("wmon_partition_late_records_total", p1)] == 1
+    assert found[("wmon_partition_future_records_total", p0)] == 1
+    assert found[("wmon_partition_future_records_total", p1)] == 2
+    # Batch 1's watermark came from the largest event time read before it, p1's.
+    assert found[("wmon_partition_watermark_driver", p1)] == 1
+    assert found[("wmon_partition_watermark_driver", p0)] == 0
     assert found[("wmon_partition_idle", p0)] == 0
     assert found[("wmon_store_up", ())] == 1
     assert found[("wmon_exported_queries", ())] == 1

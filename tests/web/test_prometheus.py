@@ -149,8 +149,9 @@ tests:
               summary: "ahead: the watermark is 2h 0m 0s ahead of the clock"
               description: >-
                 A record from the future drags the watermark of ahead ahead: every record read
-                after it is late and dropped. wmon's own future_event_time alert and `wmon
-                batches` name the partition and the record.
+                after it is late and dropped. wmon_partition_future_records_total names the
+                partition; wmon's own future_event_time alert and `wmon batches` the record
+                too.
 """
 
 
