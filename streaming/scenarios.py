@@ -17,26 +17,28 @@ delay of about 10 s (the demo's): above ``max_disorder_ms``, below ``late_by_ms`
 from __future__ import annotations
 
 import heapq
-import json
-import random
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
 from streaming.generator import (
     DEFAULT_START_MS,
-    Fleet,
     PartitionSummary,
     Tick,
-    balanced_schedule,
-    partition_of,
     partition_scooters,
     scooter_id,
-    seeded_streams,
-    write_schedule,
 )
-from streaming.log import PartitionedLog, check_topic
+from streaming.log import PartitionedLog
+from streaming.traffic import (
+    Traffic,
+    assign_roles,
+    check_special,
+    is_int,
+    is_number,
+    late_ticks,
+    partition_of_tick,
+)
 
 STEADY = "steady"  # read like every other partition
 FAST = "fast"  # read far faster than the others: drags the global watermark ahead
@@ -116,94 +118,6 @@ def play(name: str, log: PartitionedLog, **params: object) -> Scenario:
     return SCENARIOS[name](log, **params)
 
 
-@dataclass(frozen=True)
-class _Traffic:
-    """The parameters every scenario shares, validated."""
-
-    topic: str
-    partitions: int
-    scooters: int
-    records: int
-    rate: float
-    start_ms: int
-    seed: int
-    max_disorder_ms: int
-    trigger_seconds: float
-    streams: list[random.Random] = field(init=False, compare=False, repr=False)
-
-    def __post_init__(self) -> None:
-        check_topic(self.topic)
-        checks = [
-            (_is_int(self.partitions) and self.partitions >= 1, "partitions must be an int >= 1"),
-            (_is_int(self.scooters) and self.scooters >= 1, "scooters must be an int >= 1"),
-            (_is_int(self.records) and self.records >= 1, "records must be an int >= 1"),
-            (_is_number(self.rate) and self.rate > 0, "rate must be a number > 0"),
-            (_is_int(self.start_ms), "start_ms must be an int (epoch milliseconds)"),
-            (_is_int(self.seed), "seed must be an int"),
-            (_is_int(self.max_disorder_ms) and self.max_disorder_ms >= 0, "bad max_disorder_ms"),
-            (_is_number(self.trigger_seconds) and self.trigger_seconds > 0, "bad trigger_seconds"),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise ValueError(message)
-        # Schedule, fleet and burst: the first two are those of generate() for the same seed.
-        object.__setattr__(self, "streams", seeded_streams(self.seed, 3))
-
-    @property
-    def per_trigger(self) -> int:
-        """Records of one partition per ``trigger_seconds`` of event time (at least one)."""
-        return max(1, round(self.rate / self.partitions * self.trigger_seconds))
-
-    def at(self, fraction: float) -> int:
-        """The send time ``fraction`` of the way from the first record to the last."""
-        last_ms = self.start_ms + int((self.records - 1) * 1000 / self.rate)
-        return self.start_ms + int((last_ms - self.start_ms) * fraction)
-
-    def ticks(self) -> Iterator[Tick]:
-        """The balanced schedule of ``records`` ticks."""
-        return balanced_schedule(
-            self.streams[0],
-            by_partition=partition_scooters(self.scooters, self.partitions),
-            rate=self.rate,
-            start_ms=self.start_ms,
-            max_disorder_ms=self.max_disorder_ms,
-            records=self.records,
-        )
-
-    def write(self, log: PartitionedLog, ticks: Iterable[Tick]) -> dict[int, PartitionSummary]:
-        """Write ``ticks`` and summarise each partition."""
-        fleet = Fleet(self.scooters, self.streams[1])
-        return write_schedule(log, self.topic, self.partitions, ticks, fleet).partitions
-
-    def caps(self, special: Mapping[int, int] | None = None) -> dict[str, str]:
-        """maxOffsetsPerPartition: ``per_trigger`` for every partition not in ``special``."""
-        special = special or {}
-        caps = {str(p): special.get(p, self.per_trigger) for p in range(self.partitions)}
-        return {"maxOffsetsPerPartition": json.dumps(caps)}
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: object) -> bool:
-    return _is_int(value) or isinstance(value, float)
-
-
-def _check_special(name: str, partition: int, traffic: _Traffic) -> None:
-    """The partition that plays the special role must exist, and not be the only one."""
-    if traffic.partitions < 2:
-        raise ValueError(f"this scenario needs partitions >= 2, got {traffic.partitions}")
-    if not _is_int(partition) or not 0 <= partition < traffic.partitions:
-        raise ValueError(f"{name} must be in [0, {traffic.partitions}), got {partition!r}")
-
-
-def _roles(
-    partitions: int, default: str, special: Mapping[int, str] | None = None
-) -> dict[int, str]:
-    return {p: (special or {}).get(p, default) for p in range(partitions)}
-
-
 @register
 def steady(
     log: PartitionedLog,
@@ -223,12 +137,12 @@ def steady(
     Options: maxOffsetsPerTrigger (equal backlogs share it equally). No late records for any
     watermark delay above ``max_disorder_ms``.
     """
-    traffic = _Traffic(
+    traffic = Traffic(
         topic, partitions, scooters, records, rate, start_ms, seed, max_disorder_ms, trigger_seconds
     )
     written = traffic.write(log, traffic.ticks())
     options = {"maxOffsetsPerTrigger": str(traffic.per_trigger * partitions)}
-    return Scenario("steady", topic, seed, written, _roles(partitions, STEADY, {}), options)
+    return Scenario("steady", topic, seed, written, assign_roles(partitions, STEADY, {}), options)
 
 
 @register
@@ -254,16 +168,16 @@ def skewed_backfill(
     watermark ahead and the slow partitions' records fall behind it: late records in every
     slow partition, none in the fast one (while the delay exceeds ``max_disorder_ms``).
     """
-    traffic = _Traffic(
+    traffic = Traffic(
         topic, partitions, scooters, records, rate, start_ms, seed, max_disorder_ms, trigger_seconds
     )
-    _check_special("fast_partition", fast_partition, traffic)
-    if not (_is_number(fast_factor) and fast_factor > 1):
+    check_special("fast_partition", fast_partition, traffic)
+    if not (is_number(fast_factor) and fast_factor > 1):
         raise ValueError(f"fast_factor must be > 1, got {fast_factor}")
     written = traffic.write(log, traffic.ticks())
     fast_cap = max(traffic.per_trigger + 1, round(traffic.per_trigger * fast_factor))
     options = traffic.caps({fast_partition: fast_cap})
-    roles = _roles(partitions, SLOW, {fast_partition: FAST})
+    roles = assign_roles(partitions, SLOW, {fast_partition: FAST})
     return Scenario("skewed_backfill", topic, seed, written, roles, options)
 
 
@@ -290,19 +204,19 @@ def idle_partition(
     idle partition's backlog runs out when the others reach ``idle_from_ms`` (a partition with a
     backlog is never idle). No late records. ``since_ms`` is ``idle_from_ms``.
     """
-    traffic = _Traffic(
+    traffic = Traffic(
         topic, partitions, scooters, records, rate, start_ms, seed, max_disorder_ms, trigger_seconds
     )
-    _check_special("idle_partition", idle_partition, traffic)
+    check_special("idle_partition", idle_partition, traffic)
     idle_from = traffic.at(0.5) if idle_from_ms is None else idle_from_ms
-    if not _is_int(idle_from) or idle_from <= start_ms:
+    if not is_int(idle_from) or idle_from <= start_ms:
         raise ValueError(f"idle_from_ms must be an int after start_ms, got {idle_from!r}")
 
     def keep(tick: Tick) -> bool:
-        return _partition(tick, partitions) != idle_partition or tick.send_ms < idle_from
+        return partition_of_tick(tick, partitions) != idle_partition or tick.send_ms < idle_from
 
     written = traffic.write(log, filter(keep, traffic.ticks()))
-    roles = _roles(partitions, STEADY, {idle_partition: IDLE})
+    roles = assign_roles(partitions, STEADY, {idle_partition: IDLE})
     return Scenario("idle_partition", topic, seed, written, roles, traffic.caps(), idle_from)
 
 
@@ -327,13 +241,13 @@ def stalled_partition(
     start while the source's latest offset shows its whole backlog; an ``availableNow`` run
     ends once the other partitions are read. No late records.
     """
-    traffic = _Traffic(
+    traffic = Traffic(
         topic, partitions, scooters, records, rate, start_ms, seed, max_disorder_ms, trigger_seconds
     )
-    _check_special("stalled_partition", stalled_partition, traffic)
+    check_special("stalled_partition", stalled_partition, traffic)
     written = traffic.write(log, traffic.ticks())
     options = traffic.caps({stalled_partition: 0})
-    roles = _roles(partitions, STEADY, {stalled_partition: STALLED})
+    roles = assign_roles(partitions, STEADY, {stalled_partition: STALLED})
     return Scenario("stalled_partition", topic, seed, written, roles, options)
 
 
@@ -364,24 +278,26 @@ def late_burst(
     partition ``burst_records / per-trigger cap`` extra triggers, which it stays behind by.
     ``since_ms`` is ``burst_at_ms``; ``burst`` summarises the burst alone.
     """
-    traffic = _Traffic(
+    traffic = Traffic(
         topic, partitions, scooters, records, rate, start_ms, seed, max_disorder_ms, trigger_seconds
     )
-    _check_special("late_partition", late_partition, traffic)
+    check_special("late_partition", late_partition, traffic)
     at_ms = traffic.at(0.75) if burst_at_ms is None else burst_at_ms
-    if not (_is_int(burst_records) and burst_records >= 1 and _is_int(at_ms)):
+    if not (is_int(burst_records) and burst_records >= 1 and is_int(at_ms)):
         raise ValueError("burst_records must be an int >= 1 and burst_at_ms an int")
-    if not (_is_int(late_by_ms) and late_by_ms > 0):
+    if not (is_int(late_by_ms) and late_by_ms > 0):
         raise ValueError(f"late_by_ms must be an int > 0, got {late_by_ms!r}")
     scooters_there = partition_scooters(scooters, partitions)[late_partition]
-    burst = _burst(traffic.streams[2], scooters_there, burst_records, at_ms, late_by_ms, traffic)
+    burst = late_ticks(
+        traffic.streams[2], scooters_there, burst_records, at_ms, late_by_ms, traffic
+    )
     # Burst first among ticks sent at the same moment; both streams are sorted by send time.
     ticks = heapq.merge(burst, traffic.ticks(), key=lambda tick: tick.send_ms)
     written = traffic.write(log, ticks)
     burst_summary = PartitionSummary()
     for tick in burst:
         burst_summary.add(tick.event_ms)
-    roles = _roles(partitions, STEADY, {late_partition: LATE})
+    roles = assign_roles(partitions, STEADY, {late_partition: LATE})
     options = traffic.caps()
     return Scenario("late_burst", topic, seed, written, roles, options, at_ms, burst_summary)
 
@@ -413,46 +329,26 @@ def future_timestamp(
     same for every partition. ``since_ms`` is ``future_at_ms``; ``future_record`` says where
     the record was written.
     """
-    traffic = _Traffic(
+    traffic = Traffic(
         topic, partitions, scooters, records, rate, start_ms, seed, max_disorder_ms, trigger_seconds
     )
     special = partitions - 1 if future_partition is None else future_partition
-    _check_special("future_partition", special, traffic)
+    check_special("future_partition", special, traffic)
     at_ms = traffic.at(0.5) if future_at_ms is None else future_at_ms
-    if not (_is_int(at_ms) and start_ms <= at_ms <= traffic.at(1.0)):
+    if not (is_int(at_ms) and start_ms <= at_ms <= traffic.at(1.0)):
         raise ValueError(f"future_at_ms must be an int within the traffic, got {at_ms!r}")
-    if not (_is_int(ahead_by_ms) and ahead_by_ms > 0):
+    if not (is_int(ahead_by_ms) and ahead_by_ms > 0):
         raise ValueError(f"ahead_by_ms must be an int > 0, got {ahead_by_ms!r}")
     scooter = traffic.streams[2].choice(partition_scooters(scooters, partitions)[special])
     future = Tick(scooter, at_ms, at_ms + ahead_by_ms)
     ticks = list(traffic.ticks())
     # Written first among the ticks sent at the same moment, after its partition's earlier ones.
-    earlier = sum(t.send_ms < at_ms and _partition(t, partitions) == special for t in ticks)
+    earlier = sum(t.send_ms < at_ms and partition_of_tick(t, partitions) == special for t in ticks)
     offset = log.end_offset(topic, special) + earlier
     written = traffic.write(log, heapq.merge([future], ticks, key=lambda tick: tick.send_ms))
     placed = PlacedRecord(special, offset, scooter_id(scooter), future.event_ms)
-    roles = _roles(partitions, STEADY, {special: FUTURE})
+    roles = assign_roles(partitions, STEADY, {special: FUTURE})
     options = traffic.caps()
     return Scenario(
         "future_timestamp", topic, seed, written, roles, options, at_ms, future_record=placed
     )
-
-
-def _partition(tick: Tick, partitions: int) -> int:
-    return partition_of(scooter_id(tick.scooter), partitions)
-
-
-def _burst(
-    rng: random.Random,
-    scooters: Sequence[int],
-    count: int,
-    at_ms: int,
-    late_by_ms: int,
-    traffic: _Traffic,
-) -> list[Tick]:
-    """``count`` ticks sent at ``at_ms`` by ``scooters``, ``late_by_ms`` (or a bit more) old."""
-    behind_ms = at_ms - late_by_ms
-    return [
-        Tick(rng.choice(scooters), at_ms, behind_ms - rng.randint(0, traffic.max_disorder_ms))
-        for _ in range(count)
-    ]
