@@ -151,6 +151,23 @@ def test_jvm_and_python_operators_agree_behind_a_window_aggregation(
     assert any(times.late_records for times in jvm.values())
 
 
+@pytest.mark.parametrize("named", [False, True], ids=["numbered", "named"])
+def test_jvm_and_python_operators_agree_over_many_partitions(
+    spark, skewed, log_dir, tmp_path, monkeypatch, named
+):
+    """120 partitions, by number or by name, each task seeing dozens: the JVM buffer's slots
+    grow past their first room and their look-up table is rebuilt several times."""
+    spread = F.col("partition") * 100 + F.col("offset") % 40
+    partition = F.concat(F.lit("p-"), spread.cast("string")) if named else spread.cast("int")
+
+    def shape(df):
+        return df.withColumn("partition", partition).drop("topic")
+
+    (_, jvm), (_, python) = both(spark, log_dir, tmp_path, monkeypatch, shape, {})
+    assert jvm == python
+    assert len({name for _, name in jvm}) == 40 * len(SPACING_MS)
+
+
 def test_jvm_late_records_are_those_spark_dropped(spark, skewed, log_dir, checkpoint, monkeypatch):
     """Behind dropDuplicates on (timestamp, partition), unique per record, Spark drops a record
     only as late: what a batch read from a partition less what it kept is what it dropped."""

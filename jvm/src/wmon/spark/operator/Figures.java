@@ -8,9 +8,6 @@ import java.io.IOException;
 import java.io.StringWriter;
 import java.io.UncheckedIOException;
 import java.util.Arrays;
-import java.util.HashMap;
-import java.util.Map;
-import java.util.Objects;
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonGenerator;
 import org.apache.spark.sql.catalyst.InternalRow;
@@ -20,10 +17,9 @@ import org.apache.spark.unsafe.types.UTF8String;
  * The aggregation buffer: per partition, records, min/max event time and the record at the max
  * ({@link MaxRecords}), late records, late and future-dated samples ({@link Samples}),
  * future-dated records and their largest lead over the batch time, and histograms of how far
- * late and on-time rows are from the late watermark ({@link Buckets}). Partitions live in slots
- * of flat arrays, found by a number (an integral partition, the Spark input split) through an
- * open-addressing table, or by a name; adding a row allocates nothing. Serialized once per
- * task ({@link #toBytes}); the look-up tables are rebuilt after that.
+ * late and on-time rows are from the late watermark ({@link Buckets}). Each partition has a
+ * slot ({@link Slots}) in flat arrays; adding a row allocates nothing. Serialized once per task
+ * ({@link #toBytes}).
  */
 public final class Figures {
     private static final JsonFactory JSON = new JsonFactory();
@@ -36,10 +32,7 @@ public final class Figures {
     private boolean hasBatchTime;
     private long batchTimeMs;
     private final int samplesPerPartition;
-    private int size;
-    /** The slot's partition number, or -1 when it is known by name. */
-    private long[] codes = new long[0];
-    private String[] names = new String[0];
+    private final Slots slots = new Slots();
     private long[] records = new long[0];
     private long[] minMs = new long[0];
     private long[] late = new long[0];
@@ -56,16 +49,6 @@ public final class Figures {
     private transient int inputSplit;
     /** A row further ahead of the batch time than this is future-dated. */
     private transient long futureToleranceMs;
-    private transient int[] codeTable;
-    private transient Map<String, Integer> nameSlots;
-    private transient long lastCode;
-    private transient int lastSlot;
-    private transient String lastName;
-    private transient int lastNameSlot;
-    private transient UTF8String lastTopic;
-    private transient UTF8String lastText;
-    private transient long lastNumber;
-    private transient int lastPartsSlot = -1;
 
     Figures(int samplesPerPartition) {
         this.samplesPerPartition = samplesPerPartition;
@@ -112,71 +95,17 @@ public final class Figures {
 
     /** The slot of partition number {@code code} (not negative), made on first sight. */
     int slotOfCode(long code) {
-        if (codeTable == null) {
-            reindex();
-        }
-        if (code == lastCode) {
-            return lastSlot;
-        }
-        int mask = codeTable.length - 1;
-        int at = (int) ((code * 0x9E3779B97F4A7C15L) >>> 40) & mask;
-        while (codeTable[at] != 0 && codes[codeTable[at] - 1] != code) {
-            at = (at + 1) & mask;
-        }
-        int slot = codeTable[at] - 1;
-        if (slot < 0) {
-            slot = newSlot(code, null);
-            codeTable[at] = slot + 1;
-            if (2 * size > codeTable.length) {
-                reindex();
-            }
-        }
-        lastCode = code;
-        lastSlot = slot;
-        return slot;
+        return room(slots.ofCode(code));
     }
 
     /** The slot of the partition called {@code name}, made on first sight. */
     int slotOfName(String name) {
-        if (nameSlots == null) {
-            reindex();
-        }
-        if (name.equals(lastName)) {
-            return lastNameSlot;
-        }
-        Integer known = nameSlots.get(name);
-        int slot;
-        if (known != null) {
-            slot = known;
-        } else {
-            slot = newSlot(-1, name);
-            nameSlots.put(name, slot);
-        }
-        lastName = name;
-        lastNameSlot = slot;
-        return slot;
+        return room(slots.ofName(name));
     }
 
-    /**
-     * The slot of the partition a row names by {@code topic/partition}, or by {@code partition}
-     * when {@code topic} is null; the partition is {@code text}, or else {@code number} unless
-     * that is {@link RowField#NULL}. The name is made only when the parts are not the last
-     * row's: the rows of a task mostly come from one partition.
-     */
+    /** The slot of the partition a row names by its parts ({@link Slots#ofParts}). */
     int slotOfParts(UTF8String topic, UTF8String text, long number) {
-        if (lastPartsSlot >= 0 && number == lastNumber && Objects.equals(text, lastText)
-                && Objects.equals(topic, lastTopic)) {
-            return lastPartsSlot;
-        }
-        String partition = text != null ? text.toString()
-                : number != RowField.NULL ? Long.toString(number) : null;
-        String name = partition == null ? "null"
-                : topic == null ? partition : topic + "/" + partition;
-        lastTopic = topic == null ? null : topic.clone();
-        lastText = text == null ? null : text.clone();
-        lastNumber = number;
-        lastPartsSlot = slotOfName(name);
-        return lastPartsSlot;
+        return room(slots.ofParts(topic, text, number));
     }
 
     /**
@@ -229,10 +158,8 @@ public final class Figures {
             hasBatchTime = other.hasBatchTime;
             batchTimeMs = other.batchTimeMs;
         }
-        for (int from = 0; from < other.size; from++) {
-            int slot = other.codes[from] >= 0
-                    ? slotOfCode(other.codes[from])
-                    : slotOfName(other.names[from]);
+        for (int from = 0; from < other.slots.size(); from++) {
+            int slot = room(slots.of(other.slots, from));
             records[slot] += other.records[from];
             late[slot] += other.late[from];
             future[slot] += other.future[from];
@@ -249,6 +176,7 @@ public final class Figures {
 
     /** The buffer as bytes, to leave its task; {@link #fromBytes} makes it again. */
     byte[] toBytes() {
+        int size = slots.size();
         ByteArrayOutputStream bytes = new ByteArrayOutputStream(64 + 96 * size);
         try (DataOutputStream out = new DataOutputStream(bytes)) {
             out.writeInt(samplesPerPartition);
@@ -259,8 +187,7 @@ public final class Figures {
             out.writeLong(batchTimeMs);
             out.writeInt(size);
             for (int slot = 0; slot < size; slot++) {
-                out.writeLong(codes[slot]);
-                Encoding.writeText(out, names[slot]);
+                slots.write(out, slot);
                 out.writeLong(records[slot]);
                 out.writeLong(minMs[slot]);
                 out.writeLong(late[slot]);
@@ -289,10 +216,8 @@ public final class Figures {
             figures.batchTimeMs = in.readLong();
             int size = in.readInt();
             figures.grow(size);
-            figures.size = size;
             for (int slot = 0; slot < size; slot++) {
-                figures.codes[slot] = in.readLong();
-                figures.names[slot] = Encoding.readText(in);
+                figures.slots.read(in);
                 figures.records[slot] = in.readLong();
                 figures.minMs[slot] = in.readLong();
                 figures.late[slot] = in.readLong();
@@ -326,8 +251,8 @@ public final class Figures {
             json.writeFieldName("batch_time_ms");
             Encoding.writeNumber(json, hasBatchTime, batchTimeMs);
             json.writeObjectFieldStart("partitions");
-            for (int slot = 0; slot < size; slot++) {
-                json.writeObjectFieldStart(codes[slot] >= 0 ? Long.toString(codes[slot]) : names[slot]);
+            for (int slot = 0; slot < slots.size(); slot++) {
+                json.writeObjectFieldStart(slots.name(slot));
                 writePartition(json, slot);
                 json.writeEndObject();
             }
@@ -366,50 +291,28 @@ public final class Figures {
         slackBuckets.writeJson(json, slot);
     }
 
-    private int newSlot(long code, String name) {
-        if (size == records.length) {
-            grow(Math.max(16, 2 * size));
+    /** The slot, with room for its figures: a new slot is the next after the known ones. */
+    private int room(int slot) {
+        if (slot == records.length) {
+            grow(Math.max(16, 2 * slot));
         }
-        int slot = size++;
-        codes[slot] = code;
-        names[slot] = name;
-        minMs[slot] = Long.MAX_VALUE;
-        futureLeadMs[slot] = Long.MIN_VALUE;
         return slot;
     }
 
+    /** Room for {@code capacity} slots; a new one has no figures yet. */
     private void grow(int capacity) {
-        codes = Arrays.copyOf(codes, capacity);
-        names = Arrays.copyOf(names, capacity);
+        int known = records.length;
         records = Arrays.copyOf(records, capacity);
         minMs = Arrays.copyOf(minMs, capacity);
+        Arrays.fill(minMs, known, capacity, Long.MAX_VALUE);
         late = Arrays.copyOf(late, capacity);
         future = Arrays.copyOf(future, capacity);
         futureLeadMs = Arrays.copyOf(futureLeadMs, capacity);
+        Arrays.fill(futureLeadMs, known, capacity, Long.MIN_VALUE);
         maxRecords.grow(capacity);
         lateSamples.grow(capacity);
         futureSamples.grow(capacity);
         lateBuckets.grow(capacity);
         slackBuckets.grow(capacity);
-    }
-
-    /** (Re)build the look-up tables: after Kryo made this buffer, or when the table fills up. */
-    private void reindex() {
-        codeTable = new int[Integer.highestOneBit(Math.max(16, 4 * size))];
-        nameSlots = new HashMap<>();
-        lastCode = -1;
-        lastName = null;
-        int mask = codeTable.length - 1;
-        for (int slot = 0; slot < size; slot++) {
-            if (codes[slot] < 0) {
-                nameSlots.put(names[slot], slot);
-                continue;
-            }
-            int at = (int) ((codes[slot] * 0x9E3779B97F4A7C15L) >>> 40) & mask;
-            while (codeTable[at] != 0) {
-                at = (at + 1) & mask;
-            }
-            codeTable[at] = slot + 1;
-        }
     }
 }
