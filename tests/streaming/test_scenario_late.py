@@ -18,7 +18,14 @@ from streaming.scenarios import FAST, LATE, SLOW, play
 from tests.helpers import read_by_spark, unique_name
 
 pytestmark = [pytest.mark.spark, pytest.mark.e2e]
-SCENARIOS = ["steady", "skewed_backfill", "idle_partition", "stalled_partition", "late_burst"]
+SCENARIOS = [
+    "steady",
+    "skewed_backfill",
+    "idle_partition",
+    "stalled_partition",
+    "late_burst",
+    "future_timestamp",
+]
 
 
 # Spark's side is the same whatever the store: every scenario on SQLite, one on PostgreSQL too.
@@ -73,5 +80,8 @@ def test_stored_late_records_are_exact_in_every_scenario(
         assert not late_partitions & set(scenario.with_role(FAST))
     elif name == "late_burst":
         assert late_partitions == set(scenario.with_role(LATE))
+    elif name == "future_timestamp":
+        # Halfway through, the watermark jumps two hours ahead: every partition loses the rest.
+        assert late_partitions == set(scenario.partitions)
     else:
         assert late == {}, f"{name} should lose no records"
