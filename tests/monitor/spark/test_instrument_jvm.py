@@ -38,6 +38,8 @@ def sub_millisecond(df):
     return df.withColumn("timestamp", F.timestamp_micros(F.unix_micros("timestamp") + shift))
 
 
+# The shapes whose partitions are read by several tasks, whose buffers merge on the driver.
+ACROSS_TASKS = {"shared-partitions", "tied-across-tasks"}
 # The shapes of source the operator meets: (how the source is changed, instrument's options).
 SHAPES = {
     "topic-partition": (sub_millisecond, {}),
@@ -57,6 +59,16 @@ SHAPES = {
         {},
     ),
     "numeric-keys": (lambda df: df.withColumn("key", F.col("offset") * 7), {}),
+    # Event times to the second: records tie on the max, decided by offset, across tasks too,
+    # or by key where there are no offsets.
+    "tied-across-tasks": (
+        lambda df: df.withColumn("timestamp", F.date_trunc("second", "timestamp")).repartition(3),
+        {},
+    ),
+    "tied-without-offsets": (
+        lambda df: df.withColumn("timestamp", F.date_trunc("second", "timestamp")).drop("offset"),
+        {},
+    ),
     # Event times as epoch milliseconds in a long column; the partition a short.
     "millisecond-times": (
         lambda df: df.withColumn("ms", F.unix_millis("timestamp"))
@@ -134,7 +146,7 @@ def test_jvm_and_python_operators_measure_the_same(
     assert read_by_spark(jvm_query) == read_by_spark(python_query)
     late = [times for times in jvm.values() if times.late_records]
     assert late and sum(t.records for t in jvm.values()) == RECORDS * len(SPACING_MS)
-    assert measured_by_several_tasks(python_query) == (name == "shared-partitions")
+    assert measured_by_several_tasks(python_query) == (name in ACROSS_TASKS)
     if name == "no-key-or-offset":
         assert all(s[0] is None and s[2] is None for t in late for s in t.late_samples)
     else:

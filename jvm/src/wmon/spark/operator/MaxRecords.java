@@ -52,7 +52,9 @@ final class MaxRecords {
     void offer(
             int slot, long recordMs, RowField key, InternalRow row, boolean recordHasOffset,
             long offset) {
-        if (recordMs == ms[slot] && !precedes(slot, key.getString(row), recordHasOffset, offset)) {
+        int order = order(slot, recordMs, recordHasOffset, offset);
+        // Only an exact tie of event time and offset makes the keys' text.
+        if (order > 0 || order == 0 && !precedes(slot, key.getString(row))) {
             return;
         }
         keep(slot, recordMs, recordHasOffset, offset);
@@ -70,16 +72,22 @@ final class MaxRecords {
         offsets[slot] = offset;
     }
 
-    /** Whether a record at the slot's event time comes before the slot's in sample order. */
-    private boolean precedes(int slot, String key, boolean recordHasOffset, long offset) {
-        int order = Boolean.compare(recordHasOffset, hasOffset[slot]);
-        if (order == 0 && recordHasOffset) {
-            order = Long.compare(offset, offsets[slot]);
+    /**
+     * How a record at {@code recordMs}, at or above the slot's largest event time, orders against
+     * the slot's record: below 0 before it (above the max, or at it with a smaller offset, a
+     * missing one first), above 0 after it, 0 on a tie of offset, which the keys decide.
+     */
+    private int order(int slot, long recordMs, boolean recordHasOffset, long offset) {
+        if (recordMs != ms[slot]) {
+            return -1;
         }
-        // Only an exact tie of event time and offset makes the keys' text.
-        return order != 0
-                ? order < 0
-                : Samples.compareKeys(key, key(slot)) < 0;
+        int order = Boolean.compare(recordHasOffset, hasOffset[slot]);
+        return order == 0 && recordHasOffset ? Long.compare(offset, offsets[slot]) : order;
+    }
+
+    /** Whether a record tied with the slot's on event time and offset comes first by key. */
+    private boolean precedes(int slot, String key) {
+        return Samples.compareKeys(key, key(slot)) < 0;
     }
 
     private String key(int slot) {
@@ -91,8 +99,11 @@ final class MaxRecords {
     /** Offer slot {@code from}'s record of {@code other} (another task's) to {@code slot}. */
     void merge(int slot, MaxRecords other, int from) {
         long recordMs = other.ms[from];
-        if (recordMs < ms[slot] || recordMs == ms[slot]
-                && !precedes(slot, other.key(from), other.hasOffset[from], other.offsets[from])) {
+        if (recordMs < ms[slot]) {
+            return;
+        }
+        int order = order(slot, recordMs, other.hasOffset[from], other.offsets[from]);
+        if (order > 0 || order == 0 && !precedes(slot, other.key(from))) {
             return;
         }
         keep(slot, recordMs, other.hasOffset[from], other.offsets[from]);
