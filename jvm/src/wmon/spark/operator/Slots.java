@@ -88,6 +88,9 @@ final class Slots {
      * row's.
      */
     int ofParts(UTF8String topic, UTF8String text, long number) {
+        if (nameSlots == null) {
+            reindex();
+        }
         if (lastPartsSlot >= 0 && number == lastNumber && Objects.equals(text, lastText)
                 && Objects.equals(topic, lastTopic)) {
             return lastPartsSlot;
