@@ -174,8 +174,11 @@ def _future_samples(
 def _future_rows(query_id: str, from_ms: int, to_ms: int | None) -> list[sa.ColumnElement[bool]]:
     """The rows with future-dated records of the range: conditions their own index serves."""
     table = PartitionEventTime
-    conditions = [table.query_id == query_id, table.future_records > 0]
-    conditions.append(table.batch_time_ms >= from_ms)
+    conditions = [
+        table.query_id == query_id,
+        table.future_records > 0,
+        table.batch_time_ms >= from_ms,
+    ]
     if to_ms is not None:
         conditions.append(table.batch_time_ms < to_ms)
     return conditions

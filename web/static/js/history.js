@@ -115,7 +115,7 @@ function loadCharts(series, partitions) {
 // Each range asked for gets a number: answers to an earlier one that arrive late are dropped.
 let asked = 0;
 
-// The diagnosis over the range, read once the charts are in: the charts come first.
+// The diagnosis over the range, read once the charts are in, so that they show first.
 async function showDiagnosis(range, mine) {
   const words = `from ${clock(range.from)} to ${clock(range.to)}`;
   diagnosis.reading(words);
