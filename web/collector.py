@@ -28,7 +28,7 @@ from monitor.collect.spark_events import spark_event
 from monitor.events import Event
 from monitor.numbers import INT64_MAX, NumberError, shown, whole
 from monitor.store.models import Sender
-from monitor.store.writes import write_events
+from monitor.store.writes import Written, write_events
 from web import db
 from web.params import NAME_LENGTH, BadParameter
 from web.tokens import require_token
@@ -80,14 +80,17 @@ def _sender() -> tuple[str | None, int]:
     return name, dropped
 
 
-def note_sender(session: so.Session, name: str, now_ms: int, events: int, dropped: int) -> None:
-    """Count a delivery of `events` from sender `name`, with the drop count it reported."""
+def note_sender(
+    session: so.Session, written: Written, name: str, now_ms: int, dropped: int
+) -> None:
+    """Count the events stored from sender `name` (a repeat of stored ones is not counted
+    again), with the drop count it reported."""
     sender = session.get(Sender, name)
     if sender is None:
         sender = Sender(id=name, first_seen_ms=now_ms, events=0, dropped=0)
         session.add(sender)
     sender.last_seen_ms = now_ms
-    sender.events += events
+    sender.events += written.stored
     sender.dropped = max(sender.dropped, dropped)
 
 
@@ -104,11 +107,10 @@ def ingest() -> dict[str, Any]:
     events, ignored = _events(_documents(), now_ms)
     also = None
     if name is not None:
-        also = functools.partial(
-            note_sender, name=name, now_ms=now_ms, events=len(events), dropped=dropped
-        )
-    write_events(db.engine(), events, current_app.config["TIMEOUTS"], also=also)
-    return {"stored": len(events), "ignored": ignored}
+        also = functools.partial(note_sender, name=name, now_ms=now_ms, dropped=dropped)
+    written = write_events(db.engine(), events, current_app.config["TIMEOUTS"], also=also)
+    unchanged = written.repeated + written.stale
+    return {"stored": written.stored, "ignored": ignored, "unchanged": unchanged}
 
 
 @bp.get("/senders")

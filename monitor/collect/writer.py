@@ -217,7 +217,7 @@ class StoreWriter(BufferedWriter):
         self,
         engine: sa.Engine,
         capacity: int,
-        write: Callable[[sa.Engine, Sequence[Event]], None] = write_events,
+        write: Callable[[sa.Engine, Sequence[Event]], object] = write_events,
         group_size: int = 100,
         prepare: Callable[[sa.Engine], None] = _ensure_schema,
         max_backoff: float = 5.0,

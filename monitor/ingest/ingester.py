@@ -32,7 +32,7 @@ from monitor.ingest.reader import LogLine, LogReader, Position
 from monitor.store.engine import error_reason
 from monitor.store.models import LogPosition
 from monitor.store.positions import ReadPosition, save_position, stored_positions
-from monitor.store.writes import write_events
+from monitor.store.writes import Written, write_events
 
 log = logging.getLogger(__name__)
 
@@ -273,5 +273,5 @@ class Ingester:
         self._report(message)
 
 
-def _saving(position: ReadPosition) -> Callable[[so.Session], None]:
-    return lambda session: save_position(session, position)
+def _saving(position: ReadPosition) -> Callable[[so.Session, Written], None]:
+    return lambda session, _written: save_position(session, position)

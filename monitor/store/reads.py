@@ -68,18 +68,19 @@ def chunks(keys: Sequence[str], size: int = IN_CHUNK) -> list[list[str]]:
     return [list(keys[start : start + size]) for start in range(0, len(keys), size)]
 
 
-def newest_of(table: sa.FromClause, column: str, query_ids: Sequence[str]) -> sa.Subquery:
+def newest_of(
+    table: sa.FromClause, column: str, query_ids: Sequence[str], below: int | None = None
+) -> sa.Subquery:
     """Each of the queries with the largest value of `column` in `table` (a table of rows
-    with a query_id; the column a batch id or a snapshot's time), as (query_id, newest): a
-    look-up of the index on (query_id, column) per query, however many rows are stored."""
+    with a query_id; the column a batch id or a snapshot's time), or the largest `below` a
+    bound, as (query_id, newest): a look-up of the index on (query_id, column) per query,
+    however many rows are stored."""
     queries = Query.__table__
-    newest = (
-        sa.select(sa.func.max(table.c[column]))
-        .where(table.c.query_id == queries.c.id)
-        .scalar_subquery()
-    )
+    newest = sa.select(sa.func.max(table.c[column])).where(table.c.query_id == queries.c.id)
+    if below is not None:
+        newest = newest.where(table.c[column] < below)
     return (
-        sa.select(queries.c.id.label("query_id"), newest.label("newest"))
+        sa.select(queries.c.id.label("query_id"), newest.scalar_subquery().label("newest"))
         .where(queries.c.id.in_(query_ids))
         .subquery()
     )

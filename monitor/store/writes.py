@@ -1,8 +1,12 @@
-"""Write events into the store; every write is idempotent, so a replayed batch replaces its rows.
+"""Write events into the store, each batch exactly once, whatever order they arrive in.
 
-A batch id at or below ones already stored means the query was restarted from a checkpoint:
-the stored batches from that id on are superseded by the checkpoint's lineage and replaced, and
-what the new batch starts before the newest of them is marked rewound.
+Where a batch goes is its query's lineage's to say (store.lineage): a batch already stored
+from its run is a repeat and changes nothing; a batch that a later run superseded is stale
+and is not stored; a batch of a run that began later than runs with batches at or above its
+id is a restart from a checkpoint: those batches are superseded and removed, and what the new
+batch starts before the newest of them is marked rewound. A batch that arrives after later
+ones of its run is stored in its place, and the running totals of those later ones take it in.
+Writers to one query take turns (store.turns).
 
 Events are written set-based, a group in one transaction: the query and run rows and each
 query's latest state are read for the whole group at once and carried from batch to batch in
@@ -37,6 +41,8 @@ from monitor.health.lateness import summed
 from monitor.health.predicates import Timeouts
 from monitor.store import derive
 from monitor.store.bulk import insert_rows
+from monitor.store.carry import carry_into_later
+from monitor.store.lineage import Placement, RunSpan, Verdict, place
 from monitor.store.models import (
     Base,
     Batch,
@@ -50,10 +56,21 @@ from monitor.store.models import (
 )
 from monitor.store.notify import announce
 from monitor.store.reads import chunks, newest_of, rows_at_newest
+from monitor.store.turns import take_turn
 
 ACTIVE, IDLE, TERMINATED, FAILED = "active", "idle", "terminated", "failed"
 DEFAULT_TIMEOUTS = Timeouts()
 Row = dict[str, Any]
+
+
+@dataclasses.dataclass
+class Written:
+    """What a group of events did: how many were stored, and how many batches were repeats
+    of stored ones or stale (superseded by a later run) and changed nothing."""
+
+    stored: int = 0
+    repeated: int = 0
+    stale: int = 0
 
 
 def write_events(
@@ -61,24 +78,27 @@ def write_events(
     events: Sequence[Event],
     timeouts: Timeouts = DEFAULT_TIMEOUTS,
     *,
-    also: Callable[[so.Session], None] | None = None,
-) -> None:
+    also: Callable[[so.Session, Written], None] | None = None,
+) -> Written:
     """Write events in order in one transaction; `timeouts` decide what is idle or stalled.
     `also` writes what must be stored with them or not at all (where a log was read up to)."""
     with so.Session(engine) as session, session.begin():
+        take_turn(session, {event.query_id for event in events})
         group = _Group(session, timeouts, time.time_ns() // 1_000_000)
         group.read_ahead(events)
         for event in events:
             record(event, group)
         group.insert_waiting()
+        group.written.stored = len(events) - group.written.repeated - group.written.stale
         if also is not None:
-            also(session)
+            also(session, group.written)
         announce(session)
+        return group.written
 
 
-def write_event(engine: sa.Engine, event: Event, timeouts: Timeouts = DEFAULT_TIMEOUTS) -> None:
+def write_event(engine: sa.Engine, event: Event, timeouts: Timeouts = DEFAULT_TIMEOUTS) -> Written:
     """Write one event in its own transaction."""
-    write_events(engine, [event], timeouts)
+    return write_events(engine, [event], timeouts)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,21 +117,25 @@ class _Group:
 
     def __init__(self, session: so.Session, timeouts: Timeouts, stored_at_ms: int) -> None:
         self.session, self.timeouts, self.stored_at_ms = session, timeouts, stored_at_ms
+        self.written = Written()
         self._waiting: dict[type[Base], list[Row]] = {table: [] for table in _INSERT_ORDER}
         self._latest: dict[str, _Latest] = {}
         self._queries: dict[str, Query] = {}
         self._runs: dict[str, Run] = {}
+        self._all_runs_read: set[str] = set()
 
     def read_ahead(self, events: Sequence[Event]) -> None:
         """Read what the events will need in a few statements, not a few per event: the
-        query and run rows, and the latest state of each query that reports batches."""
+        query rows, the rows of their runs and current runs, and the latest state of each
+        query that reports batches."""
         queries = sorted({event.query_id for event in events})
-        runs = sorted({event.run_id for event in events})
         batched = sorted({e.query_id for e in events if isinstance(e, BatchProgress)})
         for chunk in chunks(queries):
             for query in self.session.scalars(sa.select(Query).where(Query.id.in_(chunk))):
                 self._queries[query.id] = query
-        for chunk in chunks(runs):
+        runs = {event.run_id for event in events}
+        runs |= {query.run_id for query in self._queries.values()}
+        for chunk in chunks(sorted(runs)):
             for run in self.session.scalars(sa.select(Run).where(Run.run_id.in_(chunk))):
                 self._runs[run.run_id] = run
         for chunk in chunks([query for query in batched if query not in self._latest]):
@@ -133,22 +157,63 @@ class _Group:
             self._runs[run_id] = run
         return self._runs[run_id]
 
+    def is_current(self, query: Query, run: Run) -> bool:
+        """Whether `run` is the query's newest run: its current one, or one that began later."""
+        if query.run_id == run.run_id:
+            return True
+        current = self._runs.get(query.run_id)
+        return current is None or _span(run).is_newer_than(_span(current))
+
+    def runs_of(self, query_id: str) -> list[Run]:
+        """Every run of the query (read from the store the first time it is asked for)."""
+        if query_id not in self._all_runs_read:
+            for run in self.session.scalars(sa.select(Run).where(Run.query_id == query_id)):
+                self._runs.setdefault(run.run_id, run)
+            self._all_runs_read.add(query_id)
+        return [run for run in self._runs.values() if run.query_id == query_id]
+
+    def is_stored(self, query_id: str, batch_id: int, run_id: str) -> bool:
+        """Whether the store holds this batch from this run (this group's rows included)."""
+        self.insert_waiting()
+        stored = self.session.scalar(
+            sa.select(Batch.run_id).where(Batch.query_id == query_id, Batch.batch_id == batch_id)
+        )
+        return stored == run_id
+
     def latest(self, query_id: str) -> _Latest:
         """The query's latest state, from the store the first time it is asked for."""
         if query_id not in self._latest:
             self._latest |= _read_latest(self.session, [query_id])
         return self._latest[query_id]
 
-    def supersede(self, query_id: str, batch_id: int) -> _Latest:
-        """Remove the stored rows of batch `batch_id` and of any after it (a replay, or a
-        restart from an older checkpoint); the state the batch follows on from."""
+    def before(self, query_id: str, batch_id: int) -> _Latest:
+        """The state batch `batch_id` follows on from: the newest stored before it."""
+        latest = self.latest(query_id)
+        if latest.batch is None or latest.batch["batch_id"] < batch_id:
+            return latest
         self.insert_waiting()
+        return _read_latest(self.session, [query_id], below=batch_id)[query_id]
+
+    def supersede(self, query_id: str, batch_id: int, runs: Sequence[str]) -> None:
+        """Remove what `runs` stored from batch `batch_id` on: a run that began later took
+        the lineage over from there."""
+        self.insert_waiting()
+        superseded = (
+            sa.select(Batch.batch_id)
+            .where(Batch.query_id == query_id, Batch.batch_id >= batch_id, Batch.run_id.in_(runs))
+            .scalar_subquery()
+        )
         for table in (PartitionEventTime, Partition, Source, StateOperator, Batch):
             self.session.execute(
-                sa.delete(table).where(table.query_id == query_id, table.batch_id >= batch_id)
+                sa.delete(table).where(table.query_id == query_id, table.batch_id.in_(superseded))
             )
+        for run_id in runs:
+            run = self._runs[run_id]
+            if run.first_batch_id is not None and run.first_batch_id >= batch_id:
+                run.first_batch_id = run.last_batch_id = None
+            else:
+                run.last_batch_id = batch_id - 1
         self._latest |= _read_latest(self.session, [query_id])
-        return self._latest[query_id]
 
     def add(self, rows: dict[type[Base], list[Row]]) -> None:
         """Rows to insert with the group's others."""
@@ -156,8 +221,14 @@ class _Group:
             self._waiting[table] += values
 
     def follow(self, query_id: str, batch: Row, rows: dict[type[Base], list[Row]]) -> None:
-        """Carry a stored batch's rows forward as the state its query's next batch follows."""
+        """Carry a stored batch's rows forward as the state its query's next batch follows;
+        a batch stored before later ones instead adds itself to their running totals."""
         before = self._latest[query_id]
+        if before.batch is not None and before.batch["batch_id"] > batch["batch_id"]:
+            self.insert_waiting()
+            carry_into_later(self.session, query_id, batch["batch_id"], rows[PartitionEventTime])
+            self._latest |= _read_latest(self.session, [query_id])
+            return
         times = rows[PartitionEventTime]
         self._latest[query_id] = _Latest(
             batch,
@@ -174,11 +245,18 @@ class _Group:
             self._waiting[model] = []
 
 
-def _read_latest(session: so.Session, query_ids: list[str]) -> dict[str, _Latest]:
-    """The latest state of each query, as stored: three statements for all of them."""
+def _span(run: Run) -> RunSpan:
+    return RunSpan(run.run_id, run.began_at_ms, run.first_batch_id, run.last_batch_id)
+
+
+def _read_latest(
+    session: so.Session, query_ids: list[str], below: int | None = None
+) -> dict[str, _Latest]:
+    """The latest state of each query, as stored (of batches before `below`, if given):
+    three statements for all of them."""
     batches, partitions, times = Batch.__table__, Partition.__table__, PartitionEventTime.__table__
-    newest_batch = newest_of(batches, "batch_id", query_ids)
-    newest_times = newest_of(times, "batch_id", query_ids)
+    newest_batch = newest_of(batches, "batch_id", query_ids, below)
+    newest_times = newest_of(times, "batch_id", query_ids, below)
     latest = {query_id: _Latest(None, {}, {}) for query_id in query_ids}
     for batch in _rows(session, batches, newest_batch):
         latest[batch["query_id"]] = _Latest(batch, {}, {})
@@ -209,11 +287,13 @@ def record(event: object, group: _Group) -> None:
 @record.register
 def _started(event: QueryStarted, group: _Group) -> None:
     query = group.query_row(event.query_id, event.run_id, event.timestamp_ms)
-    query.name, query.run_id, query.status = event.name, event.run_id, ACTIVE
-    query.started_at_ms = query.updated_at_ms = event.timestamp_ms
-    query.terminated_at_ms = query.exception = query.error_class = None
     run = group.run_row(event.query_id, event.run_id)
     run.name, run.started_at_ms = event.name, event.timestamp_ms
+    run.began_at_ms = _earlier(run.began_at_ms, event.timestamp_ms)
+    if group.is_current(query, run):
+        query.name, query.run_id, query.status = event.name, event.run_id, ACTIVE
+        query.started_at_ms = query.updated_at_ms = event.timestamp_ms
+        query.terminated_at_ms = query.exception = query.error_class = None
 
 
 @record.register
@@ -237,20 +317,36 @@ def _terminated(event: QueryTerminated, group: _Group) -> None:
     run.exception, run.error_class = event.exception, event.error_class
 
 
+def _placement(event: BatchProgress, run: Run, group: _Group) -> Placement:
+    """Where the batch goes: next in its run's lineage (the usual case, known without
+    reading), or as the query's runs say."""
+    newest = group.latest(event.query_id).batch
+    if newest is None or (newest["run_id"] == run.run_id and newest["batch_id"] < event.batch_id):
+        return Placement(Verdict.STORE)
+    others = [_span(other) for other in group.runs_of(event.query_id)]
+    return place(_span(run), others, event.batch_id)
+
+
 @record.register
 def _batch(event: BatchProgress, group: _Group) -> None:
     query = group.query_row(event.query_id, event.run_id, event.batch_time_ms)
     run = group.run_row(event.query_id, event.run_id)
     run.name = event.name
-    if run.terminated_at_ms is None:
-        query.run_id, query.status, query.name = event.run_id, ACTIVE, event.name
-    query.updated_at_ms = max(query.updated_at_ms, event.batch_time_ms)
-    query.last_batch_id = event.batch_id  # any stored after it are superseded, below
-    latest = group.latest(event.query_id)
+    run.began_at_ms = _earlier(run.began_at_ms, event.batch_time_ms)
+    placement = _placement(event, run, group)
+    if placement.verdict is Verdict.STALE:
+        group.written.stale += 1
+        return
+    if placement.verdict is Verdict.STORE_UNLESS_STORED and group.is_stored(
+        event.query_id, event.batch_id, event.run_id
+    ):
+        group.written.repeated += 1
+        return
     superseded = None
-    if latest.batch is not None and latest.batch["batch_id"] >= event.batch_id:
-        superseded = latest
-        latest = group.supersede(event.query_id, event.batch_id)
+    if placement.supersedes:
+        superseded = group.latest(event.query_id)
+        group.supersede(event.query_id, event.batch_id, placement.supersedes)
+    latest = group.before(event.query_id, event.batch_id)
     rows = _batch_rows(event)
     rows[PartitionEventTime] = _event_time_rows(event, latest.event_times)
     [batch] = rows[Batch]
@@ -263,6 +359,13 @@ def _batch(event: BatchProgress, group: _Group) -> None:
         derive.restored(batch, rows[Partition], superseded.batch, superseded.partitions)
     group.add(rows)
     group.follow(event.query_id, batch, rows)
+    run.first_batch_id = _earlier(run.first_batch_id, event.batch_id)
+    run.last_batch_id = _later(run.last_batch_id, event.batch_id)
+    newest = group.latest(event.query_id).batch
+    query.last_batch_id = None if newest is None else newest["batch_id"]
+    if run.terminated_at_ms is None and group.is_current(query, run):
+        query.run_id, query.status, query.name = event.run_id, ACTIVE, event.name
+    query.updated_at_ms = max(query.updated_at_ms, event.batch_time_ms)
 
 
 _NOT_BATCH_COLUMNS = ("query_id", "name", "operators", "sources", "event_times")
@@ -374,10 +477,17 @@ def _total(last: Row | None, histogram: str) -> dict[str, int]:
 
 
 def _later(a: int | None, b: int | None) -> int | None:
-    """The later of two times either of which may be unknown."""
+    """The later (larger) of two times or ids either of which may be unknown."""
     if a is None or b is None:
         return b if a is None else a
     return max(a, b)
+
+
+def _earlier(a: int | None, b: int | None) -> int | None:
+    """The earlier (smaller) of two times or ids either of which may be unknown."""
+    if a is None or b is None:
+        return b if a is None else a
+    return min(a, b)
 
 
 @record.register

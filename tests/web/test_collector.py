@@ -44,7 +44,7 @@ def lifecycle() -> list[tuple[str, dict]]:
 def test_posted_events_are_stored_as_the_listener_stores_them(client, database_url, tmp_path):
     response = post(client, [named(kind, doc) for kind, doc in lifecycle()])
     assert response.status_code == 200, response.get_json()
-    assert response.get_json() == {"stored": 6, "ignored": 0}
+    assert response.get_json() == {"stored": 6, "ignored": 0, "unchanged": 0}
 
     by_listener = create_engine(f"sqlite:///{tmp_path / 'listener.db'}")
     writer = StoreWriter(by_listener, capacity=100)
@@ -82,8 +82,9 @@ def test_one_event_alone_and_other_spark_events_ignored(client):
     assert post(client, named(STARTED, fixture("started.json"))).get_json() == {
         "stored": 1,
         "ignored": 0,
+        "unchanged": 0,
     }
-    assert post(client, [job_end]).get_json() == {"stored": 0, "ignored": 1}
+    assert post(client, [job_end]).get_json() == {"stored": 0, "ignored": 1, "unchanged": 0}
 
 
 def test_one_bad_event_refuses_the_whole_request(client, database_url):

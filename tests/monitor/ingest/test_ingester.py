@@ -83,9 +83,9 @@ def test_a_crash_mid_transaction_neither_skips_nor_repeats_a_line(
         nonlocal calls
         calls += 1
 
-        def then_die(session):
+        def then_die(session, written):
             if also is not None:
-                also(session)
+                also(session, written)
             raise KeyboardInterrupt  # killed before the transaction commits
 
         write_events(engine, events, timeouts, also=then_die if calls == 5 else also)

@@ -55,8 +55,9 @@ def part(records, min_ms, max_ms, late=0, samples=(), **more):
     } | more
 
 
-def batch(batch_id, partitions, late_watermark_ms=None, query_id=QUERY):
-    """A progress event of an instrumented query whose one task measured `partitions`."""
+def batch(batch_id, partitions, late_watermark_ms=None, query_id=QUERY, run_id=RUN):
+    """A progress event of an instrumented query whose one task measured `partitions`; a
+    replay comes from a run that began later (Spark restarted from its checkpoint)."""
     figures = {
         "batch": batch_id,
         "delay_ms": DELAY,
@@ -65,7 +66,7 @@ def batch(batch_id, partitions, late_watermark_ms=None, query_id=QUERY):
     }
     doc = progress_doc(
         id=query_id,
-        runId=RUN,
+        runId=run_id,
         batchId=batch_id,
         timestamp=f"2026-11-22T03:00:{batch_id:02d}.000Z",
         observedMetrics={"wmon": {"tasks": [json.dumps(figures), None]}},
@@ -156,7 +157,7 @@ def test_a_replayed_batch_gives_identical_rows(engine):
     write_event(engine, batch(1, BATCH_1, late_watermark_ms=T0 + 20_000))
     first = rows(engine, (*FIELDS, "batch_time_ms", "late_samples"))
 
-    write_event(engine, batch(1, REPLAYED_1, late_watermark_ms=T0 + 20_000))
+    write_event(engine, batch(1, REPLAYED_1, late_watermark_ms=T0 + 20_000, run_id="run-2"))
     replayed = rows(engine)
     assert rows(engine, CARRIED)[(1, "b")] == (
         *(0, None, None, 0, DELAY),
@@ -169,16 +170,16 @@ def test_a_replayed_batch_gives_identical_rows(engine):
         (1, "a"): (9, T0 + 1_000, T0 + 90_000, 5, T0 + 20_000, DELAY, T0 + 90_000, T0 + 80_000, 5),
     }
 
-    write_event(engine, batch(1, BATCH_1, late_watermark_ms=T0 + 20_000))
+    write_event(engine, batch(1, BATCH_1, late_watermark_ms=T0 + 20_000, run_id="run-3"))
     assert rows(engine, (*FIELDS, "batch_time_ms", "late_samples")) == first
 
 
 def test_the_batch_after_a_replay_builds_on_the_replayed_rows(engine):
     write_event(engine, batch(0, BATCH_0))
     write_event(engine, batch(1, BATCH_1, late_watermark_ms=T0 + 20_000))
-    write_event(engine, batch(1, REPLAYED_1, late_watermark_ms=T0 + 20_000))
+    write_event(engine, batch(1, REPLAYED_1, late_watermark_ms=T0 + 20_000, run_id="run-2"))
     after = {"a": part(1, T0 + 50_000, T0 + 50_000), "b": part(2, T0 + 21_000, T0 + 26_000, 2)}
-    write_event(engine, batch(2, after, late_watermark_ms=T0 + 80_000))
+    write_event(engine, batch(2, after, late_watermark_ms=T0 + 80_000, run_id="run-2"))
     stored = rows(engine)
     assert (stored[(2, "a")], stored[(2, "b")]) == (
         (1, T0 + 50_000, T0 + 50_000, 0, T0 + 80_000, DELAY, T0 + 90_000, T0 + 80_000, 5),
@@ -331,8 +332,8 @@ def test_each_row_keeps_its_partitions_histograms_summed_so_far(engine):
         (2, "b"): ({"5": 7}, {}),
     }
     # A replay of batch 1 replaces its totals, and batch 2 builds on them again.
-    write_event(engine, batch(1, {"a": measured({}, {"9": 1})}, T0))
-    write_event(engine, batch(2, {"b": measured({"5": 7}, {})}, T0))
+    write_event(engine, batch(1, {"a": measured({}, {"9": 1})}, T0, run_id="run-2"))
+    write_event(engine, batch(2, {"b": measured({"5": 7}, {})}, T0, run_id="run-2"))
     assert rows(engine, ("late_buckets_total", "slack_buckets_total"))[(2, "a")] == (
         {},
         {"3": 2, "9": 1},

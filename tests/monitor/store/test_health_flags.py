@@ -33,9 +33,10 @@ def write(
     event_max=None,
     starts=None,
     epoch=EPOCH,
+    run="r",
 ):
     """A batch at `at_s` seconds after `epoch` with per-partition start/end/latest offsets of
-    topic t."""
+    topic t, reported by `run`."""
     at = epoch + at_s * 1000
     tasks = []
     if event_max:
@@ -54,7 +55,7 @@ def write(
         ]
     doc = progress_doc(
         id=QUERY,
-        runId="r",
+        runId=run,
         batchId=batch_id,
         timestamp=stamp(at),
         numInputRows=rows,
@@ -122,18 +123,19 @@ def read_ten_a_batch(engine, batches):
 def test_a_restore_from_an_older_checkpoint_is_rewound_and_supersedes_later_batches(engine):
     read_ten_a_batch(engine, 4)
     # Restarted from the checkpoint of batch 1: batch 2 again, from offset 20, with its W.
-    write(engine, 2, 10, starts=[20, 20], ends=[30, 30], latests=[50, 50], watermark_s=2)
+    again = dict(starts=[20, 20], ends=[30, 30], latests=[50, 50], watermark_s=2, run="r2")
+    write(engine, 2, 10, **again)
     assert flags(engine, 2) == [("t/0", False, False, True), ("t/1", False, False, True)]
     assert batch(engine, 2).watermark_rewound
     assert stored_batches(engine) == ([0, 1, 2], 2), "batch 3 was superseded"
-    write(engine, 3, 11, starts=[30, 30], ends=[40, 40], latests=[50, 50], watermark_s=3)
+    write(engine, 3, 11, starts=[30, 30], ends=[40, 40], latests=[50, 50], watermark_s=3, run="r2")
     assert [f[3] for f in flags(engine, 3)] == [False, False]
     assert not batch(engine, 3).watermark_rewound
 
 
 def test_a_batch_replayed_after_a_crash_is_not_rewound(engine):
     read_ten_a_batch(engine, 3)
-    write(engine, 2, 5, starts=[20, 20], ends=[30, 30], latests=[50, 50], watermark_s=2)
+    write(engine, 2, 5, starts=[20, 20], ends=[30, 30], latests=[50, 50], watermark_s=2, run="r2")
     assert [f[3] for f in flags(engine, 2)] == [False, False]
     assert not batch(engine, 2).watermark_rewound
     assert stored_batches(engine) == ([0, 1, 2], 2)

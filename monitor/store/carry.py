@@ -1,0 +1,61 @@
+"""A batch stored after later batches of its run: their running figures take it in.
+
+Each partition row carries figures summed or maxed over every batch so far (late and
+future-dated records, the lateness histograms, the max event time and the record at it), so
+any range is read from two rows. The later rows were stored without the late batch; this adds
+its own figures to theirs, as if it had arrived in order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+import sqlalchemy.orm as so
+
+from monitor.health.lateness import summed
+from monitor.store.models import PartitionEventTime
+
+Row = dict[str, Any]
+
+
+def carry_into_later(
+    session: so.Session, query_id: str, batch_id: int, time_rows: list[Row]
+) -> None:
+    """Add the figures of batch `batch_id`'s partition rows to the query's later rows."""
+    measured = {row["partition"]: row for row in time_rows if row["records"]}
+    if not measured:
+        return
+    later = session.scalars(
+        sa.select(PartitionEventTime).where(
+            PartitionEventTime.query_id == query_id,
+            PartitionEventTime.batch_id > batch_id,
+            PartitionEventTime.partition.in_(sorted(measured)),
+        )
+    )
+    for row in later:
+        _take_in(row, measured[row.partition], batch_id)
+    session.flush()
+
+
+def _take_in(row: PartitionEventTime, late: Row, batch_id: int) -> None:
+    """One later row with the late batch's figures for the same partition added."""
+    row.late_records_total += late["late_records"]
+    row.future_records_total += late["future_records"]
+    row.late_buckets_total = summed([row.late_buckets_total or {}, late["late_buckets"]])
+    row.slack_buckets_total = summed([row.slack_buckets_total or {}, late["slack_buckets"]])
+    top = late["max_event_ms"]
+    if top is None:
+        return
+    reached = row.max_event_time_ms
+    # The late batch read its max before this row's batch did: on a tie it was first.
+    if reached is None or top > reached or (top == reached and _first(batch_id, row)):
+        row.max_event_time_ms = top
+        row.max_event_time_record = late["max_event_time_record"]
+        row.max_event_time_batch = batch_id
+        row.partition_watermark_ms = top - row.delay_ms
+        row.time_lag_ms = row.batch_time_ms - top
+
+
+def _first(batch_id: int, row: PartitionEventTime) -> bool:
+    return row.max_event_time_batch is None or batch_id < row.max_event_time_batch
