@@ -14,6 +14,7 @@ from monitor.ingest.logfiles import Application
 from monitor.store import migrate
 from monitor.store.engine import display_url
 from wmon.options import CliError, open_store, positive_float, store_option
+from wmon.render import printable
 
 DEFAULT_INTERVAL_S = 2.0
 
@@ -69,7 +70,7 @@ class Progress:
     def application(self, application: Application, number: int, of: int, totals: Totals) -> None:
         """An application's turn is over."""
         line = (
-            f"ingest: [{number}/{of}] {application.app_id}: "
+            f"ingest: [{number}/{of}] {printable(application.app_id)}: "
             f"{totals.events:,} events, {_size(totals.bytes_read)}"
         )
         if self._live:
@@ -80,7 +81,8 @@ class Progress:
 
     def problem(self, message: str) -> None:
         """A problem, on its own line."""
-        self._out.write(("\r\x1b[K" if self._live else "") + f"wmon: {message}\n")
+        # Problems quote the logs (paths, lines, Spark's exception texts): escaped like the tables.
+        self._out.write(("\r\x1b[K" if self._live else "") + f"wmon: {printable(message)}\n")
         self._out.flush()
 
 

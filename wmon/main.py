@@ -13,6 +13,7 @@ from monitor.store.engine import StoreError, unusable
 from monitor.store.reads import QueryNotFound
 from wmon import advise, alerts, bench, db, demo, ingest, queries, serve, submit
 from wmon.options import CliError, Parser
+from wmon.render import printable
 
 # Each group adds its own sub-commands, in the order `wmon --help` lists them.
 GROUPS = (db, queries, advise, alerts, demo, serve, ingest, submit, bench)
@@ -34,10 +35,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.func(args)
     except (CliError, StoreError, QueryNotFound, ValueError) as error:
         message = error.args[0] if isinstance(error, QueryNotFound) else str(error)
-        print(f"wmon: error: {message}", file=sys.stderr)
+        # A message can quote a job's exception text or names: escaped like the tables.
+        print(f"wmon: error: {printable(message)}", file=sys.stderr)
         return 1
     except sa_exc.DatabaseError as error:
-        print(f"wmon: error: {unusable(error)}", file=sys.stderr)
+        print(f"wmon: error: {printable(unusable(error))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -3,10 +3,34 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
+
+
+def printable(text: str) -> str:
+    """`text` with each character a terminal would act on or hide written as Python escapes it."""
+    # Names, partitions and exception texts come from the jobs: a raw ESC, CR or U+202E in them
+    # would drive the operator's terminal. `repr`'s escapes (\x1b, \n, \u202e) say which
+    # character it was; printable text (accents, CJK, emoji) stays as it is, and so does a
+    # backslash, so paths and messages that already quote a value with repr read as before.
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+
+
+def _width(text: str) -> int:
+    """How many terminal columns printable text takes."""
+    # CJK and most emoji take two columns and combining accents none: len() would misalign them.
+    return len(text) if text.isascii() else sum(map(_char_width, text))
+
+
+def _char_width(char: str) -> int:
+    if unicodedata.combining(char):
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
 
 
 def iso_time(ms: int | None) -> str:
@@ -111,14 +135,16 @@ ALERT_COLUMNS = (
 
 
 def render_table(columns: Sequence[Column], rows: Sequence[Any]) -> str:
-    """Rows as an aligned text table under a header line."""
+    """Rows as an aligned text table under a header line, control characters escaped."""
     if not rows:
         return "(none)"
     cells = [[c.header for c in columns]]
-    cells += [[c.show(getattr(row, c.attribute)) for c in columns] for row in rows]
-    widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
+    cells += [[printable(c.show(getattr(row, c.attribute))) for c in columns] for row in rows]
+    widths = [max(_width(line[i]) for line in cells) for i in range(len(columns))]
     return "\n".join(
-        "  ".join(text.ljust(width) for text, width in zip(line, widths, strict=True)).rstrip()
+        "  ".join(
+            text + " " * (room - _width(text)) for text, room in zip(line, widths, strict=True)
+        ).rstrip()
         for line in cells
     )
 

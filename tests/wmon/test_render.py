@@ -1,0 +1,171 @@
+"""Terminal text from job-supplied strings: control characters escaped, alignment kept."""
+
+import io
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from monitor.collect.progress import parse_progress
+from monitor.events import QueryStarted
+from monitor.store.engine import create_engine
+from monitor.store.migrate import upgrade
+from monitor.store.writes import write_event
+from tests.helpers import progress_doc
+from wmon.ingest import Progress
+from wmon.main import main
+from wmon.render import Column, printable, render_table
+
+QUERY, RUN = "11111111-1111-1111-1111-111111111111", "run-1"
+# 2026-11-22 02:57:30.000 UTC, as epoch ms.
+T0 = 1_795_316_250_000
+# Clears the screen; the NUL and newline would end or break the row.
+NAME = "evil\x1b[2J\x00name\nnext"
+# Sets the terminal's title and rings its bell.
+TOPIC = "t\x1b]0;pwned\x07\x00\n"
+
+ESCAPES = [
+    ("plain", "telemetry_windows", "telemetry_windows"),
+    ("escape", "a\x1b[2Jb", "a\\x1b[2Jb"),
+    ("nul", "a\x00b", "a\\x00b"),
+    ("bell", "a\x07b", "a\\x07b"),
+    ("newline, return, tab", "a\nb\rc\td", "a\\nb\\rc\\td"),
+    ("delete", "a\x7fb", "a\\x7fb"),
+    ("C1 controls", "a\x85b\x9bc", "a\\x85b\\x9bc"),
+    ("right-to-left override", "abc\u202edef", "abc\\u202edef"),
+    ("line separator", "a\u2028b", "a\\u2028b"),
+    ("accents", "café naïve", "café naïve"),
+    ("CJK", "水位线", "水位线"),
+    ("emoji", "rocket 🚀", "rocket 🚀"),
+    ("backslash kept", "C:\\tmp\\x1b", "C:\\tmp\\x1b"),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"), [case[1:] for case in ESCAPES], ids=[case[0] for case in ESCAPES]
+)
+def test_printable_escapes_controls_only(text: str, expected: str) -> None:
+    assert printable(text) == expected
+
+
+COLUMNS = (Column("name", "name"), Column("n", "n"))
+ALIGNED = [
+    ("escaped", "a\x1bb", "name    n\na\\x1bb  1"),
+    ("wide", "水位", "name  n\n水位  1"),
+    ("combining accent", "cafe\u0301", "name  n\ncafe\u0301  1"),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"), [case[1:] for case in ALIGNED], ids=[case[0] for case in ALIGNED]
+)
+def test_a_table_is_aligned_on_what_the_terminal_shows(name: str, expected: str) -> None:
+    assert render_table(COLUMNS, [SimpleNamespace(name=name, n=1)]) == expected
+
+
+@pytest.fixture
+def hostile_store(tmp_path: Path) -> str:
+    """A SQLite store with one query whose name and partition names hold ESC, NUL and a newline
+    (SQLite only: PostgreSQL refuses NUL in text)."""
+    url = f"sqlite:///{tmp_path / 'wmon.db'}"
+    engine = create_engine(url)
+    upgrade(engine)
+    write_event(engine, QueryStarted(QUERY, RUN, NAME, T0))
+    doc = progress_doc(id=QUERY, runId=RUN, batchId=0, timestamp="2026-11-22T02:57:30.500Z")
+    doc["name"] = NAME
+    for offsets in ("startOffset", "endOffset", "latestOffset"):
+        doc["sources"][0][offsets] = {TOPIC: doc["sources"][0][offsets]["telemetry"]}
+    write_event(engine, parse_progress(doc))
+    engine.dispose()
+    return url
+
+
+def table(*lines: str) -> str:
+    return "\n".join(lines) + "\n"
+
+
+SHOWN_TOPIC = "t\\x1b]0;pwned\\x07\\x00\\n"
+CLI_TABLES = [
+    (
+        ["queries"],
+        table(
+            "id                                    name                       status"
+            "  last batch  updated                  run    error",
+            "11111111-1111-1111-1111-111111111111  evil\\x1b[2J\\x00name\\nnext  active"
+            "  0           2026-11-22 02:57:30.500  run-1  -",
+        ),
+    ),
+    (
+        ["partitions", QUERY],
+        table(
+            "batch  partition                  start  end   latest  offset lag  state  records"
+            "  max event time  partition watermark  time lag s  late  late total",
+            f"0      {SHOWN_TOPIC}/0  1000   1020  1024    4           ok     -        -"
+            "               -                    -           -     -",
+            f"0      {SHOWN_TOPIC}/1  940    960   960     0           ok     -        -"
+            "               -                    -           -     -",
+            f"0      {SHOWN_TOPIC}/2  880    900   1500    600         ok     -        -"
+            "               -                    -           -     -",
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"), CLI_TABLES, ids=[" ".join(case[0][:1]) for case in CLI_TABLES]
+)
+def test_names_with_controls_are_escaped_in_tables(
+    hostile_store: str, capsys: pytest.CaptureFixture[str], argv: list[str], expected: str
+) -> None:
+    status = main([*argv, "--database-url", hostile_store])
+    out, err = capsys.readouterr()
+    assert (status, out, err) == (0, expected, "")
+    assert all(line.isprintable() for line in out.splitlines())
+
+
+@pytest.mark.parametrize(
+    ("argv", "field", "expected"),
+    [(["queries"], "name", NAME), (["partitions", QUERY], "partition", f"{TOPIC}/0")],
+    ids=["queries", "partitions"],
+)
+def test_json_keeps_names_exact_and_escaped(
+    hostile_store: str,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    field: str,
+    expected: str,
+) -> None:
+    status = main([*argv, "--json", "--database-url", hostile_store])
+    out, _ = capsys.readouterr()
+    assert status == 0
+    assert json.loads(out)[0][field] == expected
+    assert all(line.isprintable() for line in out.splitlines())
+
+
+PROBLEMS = [
+    ("plain", "log.json:3: not stored", "wmon: log.json:3: not stored\n"),
+    ("escape", "log.json:3: bad \x1b[2J line", "wmon: log.json:3: bad \\x1b[2J line\n"),
+    ("newline", "bad\nline", "wmon: bad\\nline\n"),
+]
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"), [case[1:] for case in PROBLEMS], ids=[case[0] for case in PROBLEMS]
+)
+def test_ingest_problems_are_one_escaped_line(message: str, expected: str) -> None:
+    out = io.StringIO()
+    Progress(out).problem(message)
+    assert out.getvalue() == expected
+
+
+def test_an_error_quoting_a_job_is_one_escaped_line(
+    hostile_store: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def failing(session: object) -> None:
+        raise ValueError(f"cannot read {NAME}")
+
+    monkeypatch.setattr("wmon.queries.list_queries", failing)
+    status = main(["queries", "--database-url", hostile_store])
+    shown = "evil\\x1b[2J\\x00name\\nnext"
+    assert (status, capsys.readouterr().err) == (1, f"wmon: error: cannot read {shown}\n")
