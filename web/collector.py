@@ -2,13 +2,16 @@
 
 `POST /api/ingest` takes one event or a list of them in Spark's own JSON (the event log's
 form, named by `"Event"`), as the JVM listener and `monitor.attach(spark, "http://…")` send
-them, and stores them through the same write path as the in-process listener. A request is
-stored whole or not at all: one bad event is a 400 naming it, and nothing of it is stored.
-Spark's events about other things (jobs, stages) are counted as ignored.
+them, and stores them through the same write path as the in-process listener. An event that
+cannot be read or stored is refused alone: set aside with why (`wmon rejected`), named in the
+answer, and the rest are stored (monitor.collect.accept). A body that is not JSON is a 400;
+a store that cannot be reached now, a 503 with Retry-After, and nothing is stored. Spark's
+events about other things (jobs, stages) are counted as ignored; a batch already stored, or
+superseded by a later run, as unchanged.
 
 Posting needs INGEST_TOKEN as `Authorization: Bearer <token>`. A sender may name itself in
 `Wmon-Sender` and say in `Wmon-Dropped` how many events it has dropped so far; both are kept
-in the store's `senders` table with the count of events stored from it, which
+in the store's `senders` table with the counts of events stored from it and refused, which
 `GET /api/senders` lists.
 """
 
@@ -23,12 +26,9 @@ import sqlalchemy.orm as so
 from flask import Blueprint, current_app, request
 from werkzeug.exceptions import UnsupportedMediaType
 
-from monitor.collect.progress import ProgressError
-from monitor.collect.spark_events import spark_event
-from monitor.events import Event
+from monitor.collect.accept import Accepted, accept
 from monitor.numbers import INT64_MAX, NumberError, shown, whole
 from monitor.store.models import Sender
-from monitor.store.writes import Written, write_events
 from web import db
 from web.params import NAME_LENGTH, BadParameter
 from web.tokens import require_token
@@ -53,19 +53,6 @@ def _documents() -> list[Any]:
     return documents
 
 
-def _events(documents: list[Any], now_ms: int) -> tuple[list[Event], int]:
-    """Our events from the documents, and how many were Spark events about other things."""
-    events: list[Event] = []
-    for index, document in enumerate(documents):
-        try:
-            event = spark_event(document, now_ms)
-        except ProgressError as error:
-            raise BadParameter(f"event {index}: {error}") from None
-        if event is not None:
-            events.append(event)
-    return events, len(documents) - len(events)
-
-
 def _sender() -> tuple[str | None, int]:
     """Who posted (Wmon-Sender) and how many events it says it dropped so far (Wmon-Dropped)."""
     name = request.headers.get("Wmon-Sender")
@@ -81,22 +68,28 @@ def _sender() -> tuple[str | None, int]:
 
 
 def note_sender(
-    session: so.Session, written: Written, name: str, now_ms: int, dropped: int
+    session: so.Session, accepted: Accepted, name: str, now_ms: int, dropped: int
 ) -> None:
     """Count the events stored from sender `name` (a repeat of stored ones is not counted
-    again), with the drop count it reported."""
+    again) and those refused, with the drop count it reported."""
     sender = session.get(Sender, name)
     if sender is None:
-        sender = Sender(id=name, first_seen_ms=now_ms, events=0, dropped=0)
+        sender = Sender(id=name, first_seen_ms=now_ms, events=0, dropped=0, rejected=0)
         session.add(sender)
     sender.last_seen_ms = now_ms
-    sender.events += written.stored
+    sender.events += accepted.stored
+    sender.rejected += len(accepted.refused)
     sender.dropped = max(sender.dropped, dropped)
 
 
+# How many of the refused events an answer names; all of them are set aside.
+ERRORS_NAMED = 10
+
+
 @bp.post("/ingest")
-def ingest() -> dict[str, Any]:
-    """Store posted listener events (token needed): `stored` and `ignored` counts."""
+def ingest() -> tuple[dict[str, Any], int]:
+    """Store posted listener events (token needed): 200 with what became of them, or 422 if
+    every one was refused; the refused ones are set aside, never to be sent again."""
     require_token(
         "INGEST_TOKEN",
         "the collector is disabled: the server has no ingest token (set WMON_INGEST_TOKEN)",
@@ -104,13 +97,23 @@ def ingest() -> dict[str, Any]:
     request.max_content_length = MAX_INGEST_BYTES
     now_ms: int = current_app.config["CLOCK"]()
     name, dropped = _sender()
-    events, ignored = _events(_documents(), now_ms)
-    also = None
+    documents = _documents()
+    bookkeeping = None
     if name is not None:
-        also = functools.partial(note_sender, name=name, now_ms=now_ms, dropped=dropped)
-    written = write_events(db.engine(), events, current_app.config["TIMEOUTS"], also=also)
-    unchanged = written.repeated + written.stale
-    return {"stored": written.stored, "ignored": ignored, "unchanged": unchanged}
+        bookkeeping = functools.partial(note_sender, name=name, now_ms=now_ms, dropped=dropped)
+    accepted = accept(
+        db.engine(), documents, now_ms, current_app.config["TIMEOUTS"], name, bookkeeping
+    )
+    answer = {
+        "stored": accepted.stored,
+        "ignored": accepted.ignored,
+        "unchanged": accepted.unchanged,
+        "rejected": len(accepted.refused),
+        "errors": [
+            {"event": index, "error": error} for index, error in accepted.refused[:ERRORS_NAMED]
+        ],
+    }
+    return answer, 422 if len(accepted.refused) == len(documents) else 200
 
 
 @bp.get("/senders")
@@ -126,6 +129,7 @@ def list_senders() -> dict[str, Any]:
                 "last_seen_ms": row.last_seen_ms,
                 "events": row.events,
                 "dropped": row.dropped,
+                "rejected": row.rejected,
             }
             for row in rows
         ]

@@ -60,9 +60,15 @@ def query_not_found(error: QueryNotFound) -> tuple[dict[str, str] | str, int]:
     return answer(str(error.args[0]), 404)
 
 
-def store_unavailable(error: Exception) -> tuple[dict[str, str] | str, int]:
-    """The store cannot be used: 503, saying why in one line."""
-    return answer(unusable(error), 503)
+# How long a client should wait before it tries again, when the store cannot be used.
+RETRY_AFTER_S = 5
+
+
+def store_unavailable(error: Exception) -> Response:
+    """The store cannot be used: 503, saying why in one line, and when to try again."""
+    response = current_app.make_response(answer(unusable(error), 503))
+    response.headers["Retry-After"] = str(RETRY_AFTER_S)
+    return response
 
 
 def check_host() -> None:

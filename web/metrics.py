@@ -30,6 +30,7 @@ from monitor.store.latest import (
     latest_states,
     live_alert_counts,
 )
+from monitor.store.rejected import count_rejected
 from web import db
 
 bp = Blueprint("metrics", __name__)
@@ -253,12 +254,25 @@ def alert_family(counts: dict[tuple[str, str, str], int], families: Families) ->
 
 
 def own_families(
-    store_up: bool, exported: int, evaluated_ms: int | None, now_ms: int, families: Families
+    store_up: bool,
+    exported: int,
+    evaluated_ms: int | None,
+    rejected: int | None,
+    now_ms: int,
+    families: Families,
 ) -> None:
-    """The monitor's own health; `evaluated_ms`, when the alert rules were last evaluated."""
+    """The monitor's own health; `evaluated_ms`, when the alert rules were last evaluated;
+    `rejected`, how many refused events are set aside."""
     families.gauge("wmon_store_up", "1 when the store could be read", []).add_metric(
         [], 1.0 if store_up else 0.0
     )
+    aside = families.gauge(
+        "wmon_rejected_events",
+        "Events refused as invalid and set aside, to list and replay with `wmon rejected`",
+        [],
+    )
+    if rejected is not None:
+        aside.add_metric([], float(rejected))
     families.gauge(
         "wmon_exported_queries", "Queries in this scrape: running, or recently ended", []
     ).add_metric([], float(exported))
@@ -300,12 +314,13 @@ def metrics() -> Response:
         states = latest_states(session, queries)
         counts = live_alert_counts(session)
         evaluated_ms = job_done_at(session, LEASE)
+        rejected = count_rejected(session)
     except STORE_FAILURES as error:
-        own_families(False, 0, None, now_ms, families)
+        own_families(False, 0, None, None, now_ms, families)
         reason = " ".join(unusable(error).split())
         body = f"# wmon: {reason}\n".encode() + _render(families)
         return Response(body, status=503, content_type=CONTENT_TYPE_LATEST)
     query_families(states, now_ms, families)
     alert_family(counts, families)
-    own_families(True, len(states), evaluated_ms, now_ms, families)
+    own_families(True, len(states), evaluated_ms, rejected, now_ms, families)
     return Response(_render(families), content_type=CONTENT_TYPE_LATEST)

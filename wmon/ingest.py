@@ -7,13 +7,11 @@ import sys
 import time
 from typing import Any, TextIO
 
-from monitor.config import load_settings
-from monitor.health.predicates import Timeouts
 from monitor.ingest.ingester import Ingester, Totals
 from monitor.ingest.logfiles import Application
 from monitor.store import migrate
 from monitor.store.engine import display_url
-from wmon.options import CliError, open_store, positive_float, store_option
+from wmon.options import CliError, configured_timeouts, open_store, positive_float, store_option
 from wmon.render import printable
 
 DEFAULT_INTERVAL_S = 2.0
@@ -91,10 +89,8 @@ def ingest_logs(args: argparse.Namespace) -> None:
     engine = open_store(args.database_url, must_exist=False)
     if not migrate.is_current(engine):
         migrate.upgrade(engine)
-    settings = load_settings()
-    timeouts = Timeouts(settings.idle_timeout_s * 1000, settings.stall_timeout_s * 1000)
     progress = Progress(sys.stderr)
-    ingester = Ingester(engine, args.urls, timeouts, report=progress.problem)
+    ingester = Ingester(engine, args.urls, configured_timeouts(), report=progress.problem)
 
     def show(application: Application, number: int, of: int) -> None:
         progress.application(application, number, of, ingester.totals)

@@ -11,12 +11,12 @@ import sqlalchemy.exc as sa_exc
 
 from monitor.store.engine import StoreError, unusable
 from monitor.store.reads import QueryNotFound
-from wmon import advise, alerts, bench, db, demo, ingest, queries, serve, submit
+from wmon import advise, alerts, bench, db, demo, ingest, queries, rejected, serve, submit
 from wmon.options import CliError, Parser
 from wmon.render import printable
 
 # Each group adds its own sub-commands, in the order `wmon --help` lists them.
-GROUPS = (db, queries, advise, alerts, demo, serve, ingest, submit, bench)
+GROUPS = (db, queries, advise, alerts, demo, serve, ingest, rejected, submit, bench)
 
 
 def build_parser() -> Parser:

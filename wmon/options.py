@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from monitor.config import load_settings
+from monitor.health.predicates import Timeouts
 from monitor.numbers import INT64_MAX, NumberError, decimal, whole
 from monitor.store import migrate
 from monitor.store.engine import create_engine, display_url, parse_url
@@ -115,3 +116,9 @@ def add_address(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--port", type=port_number, default=5000, help="the dashboard's port (default 5000)"
     )
+
+
+def configured_timeouts() -> Timeouts:
+    """The idle and stall timeouts of the WMON_ settings, for commands that write events."""
+    settings = load_settings()
+    return Timeouts(settings.idle_timeout_s * 1000, settings.stall_timeout_s * 1000)

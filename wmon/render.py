@@ -120,6 +120,14 @@ TIMER_COLUMNS = (
     Column("due", "due"),
 )
 
+REJECTED_COLUMNS = (
+    Column("id", "id"),
+    Column("received", "received_at_ms", iso_time),
+    Column("from", "origin"),
+    Column("why", "error"),
+    Column("event", "document", lambda text: text if len(text) <= 60 else text[:59] + "…"),
+)
+
 ALERT_COLUMNS = (
     Column("id", "id"),
     Column("state", "state"),

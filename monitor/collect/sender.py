@@ -2,9 +2,12 @@
 for drivers that cannot reach the store.
 
 Events travel in Spark's own JSON, as the JVM listener sends them, through the same bounded
-buffer as the store writer: while the collector is unreachable or answers 5xx (or refuses the
-token), they wait and are retried; a 400 or 413 rejects them (then they are sent one at a
-time, so one bad or oversized event costs only itself). Every post says how many events were
+buffer as the store writer. Only an outage is retried: the collector unreachable, its store
+unavailable (503), or the token refused (401, 403: a token being changed must not cost data).
+The events the collector refused it has set aside itself: a 200 or 422 says how many, and
+they are counted as rejected, never sent again. Any other answer (400, 413, 500, ...) rejects
+the request, whose events are then sent one at a time, so one bad or oversized event costs
+only itself and never holds up the ones behind it. Every post says how many events were
 dropped so far, for the collector to keep.
 """
 
@@ -15,12 +18,13 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from monitor.collect.writer import BufferedWriter
+from monitor.collect.writer import BufferedWriter, Refusal
 
 INGEST_PATH = "/api/ingest"
-# Answers that sending the same events again would only repeat: malformed, or too large (a
-# group too large is sent again one event at a time).
-REJECTED = (400, 413)
+# Answers that mean "not now": the events are sent again until the collector takes them.
+OUTAGES = (401, 403, 503)
+# The answer when every event of a request was refused and set aside.
+ALL_REFUSED = 422
 
 
 class CollectorUnavailable(Exception):
@@ -28,8 +32,8 @@ class CollectorUnavailable(Exception):
 
 
 class CollectorRejected(Exception):
-    """The collector refused the events as malformed (400) or too large (413); they are not
-    retried as they are."""
+    """The collector refused the request (malformed, too large, or it failed on it); its
+    events are not retried as they are."""
 
 
 def _reason(error: urllib.error.HTTPError) -> str:
@@ -39,6 +43,20 @@ def _reason(error: urllib.error.HTTPError) -> str:
     except (ValueError, KeyError, TypeError, OSError):
         message = error.reason
     return f"HTTP {error.code}: {message}"
+
+
+def _refused(body: bytes, otherwise: int) -> Refusal | None:
+    """What the collector's answer says it refused and set aside (`otherwise` events, if it
+    does not say); None when it refused nothing."""
+    try:
+        answer = json.loads(body)
+        count, errors = answer.get("rejected", otherwise), answer.get("errors") or []
+        reason = f"event {errors[0]['event']}: {errors[0]['error']}" if errors else "refused"
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError):
+        count, reason = otherwise, "refused"
+    if not isinstance(count, int) or count < 0:
+        count = otherwise
+    return Refusal(count, f"set aside by the collector: {reason}") if count else None
 
 
 class HttpSender(BufferedWriter):
@@ -68,7 +86,8 @@ class HttpSender(BufferedWriter):
             destination=f"collector at {url}",
         )
 
-    def _post(self, documents: list[dict[str, Any]]) -> None:
+    def _post(self, documents: list[dict[str, Any]]) -> Refusal | None:
+        """Post the documents; what of them the collector refused and set aside."""
         request = urllib.request.Request(
             self.endpoint,
             data=json.dumps(documents).encode(),
@@ -77,11 +96,13 @@ class HttpSender(BufferedWriter):
         )
         try:
             with urllib.request.urlopen(request, timeout=self._timeout) as response:
-                response.read()
+                return _refused(response.read(), 0)
         except urllib.error.HTTPError as error:
-            if error.code in REJECTED:
-                raise CollectorRejected(_reason(error)) from None
-            raise CollectorUnavailable(_reason(error)) from None
+            if error.code == ALL_REFUSED:
+                return _refused(error.read(), len(documents))
+            if error.code in OUTAGES:
+                raise CollectorUnavailable(_reason(error)) from None
+            raise CollectorRejected(_reason(error)) from None
         except (urllib.error.URLError, OSError) as error:
             reason = getattr(error, "reason", error)
             raise CollectorUnavailable(f"cannot reach {self.endpoint}: {reason}") from None

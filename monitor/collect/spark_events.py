@@ -12,11 +12,13 @@ clock, or the event log's own clock: the latest time the log showed before it).
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime, timezone
 from typing import Any
 
 from monitor.collect.progress import ProgressError, parse_progress, parse_time_ms
-from monitor.events import Event, QueryIdle, QueryStarted, QueryTerminated
+from monitor.collect.texts import MAX_ID, MAX_NAME, short_name, storable_document, too_long
+from monitor.events import BatchProgress, Event, QueryIdle, QueryStarted, QueryTerminated
 from monitor.numbers import shown
 
 STREAMING_EVENT = "org.apache.spark.sql.streaming.StreamingQueryListener$"
@@ -87,9 +89,14 @@ def terminated_event(doc: dict[str, Any], fallback_ms: int | None) -> QueryTermi
 
 
 def streaming_event(kind: str, doc: Any, fallback_ms: int | None) -> Event:
-    """Our event from the JSON of one of Spark's streaming events of `kind` (one of KINDS)."""
+    """Our event from the JSON of one of Spark's streaming events of `kind` (one of KINDS),
+    its text made storable and its keys checked against what the store keeps."""
     if not isinstance(doc, dict):
         raise ProgressError(f"{kind} must be a JSON object, not {type(doc).__name__}")
+    return within_limits(_event(kind, storable_document(doc), fallback_ms))
+
+
+def _event(kind: str, doc: dict[str, Any], fallback_ms: int | None) -> Event:
     if kind == PROGRESS:
         return parse_progress(_field(doc, "progress"))
     if kind == STARTED:
@@ -99,6 +106,23 @@ def streaming_event(kind: str, doc: Any, fallback_ms: int | None) -> Event:
     if kind == TERMINATED:
         return terminated_event(doc, fallback_ms)
     raise ProgressError(f"not a streaming query event: {shown(kind)}")
+
+
+def within_limits(event: Event) -> Event:
+    """The event, its name cut short if long; ProgressError naming an id or partition longer
+    than the store keeps."""
+    for field in ("query_id", "run_id"):
+        if too_long(getattr(event, field), MAX_ID):
+            raise ProgressError(f"event field {field!r} is longer than {MAX_ID} characters")
+    if isinstance(event, BatchProgress):
+        keys = [p.partition for source in event.sources for p in source.partitions]
+        keys += [p.topic for source in event.sources for p in source.partitions if p.topic]
+        keys += [times.partition for times in event.event_times]
+        if any(too_long(key, MAX_NAME) for key in keys):
+            raise ProgressError(f"a partition or topic name is longer than {MAX_NAME} characters")
+    if isinstance(event, (BatchProgress, QueryStarted)) and event.name != short_name(event.name):
+        return dataclasses.replace(event, name=short_name(event.name))
+    return event
 
 
 def event_name(doc: Any) -> str:

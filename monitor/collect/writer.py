@@ -31,6 +31,15 @@ TRANSIENT_ERRORS = (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.Timeo
 
 
 @dataclass(frozen=True)
+class Refusal:
+    """How many of the items delivered the destination refused and set aside itself, and
+    why (the first reason it gave)."""
+
+    count: int
+    reason: str
+
+
+@dataclass(frozen=True)
 class WriterStats:
     """What the writer has done so far."""
 
@@ -51,12 +60,13 @@ def _ensure_schema(engine: sa.Engine) -> None:
 class BufferedWriter:
     """Delivers submitted items on one background thread, in order, in groups: `deliver`
     raises one of `transient` while the destination is unavailable (retried with backoff),
-    any other error to reject the items. `describe` says an error in one line; `destination`
-    names where the items go, in messages."""
+    any other error to reject the items, and may return a Refusal of some of them that the
+    destination set aside itself. `describe` says an error in one line; `destination` names
+    where the items go, in messages."""
 
     def __init__(
         self,
-        deliver: Callable[[list[Any]], None],
+        deliver: Callable[[list[Any]], Refusal | None],
         capacity: int,
         transient: tuple[type[Exception], ...],
         group_size: int = 100,
@@ -160,29 +170,36 @@ class BufferedWriter:
 
     def _store(self, events: list[Any]) -> None:
         """Deliver events together; if the destination rejects them, one at a time."""
-        error = self._retrying(events)
+        error, refusal = self._retrying(events)
         if error is None:
-            self._count_written(len(events))
+            self._count_written(len(events) - (refusal.count if refusal else 0))
+            if refusal:
+                log.warning(
+                    "wmon: %s refused %d events: %s",
+                    self._destination,
+                    refusal.count,
+                    refusal.reason,
+                )
+                self._count_rejected(refusal.count, refusal.reason)
         elif len(events) == 1:
             log.error("wmon: could not store %s: %s", type(events[0]).__name__, error)
-            self._count_rejected(error)
+            self._count_rejected(1, self._describe(error))
         else:
             # One bad event must not cost the others their place in the store.
             for event in events:
                 self._store([event])
 
-    def _retrying(self, events: list[Any]) -> Exception | None:
-        """Deliver until done while the destination is unavailable; the error if it rejects
-        the events."""
+    def _retrying(self, events: list[Any]) -> tuple[Exception | None, Refusal | None]:
+        """Deliver until done while the destination is unavailable: what it refused of the
+        events and set aside itself, or the error if it rejects them all."""
         backoff = 0.05
         while True:
             try:
-                self._deliver(events)
-                return None
+                return None, self._deliver(events)
             except self._transient as error:
                 self._note_unavailable(error)
             except Exception as error:
-                return error
+                return error, None
             if self._stop.wait(backoff):
                 raise _Closing
             backoff = min(backoff * 2, self._max_backoff)
@@ -204,10 +221,10 @@ class BufferedWriter:
                 log.warning("wmon: %s available again", self._destination)
             self._store_available = True
 
-    def _count_rejected(self, error: Exception) -> None:
+    def _count_rejected(self, count: int, reason: str) -> None:
         with self._lock:
-            self._rejected += 1
-            self._last_error = self._describe(error)
+            self._rejected += count
+            self._last_error = reason
 
 
 class StoreWriter(BufferedWriter):

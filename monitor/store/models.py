@@ -11,6 +11,9 @@ import sqlalchemy.orm as so
 Millis = sa.BigInteger
 # SQLite only auto-increments an INTEGER PRIMARY KEY; history tables need 64 bits elsewhere.
 RowId = sa.BigInteger().with_variant(sa.Integer, "sqlite")
+# Names and partitions as jobs give them, of any length the write path lets in (texts.MAX_NAME).
+# SQLite never enforced the 255 these columns were made with, so its tables keep that type.
+JobText = sa.Text().with_variant(sa.String(255), "sqlite")
 
 
 class Base(so.DeclarativeBase):
@@ -32,7 +35,7 @@ class Query(Base):
     __tablename__ = "queries"
 
     id: so.Mapped[str] = so.mapped_column(sa.String(36), primary_key=True)
-    name: so.Mapped[str | None] = so.mapped_column(sa.String(255), index=True)
+    name: so.Mapped[str | None] = so.mapped_column(JobText, index=True)
     run_id: so.Mapped[str] = so.mapped_column(sa.String(36))
     status: so.Mapped[str] = so.mapped_column(sa.String(16))
     started_at_ms: so.Mapped[int | None] = so.mapped_column(Millis)
@@ -40,7 +43,7 @@ class Query(Base):
     last_batch_id: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
     terminated_at_ms: so.Mapped[int | None] = so.mapped_column(Millis)
     exception: so.Mapped[str | None] = so.mapped_column(sa.Text)
-    error_class: so.Mapped[str | None] = so.mapped_column(sa.String(255))
+    error_class: so.Mapped[str | None] = so.mapped_column(JobText)
 
 
 class Run(Base):
@@ -50,12 +53,12 @@ class Run(Base):
 
     run_id: so.Mapped[str] = so.mapped_column(sa.String(36), primary_key=True)
     query_id: so.Mapped[str] = so.mapped_column(sa.ForeignKey("queries.id"), index=True)
-    name: so.Mapped[str | None] = so.mapped_column(sa.String(255))
+    name: so.Mapped[str | None] = so.mapped_column(JobText)
     started_at_ms: so.Mapped[int | None] = so.mapped_column(Millis)
     last_idle_at_ms: so.Mapped[int | None] = so.mapped_column(Millis)
     terminated_at_ms: so.Mapped[int | None] = so.mapped_column(Millis)
     exception: so.Mapped[str | None] = so.mapped_column(sa.Text)
-    error_class: so.Mapped[str | None] = so.mapped_column(sa.String(255))
+    error_class: so.Mapped[str | None] = so.mapped_column(JobText)
     # Where the run stands in its query's lineage (store.lineage): when it began (its start,
     # or else its earliest batch), and the first and last batch ids stored from it (None
     # when none is, or every one was superseded).
@@ -97,7 +100,7 @@ class Batch(Base):
     stored_at_ms: so.Mapped[int | None] = so.mapped_column(Millis)
     # Who set this batch's watermark: the partition, and its record ([key, event ms, offset])
     # with the largest event time read before the batch; None where that is not measured.
-    watermark_driver_partition: so.Mapped[str | None] = so.mapped_column(sa.String(255))
+    watermark_driver_partition: so.Mapped[str | None] = so.mapped_column(JobText)
     watermark_driver_record: so.Mapped[list[Any] | None] = so.mapped_column(sa.JSON)
 
     @property
@@ -118,7 +121,7 @@ class StateOperator(Base):
     query_id: so.Mapped[str] = so.mapped_column(sa.ForeignKey("queries.id"))
     batch_id: so.Mapped[int] = so.mapped_column(sa.BigInteger)
     operator_index: so.Mapped[int] = so.mapped_column(sa.Integer)
-    operator_name: so.Mapped[str | None] = so.mapped_column(sa.String(255))
+    operator_name: so.Mapped[str | None] = so.mapped_column(JobText)
     num_rows_total: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
     num_rows_updated: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
     num_rows_removed: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
@@ -165,8 +168,8 @@ class Partition(Base):
     batch_id: so.Mapped[int] = so.mapped_column(sa.BigInteger)
     batch_time_ms: so.Mapped[int] = so.mapped_column(Millis)
     source_index: so.Mapped[int] = so.mapped_column(sa.Integer)
-    partition: so.Mapped[str] = so.mapped_column(sa.String(255))
-    topic: so.Mapped[str | None] = so.mapped_column(sa.String(255))
+    partition: so.Mapped[str] = so.mapped_column(JobText)
+    topic: so.Mapped[str | None] = so.mapped_column(JobText)
     start_offset: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
     end_offset: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
     latest_offset: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
@@ -203,7 +206,7 @@ class PartitionEventTime(Base):
     query_id: so.Mapped[str] = so.mapped_column(sa.ForeignKey("queries.id"))
     batch_id: so.Mapped[int] = so.mapped_column(sa.BigInteger)
     batch_time_ms: so.Mapped[int] = so.mapped_column(Millis)
-    partition: so.Mapped[str] = so.mapped_column(sa.String(255))
+    partition: so.Mapped[str] = so.mapped_column(JobText)
     records: so.Mapped[int] = so.mapped_column(sa.BigInteger)
     min_event_ms: so.Mapped[int | None] = so.mapped_column(Millis)
     max_event_ms: so.Mapped[int | None] = so.mapped_column(Millis)
@@ -282,7 +285,7 @@ class AlertRow(Base):
     rule: so.Mapped[str] = so.mapped_column(sa.String(64))
     query_id: so.Mapped[str] = so.mapped_column(sa.ForeignKey("queries.id"))
     # The partition the alert is about, '' when it is about the query itself.
-    partition: so.Mapped[str] = so.mapped_column(sa.String(255))
+    partition: so.Mapped[str] = so.mapped_column(JobText)
     severity: so.Mapped[str] = so.mapped_column(sa.String(16))
     state: so.Mapped[str] = so.mapped_column(sa.String(16))
     active_since_ms: so.Mapped[int] = so.mapped_column(Millis)
@@ -317,7 +320,7 @@ class Silence(Base):
     id: so.Mapped[int] = so.mapped_column(RowId, primary_key=True)
     rule: so.Mapped[str | None] = so.mapped_column(sa.String(64))
     query_id: so.Mapped[str | None] = so.mapped_column(sa.String(36))
-    partition: so.Mapped[str | None] = so.mapped_column(sa.String(255))
+    partition: so.Mapped[str | None] = so.mapped_column(JobText)
     created_at_ms: so.Mapped[int] = so.mapped_column(Millis)
     until_ms: so.Mapped[int] = so.mapped_column(Millis)
     created_by: so.Mapped[str | None] = so.mapped_column(sa.String(255))
@@ -403,3 +406,21 @@ class Sender(Base):
     events: so.Mapped[int] = so.mapped_column(sa.BigInteger)
     # The latest count of events it dropped (its queue full), as it reported it.
     dropped: so.Mapped[int] = so.mapped_column(sa.BigInteger)
+    # Events from it the collector refused as invalid (set aside in rejected_events).
+    rejected: so.Mapped[int] = so.mapped_column(sa.BigInteger, server_default=sa.text("0"))
+
+
+class RejectedEvent(Base):
+    """An event the write path refused as invalid, set aside with why, for an operator to
+    list and, once what refused it is mended, to replay (`wmon rejected`)."""
+
+    __tablename__ = "rejected_events"
+    __table_args__ = (sa.Index(None, "received_at_ms"),)
+
+    id: so.Mapped[int] = so.mapped_column(RowId, primary_key=True)
+    received_at_ms: so.Mapped[int] = so.mapped_column(Millis)
+    # Who sent it to the collector (Wmon-Sender), or the event log it was read from.
+    origin: so.Mapped[str | None] = so.mapped_column(sa.Text)
+    error: so.Mapped[str] = so.mapped_column(sa.Text)
+    # The event as it came, in Spark's JSON form (its text made storable).
+    document: so.Mapped[str] = so.mapped_column(sa.Text)

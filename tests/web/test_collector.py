@@ -1,5 +1,5 @@
 """The HTTP collector: Spark's events posted in the event log's form, stored exactly as the
-in-process listener stores them, whole or not at all."""
+in-process listener stores them; what cannot be read or stored is set aside alone."""
 
 import json
 
@@ -10,7 +10,7 @@ from monitor.collect.spark_events import IDLE, PROGRESS, STARTED, TERMINATED, na
 from monitor.collect.writer import StoreWriter
 from monitor.spark.listener import WatermarkListener
 from monitor.store.engine import create_engine
-from monitor.store.models import Batch, Query, Sender
+from monitor.store.models import Batch, Query, RejectedEvent, Sender
 from tests.helpers import fixture, progress_doc, stored_rows
 
 TOKEN = "ingest-secret"
@@ -44,7 +44,13 @@ def lifecycle() -> list[tuple[str, dict]]:
 def test_posted_events_are_stored_as_the_listener_stores_them(client, database_url, tmp_path):
     response = post(client, [named(kind, doc) for kind, doc in lifecycle()])
     assert response.status_code == 200, response.get_json()
-    assert response.get_json() == {"stored": 6, "ignored": 0, "unchanged": 0}
+    assert response.get_json() == {
+        "stored": 6,
+        "ignored": 0,
+        "unchanged": 0,
+        "rejected": 0,
+        "errors": [],
+    }
 
     by_listener = create_engine(f"sqlite:///{tmp_path / 'listener.db'}")
     writer = StoreWriter(by_listener, capacity=100)
@@ -79,40 +85,62 @@ def test_a_replayed_post_changes_nothing(client, database_url):
 
 def test_one_event_alone_and_other_spark_events_ignored(client):
     job_end = {"Event": "SparkListenerJobEnd", "Job ID": 3, "Completion Time": NOW_MS}
+    nothing = {"stored": 0, "ignored": 0, "unchanged": 0, "rejected": 0, "errors": []}
     assert post(client, named(STARTED, fixture("started.json"))).get_json() == {
+        **nothing,
+        "stored": 1,
+    }
+    assert post(client, [job_end]).get_json() == {**nothing, "ignored": 1}
+
+
+def test_one_bad_event_is_set_aside_and_the_rest_are_stored(client, database_url):
+    good = named(STARTED, fixture("started.json"))
+    bad = named(PROGRESS, {"progress": {k: v for k, v in progress_doc().items() if k != "batchId"}})
+    response = post(client, [good, bad], **{"Wmon-Sender": "app-1"})
+    assert response.status_code == 200
+    assert response.get_json() == {
         "stored": 1,
         "ignored": 0,
         "unchanged": 0,
+        "rejected": 1,
+        "errors": [{"event": 1, "error": "progress has no 'batchId'"}],
     }
-    assert post(client, [job_end]).get_json() == {"stored": 0, "ignored": 1, "unchanged": 0}
-
-
-def test_one_bad_event_refuses_the_whole_request(client, database_url):
-    good = named(STARTED, fixture("started.json"))
-    bad = named(PROGRESS, {"progress": {k: v for k, v in progress_doc().items() if k != "batchId"}})
-    response = post(client, [good, bad])
-    assert response.status_code == 400
-    assert response.get_json() == {"error": "event 1: progress has no 'batchId'"}
     with create_engine(database_url).connect() as connection:
-        assert connection.scalar(sa.select(sa.func.count()).select_from(Query)) == 0
+        assert connection.scalar(sa.select(sa.func.count()).select_from(Query)) == 1
+        [aside] = connection.execute(sa.select(RejectedEvent)).all()
+    assert (aside.origin, aside.error, json.loads(aside.document)) == (
+        "app-1",
+        "progress has no 'batchId'",
+        bad,
+    )
+    [sender] = client.get("/api/senders").get_json()["senders"]
+    assert (sender["events"], sender["rejected"]) == (1, 1)
+
+
+def test_a_body_that_is_not_json_is_a_400(client):
+    response = post(client, b"{")
+    assert (response.status_code, response.get_json()) == (
+        400,
+        {"error": "the body is not valid JSON (or is nested too deeply)"},
+    )
 
 
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        (b"{", "the body is not valid JSON (or is nested too deeply)"),
-        ([{"progress": {}}], "event 0: not a Spark event: it has no 'Event' name"),
-        ([[]], "event 0: a Spark event is a JSON object, not list"),
+        ([{"progress": {}}], "not a Spark event: it has no 'Event' name"),
+        ([[]], "a Spark event is a JSON object, not list"),
         (
             [{"Event": "org.apache.spark.sql.streaming.StreamingQueryListener$QueryStartedEvent"}],
-            "event 0: event has no 'id'",
+            "event has no 'id'",
         ),
     ],
-    ids=["not json", "not a spark event", "not an object", "started without fields"],
+    ids=["not a spark event", "not an object", "started without fields"],
 )
-def test_malformed_bodies_get_a_400_naming_the_problem(client, body, message):
+def test_a_request_whose_every_event_is_refused_is_a_422_naming_why(client, body, message):
     response = post(client, body)
-    assert (response.status_code, response.get_json()) == (400, {"error": message})
+    assert response.status_code == 422
+    assert response.get_json()["errors"] == [{"event": 0, "error": message}]
 
 
 def test_too_many_events_in_one_request(client):
@@ -173,6 +201,7 @@ def test_senders_are_counted_with_what_they_dropped(client, database_url):
                 "last_seen_ms": NOW_MS,
                 "events": 6,
                 "dropped": 17,
+                "rejected": 0,
             }
         ]
     }

@@ -210,4 +210,8 @@ def test_a_store_that_cannot_be_read_is_a_503_with_the_monitor_s_own_series(tmp_
 
 def test_an_empty_store_exports_only_the_monitor_s_own_series(client):
     found = samples(client.get("/metrics"))
-    assert found == {("wmon_store_up", ()): 1.0, ("wmon_exported_queries", ()): 0.0}
+    assert found == {
+        ("wmon_store_up", ()): 1.0,
+        ("wmon_rejected_events", ()): 0.0,
+        ("wmon_exported_queries", ()): 0.0,
+    }

@@ -305,7 +305,7 @@ BAD_ARGUMENTS = [
         ["watch"],
         "wmon: error: argument command: invalid choice: 'watch' (choose from 'db', 'prune',"
         " 'queries', 'batches', 'partitions', 'timers', 'advise', 'alerts', 'generate', 'demo',"
-        " 'serve', 'ingest', 'spark-conf', 'submit', 'bench')"
+        " 'serve', 'ingest', 'rejected', 'spark-conf', 'submit', 'bench')"
         " (see wmon --help)",
     ),
     ([], "wmon: error: the following arguments are required: command (see wmon --help)"),

@@ -53,7 +53,9 @@ def test_one_bad_event_is_rejected_alone(database_url):
     assert stored_batch_ids(database_url) == [0, 1]
     stats = sender.stats()
     assert (stats.written, stats.rejected) == (2, 1)
-    assert stats.last_error.startswith("HTTP 400: event 0: progress field 'batchId' must be int")
+    assert stats.last_error.startswith(
+        "set aside by the collector: event 1: progress field 'batchId' must be int"
+    )
 
 
 def test_a_wrong_token_is_retried_not_lost(database_url):

@@ -1,0 +1,110 @@
+"""Events a store cannot hold as they are, or that are truly invalid: what Spark can report is
+stored, faithfully; what is invalid is set aside alone, and never holds up the rest."""
+
+import json
+
+import pytest
+import sqlalchemy as sa
+
+from monitor.collect.sender import HttpSender
+from monitor.collect.spark_events import PROGRESS, STARTED, TERMINATED, named
+from monitor.store.engine import create_engine
+from monitor.store.models import Partition, Query, RejectedEvent
+from tests.collector import INGEST_TOKEN, serving_collector
+from tests.helpers import fixture, progress_doc
+
+HEALTHY = "aaaaaaaa-0000-0000-0000-000000000000"
+LONG_NAMED = "bbbbbbbb-0000-0000-0000-000000000000"
+
+
+@pytest.fixture
+def app_config():
+    return {"TESTING": True, "INGEST_TOKEN": INGEST_TOKEN}
+
+
+def batch(query_id, batch_id, **changes):
+    doc = progress_doc(id=query_id, runId=query_id.replace("0000", "1111", 1), batchId=batch_id)
+    return named(PROGRESS, {"progress": {**doc, **changes}})
+
+
+def table(database_url, select):
+    with create_engine(database_url).connect() as connection:
+        return connection.execute(select).all()
+
+
+def test_a_long_name_nul_and_lone_surrogates_are_stored_faithfully(client, database_url):
+    started = {**fixture("started.json"), "id": LONG_NAMED, "name": "n" * 300}
+    terminated = {
+        **fixture("terminated.json"),
+        "id": LONG_NAMED,
+        "runId": started["runId"],
+        "exception": "boom\x00 at \ud800",
+    }
+    sources = progress_doc()["sources"]
+    sources[0]["endOffset"] = {"t\x00\udc80": {"0": 5}}
+    sources[0]["latestOffset"] = {"t\x00\udc80": {"0": 9}}
+    body = [
+        named(STARTED, started),
+        batch(LONG_NAMED, 0, runId=started["runId"], name="n" * 300, sources=sources),
+        named(TERMINATED, terminated),
+    ]
+    response = client.post(
+        "/api/ingest",
+        data=json.dumps(body),
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {INGEST_TOKEN}"},
+    )
+    assert response.get_json()["rejected"] == 0 and response.get_json()["stored"] == 3
+    [(name, status, exception)] = table(
+        database_url, sa.select(Query.name, Query.status, Query.exception)
+    )
+    assert (name, status, exception) == ("n" * 300, "failed", "boom\\x00 at \\ud800")
+    partitions = {row.partition for row in table(database_url, sa.select(Partition.partition))}
+    assert partitions == {"t\\x00\\udc80/0"}
+
+
+def test_a_name_past_what_the_store_keeps_is_cut_and_a_partition_past_it_refused(
+    client, database_url
+):
+    sources = progress_doc()["sources"]
+    sources[0]["endOffset"] = {"t" * 501: {"0": 5}}
+    response = client.post(
+        "/api/ingest",
+        data=json.dumps([batch(HEALTHY, 0, name="x" * 900), batch(HEALTHY, 1, sources=sources)]),
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {INGEST_TOKEN}"},
+    )
+    assert response.status_code == 200
+    assert response.get_json()["errors"] == [
+        {"event": 1, "error": "a partition or topic name is longer than 500 characters"}
+    ]
+    [(name,)] = table(database_url, sa.select(Query.name))
+    assert name == "x" * 499 + "…"
+    assert len(table(database_url, sa.select(RejectedEvent.id))) == 1
+
+
+def test_a_poison_event_does_not_hold_up_a_healthy_querys_batches(database_url):
+    """The issue's probe: a query the store could not hold blocked every event behind it."""
+    poison = batch(LONG_NAMED, 0, sources=[{"description": "x", "endOffset": {"t" * 600: 1}}])
+    with serving_collector(database_url) as url:
+        sender = HttpSender(url, INGEST_TOKEN, "app-1", capacity=1_000, group_size=10)
+        for batch_id in range(40):
+            sender.submit(batch(HEALTHY, batch_id))
+            if batch_id % 10 == 3:
+                sender.submit(poison)
+        assert sender.close(timeout=60)
+    stats = sender.stats()
+    assert (stats.written, stats.rejected, stats.retries, stats.dropped) == (40, 4, 0, 0)
+    stored = table(database_url, sa.select(sa.func.count()).select_from(Query))
+    assert stored == [(1,)]
+    [sender_row] = table(database_url, sa.text("SELECT events, rejected FROM senders"))
+    assert tuple(sender_row) == (40, 4)
+
+
+def test_set_aside_events_are_counted_in_the_scrape(client, database_url):
+    poison = batch(LONG_NAMED, 0, sources=[{"description": "x", "endOffset": {"t" * 600: 1}}])
+    headers = {"Authorization": f"Bearer {INGEST_TOKEN}"}
+    response = client.post("/api/ingest", json=[poison, poison], headers=headers)
+    assert response.status_code == 422
+    scrape = client.get("/metrics").get_data(as_text=True)
+    assert "\nwmon_rejected_events 2.0\n" in scrape
