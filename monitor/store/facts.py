@@ -16,6 +16,7 @@ from monitor.health.facts import FutureDated, PartitionFacts, QueryFacts, Thresh
 from monitor.store.lateness import future_dated
 from monitor.store.models import Batch, Partition, PartitionEventTime, Query
 from monitor.store.reads import batch_partitions
+from monitor.store.sums import whole_sum
 
 TREND_POINTS = 30
 
@@ -93,7 +94,7 @@ def trend(session: so.Session, query_id: str, points: int = TREND_POINTS) -> lis
             Batch.batch_id,
             Batch.batch_time_ms,
             Batch.watermark_ms,
-            sa.func.sum(Partition.offset_lag),
+            whole_sum(Partition.offset_lag),
         )
         .outerjoin(
             Partition,
@@ -130,7 +131,7 @@ def late_by_partition(session: so.Session, query_id: str, since_ms: int) -> dict
     if first is None:
         return {}
     rows = session.execute(
-        sa.select(PartitionEventTime.partition, sa.func.sum(PartitionEventTime.late_records))
+        sa.select(PartitionEventTime.partition, whole_sum(PartitionEventTime.late_records))
         .where(PartitionEventTime.query_id == query_id, PartitionEventTime.batch_id >= first)
         .group_by(PartitionEventTime.partition)
     )

@@ -14,6 +14,7 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.store.models import Batch, Partition, PartitionEventTime, StateOperator
+from monitor.store.sums import whole_sum
 
 MAX_POINTS = 5_000
 
@@ -77,7 +78,7 @@ BATCH_AGGREGATES: tuple[Aggregate, ...] = (
     ("skew_max_ms", sa.func.max(Batch.watermark_skew_ms), _whole),
     ("duration_avg_ms", sa.func.avg(Batch.trigger_duration_ms), _real),
     ("duration_max_ms", sa.func.max(Batch.trigger_duration_ms), _whole),
-    ("input_rows", sa.func.sum(Batch.num_input_rows), _whole),
+    ("input_rows", whole_sum(Batch.num_input_rows), _whole),
     ("input_rows_per_second", sa.func.avg(Batch.input_rows_per_second), _real),
     ("processed_rows_per_second", sa.func.avg(Batch.processed_rows_per_second), _real),
     ("watermark_stalled", sa.func.max(sa.cast(Batch.watermark_stalled, sa.Integer)), _flag),
@@ -113,7 +114,7 @@ def batch_series(session: so.Session, query_id: str, window: Window) -> Series:
     )
     buckets = {row.bucket: _converted(row, BATCH_AGGREGATES) for row in rows}
     dropped = session.execute(
-        sa.select(bucket, sa.func.sum(StateOperator.num_rows_dropped_by_watermark))
+        sa.select(bucket, whole_sum(StateOperator.num_rows_dropped_by_watermark))
         .join(
             Batch,
             sa.and_(

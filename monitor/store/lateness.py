@@ -14,6 +14,7 @@ from monitor.events import SAMPLES_PER_PARTITION, Record
 from monitor.health.facts import FutureDated
 from monitor.health.lateness import SHARES, Histogram, difference, smallest_delay, summed
 from monitor.store.models import Batch, PartitionEventTime
+from monitor.store.sums import whole_sum
 
 
 @dataclass(frozen=True)
@@ -191,7 +192,7 @@ def future_dated(
     `from_ms` to `to_ms` (batch times, half-open; open without `to_ms`)."""
     table = PartitionEventTime
     totals = sa.select(
-        table.partition, sa.func.sum(table.future_records), sa.func.max(table.future_lead_ms)
+        table.partition, whole_sum(table.future_records), sa.func.max(table.future_lead_ms)
     )
     rows = session.execute(
         totals.where(*_future_rows(query_id, from_ms, to_ms))

@@ -20,6 +20,7 @@ from monitor.store.models import (
     StateOperator,
     TimerSnapshotRow,
 )
+from monitor.store.sums import whole_sum
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ def recent_late_samples(session: so.Session, query_id: str, since_ms: int) -> di
 def rows_dropped(session: so.Session, query_id: str, batch_ids: Collection[int]) -> dict[int, int]:
     """Rows dropped by watermark per batch, summed over its stateful operators."""
     rows = session.execute(
-        sa.select(StateOperator.batch_id, sa.func.sum(StateOperator.num_rows_dropped_by_watermark))
+        sa.select(StateOperator.batch_id, whole_sum(StateOperator.num_rows_dropped_by_watermark))
         .where(StateOperator.query_id == query_id, StateOperator.batch_id.in_(batch_ids))
         .group_by(StateOperator.batch_id)
     )

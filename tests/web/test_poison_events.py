@@ -5,14 +5,21 @@ import json
 
 import pytest
 import sqlalchemy as sa
+import sqlalchemy.orm as so
+
+from monitor.alerts.evaluate import evaluate
+from monitor.alerts.rulefile import load_rules
 
 from monitor.collect.sender import HttpSender
-from monitor.collect.spark_events import PROGRESS, STARTED, TERMINATED, named
+from monitor.collect.spark_events import PROGRESS, STARTED, TERMINATED, named, spark_event
+from monitor.numbers import INT64_MAX
 from monitor.store.engine import create_engine
 from monitor.store.models import Partition, Query, RejectedEvent
+from monitor.store.writes import write_event
 from tests.collector import INGEST_TOKEN, serving_collector
 from tests.helpers import fixture, progress_doc
 
+T0 = 1_795_316_300_000
 HEALTHY = "aaaaaaaa-0000-0000-0000-000000000000"
 LONG_NAMED = "bbbbbbbb-0000-0000-0000-000000000000"
 
@@ -108,3 +115,20 @@ def test_set_aside_events_are_counted_in_the_scrape(client, database_url):
     assert response.status_code == 422
     scrape = client.get("/metrics").get_data(as_text=True)
     assert "\nwmon_rejected_events 2.0\n" in scrape
+
+
+def test_an_absurd_lag_fails_no_read_of_any_query(client, engine):
+    """The issue's probe: two partitions lagging 2^63 - 1 made SQLite's sum() overflow, and
+    the overview, the scrape and the alert rules of every query failed with it."""
+    sources = progress_doc()["sources"]
+    sources[0]["startOffset"] = sources[0]["endOffset"] = {"t": {"0": 0, "1": 0}}
+    sources[0]["latestOffset"] = {"t": {"0": INT64_MAX, "1": INT64_MAX}}
+    write_event(engine, spark_event(batch(LONG_NAMED, 0, sources=sources), None))
+    write_event(engine, spark_event(batch(HEALTHY, 0), None))
+    response = client.get("/api/queries")
+    assert response.status_code == 200
+    assert len(response.get_json()["queries"]) == 2
+    assert client.get("/metrics").status_code == 200
+    assert client.get(f"/api/queries/{LONG_NAMED}").status_code == 200
+    with so.Session(engine, expire_on_commit=False) as session:
+        evaluate(session, load_rules(""), T0)

@@ -121,8 +121,10 @@ def test_a_rewind_fires_and_resolves_once_its_window_has_passed(engine):
     for batch_id, at_s in enumerate([0, 10, 20]):
         starts, ends = [10 * batch_id] * 2, [10 * (batch_id + 1)] * 2
         write(engine, batch_id, at_s, ends=ends, latests=[50, 50], watermark_s=at_s, starts=starts)
-    write(engine, 1, 22, ends=[20, 20], latests=[50, 50], watermark_s=10, starts=[10, 10])
-    write(engine, 2, 23, ends=[30, 30], latests=[50, 50], watermark_s=20, starts=[20, 20])
+    # Restored from the checkpoint of batch 0: a new run reads batches 1 and 2 again.
+    again = dict(latests=[50, 50], run="r2")
+    write(engine, 1, 22, ends=[20, 20], watermark_s=10, starts=[10, 10], **again)
+    write(engine, 2, 23, ends=[30, 30], watermark_s=20, starts=[20, 20], **again)
     fired = run(engine, 24, rules)
     assert sorted(fired) == [
         ("firing", "t/0 went back"),
