@@ -3,7 +3,8 @@ for drivers that cannot reach the store.
 
 Events travel in Spark's own JSON, as the JVM listener sends them, through the same bounded
 buffer as the store writer. Only an outage is retried: the collector unreachable, its store
-unavailable (503), or the token refused (401, 403: a token being changed must not cost data).
+unavailable (503), a proxy or timeout in the way (408, 429, 502, 504), or the token refused
+(401, 403: a token being changed must not cost data).
 The events the collector refused it has set aside itself: a 200 or 422 says how many, and
 they are counted as rejected, never sent again. Any other answer (400, 413, 500, ...) rejects
 the request, whose events are then sent one at a time, so one bad or oversized event costs
@@ -21,8 +22,9 @@ from typing import Any
 from monitor.collect.writer import BufferedWriter, Refusal
 
 INGEST_PATH = "/api/ingest"
-# Answers that mean "not now": the events are sent again until the collector takes them.
-OUTAGES = (401, 403, 503)
+# Answers that mean "not now", not "not these": the events are sent again until the
+# collector takes them (the JVM listener's sender treats the same ones alike).
+OUTAGES = (401, 403, 408, 429, 502, 503, 504)
 # The answer when every event of a request was refused and set aside.
 ALL_REFUSED = 422
 

@@ -1,11 +1,22 @@
 """A stand-in for the collector (`POST /api/ingest`): records every request and answers with
-the status a test sets; it can be stopped and started again on the same port."""
+the status a test sets, or as a test's own function decides; it can be stopped and started
+again on the same port."""
 
 import json
 import threading
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+
+@dataclass
+class Answer:
+    """What the receiver answers to one request."""
+
+    status: int
+    body: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -20,10 +31,12 @@ class Request:
 
 
 class Receiver:
-    """A real HTTP server on 127.0.0.1 in a thread; `status` is what it answers next."""
+    """A real HTTP server on 127.0.0.1 in a thread; `status` is what it answers next, unless
+    `answer` is given: then it decides each answer from the request's events."""
 
-    def __init__(self) -> None:
+    def __init__(self, answer: Callable[[list[dict[str, Any]]], Answer] | None = None) -> None:
         self.status = 200
+        self.answer = answer or self._by_status
         self.requests: list[Request] = []
         self.port = 0
         self._lock = threading.Lock()
@@ -41,15 +54,19 @@ class Receiver:
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 events = json.loads(body)
                 with receiver._lock:
-                    status = receiver.status
+                    answer = receiver.answer(events)
                     receiver.requests.append(
-                        Request(self.path, dict(self.headers), events, status, len(body))
+                        Request(self.path, dict(self.headers), events, answer.status, len(body))
                     )
-                answer = {"stored": len(events)} if status < 300 else {"error": "bad event"}
-                data = json.dumps(answer).encode()
-                self.send_response(status)
+                data = json.dumps(answer.body).encode()
+                self.send_response(answer.status)
+                for name, value in answer.headers.items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
+                # The server closes each connection (HTTP/1.0): said, so that the listener's
+                # client does not post again on it and count a retry nobody asked for.
+                self.send_header("Connection", "close")
                 self.end_headers()
                 self.wfile.write(data)
 
@@ -61,6 +78,12 @@ class Receiver:
         self.port = self._server.server_address[1]
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
+
+    def _by_status(self, events: list[dict[str, Any]]) -> Answer:
+        """`status`, with the collector's count of stored events, or an error."""
+        if self.status < 300:
+            return Answer(self.status, {"stored": len(events)})
+        return Answer(self.status, {"error": "bad event"})
 
     def stop(self) -> None:
         """Stop answering: connections are refused until start()."""

@@ -1,21 +1,23 @@
 """The JVM listener (`jvm/`, wmon.spark.WatermarkListener) in the shared SparkSession, posting
 to real HTTP receivers: Spark's event-log form, headers, outages, overflow, rejection and
 settings. One small streaming query feeds every listener at once, each with its own receiver
-in its own state, to keep Spark's time short."""
+in its own state, to keep Spark's time short; the collector's answers (what is retried, what
+is rejected) are tested with idle events, with no query at all."""
 
 import json
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.helpers import wait_until
-from tests.jvm.receiver import Receiver
+from tests.jvm.receiver import Answer, Receiver
 
 pytestmark = pytest.mark.spark
 
@@ -363,3 +365,167 @@ def test_a_long_queue_goes_out_in_requests_under_one_mebibyte(spark: Any) -> Non
     finally:
         listener.close()
         receiver.stop()
+
+
+# The collector's answers: what is sent again and what is rejected. Each test posts idle events
+# (no query) to a receiver that answers as the test decides.
+
+Answering = Callable[[list[dict[str, Any]]], Answer]
+
+
+@pytest.fixture
+def answering(spark: Any) -> Iterator[Callable[..., tuple[Receiver, Any]]]:
+    """Make a receiver that answers as a function decides, and a listener posting to it."""
+    made: list[tuple[Receiver, Any]] = []
+
+    def make(answer: Answering, settings: dict[str, str] = FAST) -> tuple[Receiver, Any]:
+        receiver = Receiver(answer).start()
+        made.append((receiver, new_listener(spark, receiver.url, settings)))
+        return made[-1]
+
+    yield make
+    for receiver, listener in made:
+        listener.close()
+        receiver.stop()
+
+
+def post_idle(spark: Any, listener: Any, count: int) -> list[str]:
+    """Queue `count` new idle events on `listener`; their ids, in order."""
+    events = [idle_event(spark) for _ in range(count)]
+    for event in events:
+        listener.onQueryIdle(event)
+    return [event.id().toString() for event in events]
+
+
+def answered_for(listener: Any, count: int) -> dict[str, int]:
+    """The listener's stats once `count` events are delivered or rejected (10 s at most)."""
+
+    def settled() -> dict[str, int] | None:
+        counts = stats(listener)
+        done = counts["delivered"] + counts["rejected"] == count and counts["pending"] == 0
+        return counts if done else None
+
+    return wait_until(settled, 10, f"{count} events delivered or rejected")
+
+
+def sent(receiver: Receiver) -> list[str]:
+    """The ids of every event posted, as often as it was posted, in order."""
+    return [e["id"] for r in receiver.all_requests() for e in r.events]
+
+
+def stored(events: list[dict[str, Any]], bad: list[int]) -> Answer:
+    """The collector's 200: the events at `bad` were rejected (set aside), the rest stored."""
+    errors = [{"event": i, "error": "the watermark is not a time"} for i in bad]
+    body = {"stored": len(events) - len(bad), "ignored": 0, "rejected": len(bad)}
+    return Answer(200, body | {"errors": errors})
+
+
+@pytest.mark.parametrize("status", [500, 404], ids=["server-error", "not-found"])
+def test_a_refused_event_is_rejected_once_and_the_rest_arrive(
+    spark: Any, answering: Callable[..., tuple[Receiver, Any]], status: int
+) -> None:
+    bad: list[str] = []
+
+    def answer(events: list[dict[str, Any]]) -> Answer:
+        if any(e["id"] in bad for e in events):
+            return Answer(status, {"error": "cannot store a batch id of -1"})
+        return stored(events, [])
+
+    receiver, listener = answering(answer, {**FAST, "spark.wmon.batchSize": "1"})
+    bad.extend(post_idle(spark, listener, 1))
+    later = post_idle(spark, listener, 4)
+    counts = answered_for(listener, 5)
+    assert [e["id"] for e in receiver.delivered()] == later
+    assert sent(receiver) == bad + later  # the refused one once, not again
+    assert (counts["rejected"], counts["delivered"], counts["retries"]) == (1, 4, 0)
+    assert listener.lastRejection() == f"answered {status} (cannot store a batch id of -1)"
+
+
+def test_events_the_collector_sets_aside_are_rejected_and_not_sent_again(
+    spark: Any, answering: Callable[..., tuple[Receiver, Any]]
+) -> None:
+    bad: list[str] = []
+
+    def answer(events: list[dict[str, Any]]) -> Answer:
+        return stored(events, [i for i, e in enumerate(events) if e["id"] in bad])
+
+    receiver, listener = answering(answer)
+    first = post_idle(spark, listener, 1)
+    bad.extend(post_idle(spark, listener, 1))
+    rest = post_idle(spark, listener, 2)
+    counts = answered_for(listener, 4)
+    assert sent(receiver) == first + bad + rest
+    assert (counts["rejected"], counts["delivered"], counts["retries"]) == (1, 3, 0)
+    assert listener.lastRejection().endswith(": the watermark is not a time")
+
+
+def test_a_request_refused_as_invalid_rejects_all_its_events(
+    spark: Any, answering: Callable[..., tuple[Receiver, Any]]
+) -> None:
+    def answer(events: list[dict[str, Any]]) -> Answer:
+        errors = [{"event": i, "error": "not a streaming query event"} for i in range(len(events))]
+        body = {"stored": 0, "ignored": 0, "rejected": len(events), "errors": errors}
+        return Answer(422, body)
+
+    receiver, listener = answering(answer)
+    ids = post_idle(spark, listener, 3)
+    counts = answered_for(listener, 3)
+    assert sent(receiver) == ids
+    assert (counts["rejected"], counts["delivered"], counts["retries"]) == (3, 0, 0)
+    assert listener.lastRejection() == "answered 422 (event 0: not a streaming query event)"
+
+
+def test_an_outage_is_retried_as_long_as_retry_after_asks_up_to_the_longest_backoff(
+    spark: Any, answering: Callable[..., tuple[Receiver, Any]]
+) -> None:
+    unavailable = {"error": "the store cannot be used"}
+    refused = {"error": "the token is not valid"}
+    script = [
+        Answer(503, unavailable, {"Retry-After": "1"}),
+        Answer(401, refused),  # a token being rotated: retried, not rejected
+        Answer(403, refused),
+        Answer(503, unavailable, {"Retry-After": "3600"}),  # capped by maxBackoffMs
+    ]
+    times: list[float] = []
+
+    def answer(events: list[dict[str, Any]]) -> Answer:
+        times.append(time.monotonic())
+        return script.pop(0) if script else stored(events, [])
+
+    receiver, listener = answering(answer, {"spark.wmon.maxBackoffMs": "1500"})
+    ids = post_idle(spark, listener, 3)
+    counts = answered_for(listener, 3)
+    assert [e["id"] for e in receiver.delivered()] == ids
+    statuses = [r.status for r in receiver.all_requests()]
+    assert statuses[:5] == [503, 401, 403, 503, 200] and set(statuses[5:]) <= {200}
+    assert (counts["delivered"], counts["rejected"], counts["retries"]) == (3, 0, 4)
+    waits = [later - earlier for earlier, later in pairwise(times)]
+    assert waits[0] >= 0.95  # Retry-After: 1, though the backoff was 100 ms
+    assert waits[1] < 0.9 and waits[2] < 0.9  # no Retry-After: the backoff, 200 and 400 ms
+    assert 1.45 <= waits[3] < 3  # Retry-After: 3600, capped at 1.5 s
+
+
+def test_a_request_too_large_goes_again_smaller_until_one_event_is_rejected(
+    spark: Any, answering: Callable[..., tuple[Receiver, Any]]
+) -> None:
+    big: list[str] = []
+
+    def answer(events: list[dict[str, Any]]) -> Answer:
+        if any(e["id"] in big for e in events):
+            return Answer(413, {"error": "the request body is too large"})
+        return stored(events, [])
+
+    receiver, listener = answering(answer)
+    receiver.stop()  # so that the four events go out in one request
+    first = post_idle(spark, listener, 1)
+    big.extend(post_idle(spark, listener, 1))
+    rest = post_idle(spark, listener, 2)
+    receiver.start()
+    counts = answered_for(listener, 4)
+    requests = receiver.all_requests()
+    assert (len(requests[0].events), requests[0].status) == (4, 413)
+    assert [e["id"] for e in receiver.delivered()] == first + rest
+    last_big = [r for r in requests if any(e["id"] in big for e in r.events)][-1]
+    assert (len(last_big.events), last_big.status) == (1, 413)
+    assert (counts["rejected"], counts["delivered"]) == (1, 3)
+    assert listener.lastRejection().startswith("event too large: answered 413")

@@ -14,6 +14,7 @@ import java.util.Map;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import wmon.spark.CollectorAnswer.Fate;
 
 /**
  * A bounded queue of events and the one daemon thread that renders them as event-log lines and
@@ -24,13 +25,16 @@ import org.slf4j.LoggerFactory;
  * <p>An event is rendered once, by this thread, outside the lock {@link #offer} takes, when a
  * request first needs it. One whose rendering fails is taken out of the queue, logged once and
  * counted in {@code failures}; the thread goes on with the next.
+ *
+ * <p>Only an outage is retried ({@link CollectorAnswer}): events the collector refuses are
+ * counted in {@code rejected} and never sent again, so they cannot hold back those behind them.
  */
 final class Sender implements Runnable {
     private static final Logger LOG = LoggerFactory.getLogger(Sender.class);
     private static final long FIRST_BACKOFF_MS = 100;
     /** Requests stay well under the collector's 16 MiB limit (a character is 1-3 bytes). */
     private static final int MAX_BODY_CHARS = 1 << 20;
-    /** An event the collector could never accept (413 forever) is rejected here instead. */
+    /** A request the collector could never accept (413 forever) is not sent. */
     private static final int MAX_BODY_BYTES = 15 << 20;
     private static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(30);
 
@@ -46,8 +50,6 @@ final class Sender implements Runnable {
         }
     }
 
-    private enum Outcome { DELIVERED, REJECTED, RETRY }
-
     private final Settings settings;
     private final HttpClient http;
     private final Thread thread;
@@ -57,6 +59,9 @@ final class Sender implements Runnable {
     private long inFlightLast = -1;
     /** Dropped from the queue while being posted: dropped only if that post fails. */
     private long droppedInFlight;
+    /** After a 413, the events up to this sequence number go in requests of smallerSize. */
+    private long smallerUntil = -1;
+    private int smallerSize;
     private long queued;
     private long delivered;
     private long dropped;
@@ -169,10 +174,12 @@ final class Sender implements Runnable {
                     inFlightLast = batch.get(batch.size() - 1).seq;
                     droppedSoFar = dropped;
                 }
-                Outcome outcome = post(batch, droppedSoFar);
-                settle(batch, outcome);
-                if (outcome == Outcome.RETRY) {
-                    Thread.sleep(backoffMs);
+                CollectorAnswer answer = post(batch, droppedSoFar);
+                settle(batch, answer);
+                if (answer.fate() == Fate.RETRY) {
+                    // At least as long as Retry-After asks, at most the longest backoff.
+                    long waitMs = Math.max(backoffMs, answer.waitMs());
+                    Thread.sleep(Math.min(waitMs, settings.maxBackoffMs));
                     backoffMs = Math.min(backoffMs * 2, settings.maxBackoffMs);
                 } else {
                     backoffMs = FIRST_BACKOFF_MS;
@@ -226,18 +233,20 @@ final class Sender implements Runnable {
     }
 
     /**
-     * The oldest rendered events, up to batchSize of them and about MAX_BODY_CHARS (at least
-     * one, unless the oldest is not rendered yet).
+     * The oldest rendered events, up to batchSize of them (fewer again after a 413) and about
+     * MAX_BODY_CHARS (at least one, unless the oldest is not rendered yet).
      */
     private List<Entry> head() {
         List<Entry> batch = new ArrayList<>();
+        boolean smaller = !queue.isEmpty() && queue.peekFirst().seq <= smallerUntil;
+        int size = smaller ? smallerSize : settings.batchSize;
         long chars = 0;
         for (Entry entry : queue) {
             if (entry.json == null) {
                 break;
             }
             chars += entry.json.length() + 1;
-            if (batch.size() == settings.batchSize || (!batch.isEmpty() && chars > MAX_BODY_CHARS)) {
+            if (batch.size() == size || (!batch.isEmpty() && chars > MAX_BODY_CHARS)) {
                 break;
             }
             batch.add(entry);
@@ -245,10 +254,12 @@ final class Sender implements Runnable {
         return batch;
     }
 
-    private Outcome post(List<Entry> batch, long droppedSoFar) throws InterruptedException {
+    private CollectorAnswer post(List<Entry> batch, long droppedSoFar)
+            throws InterruptedException {
         byte[] body = body(batch);
         if (body.length > MAX_BODY_BYTES) {
-            return rejectedHere(body.length);
+            return logged(CollectorAnswer.tooLarge(batch.size(), "a request of " + body.length
+                    + " bytes is larger than the collector accepts"), batch.size());
         }
         HttpRequest.Builder request = HttpRequest.newBuilder(settings.ingestUri)
                 .timeout(REQUEST_TIMEOUT)
@@ -259,67 +270,62 @@ final class Sender implements Runnable {
         if (settings.token != null) {
             request.header("Authorization", "Bearer " + settings.token);
         }
+        CollectorAnswer answer;
         try {
             HttpResponse<String> response =
                     http.send(request.build(), HttpResponse.BodyHandlers.ofString());
-            return answered(response.statusCode(), response.body(), batch.size());
+            String retryAfter = response.headers().firstValue("Retry-After").orElse(null);
+            answer = CollectorAnswer.of(
+                    response.statusCode(), response.body(), retryAfter, batch.size());
         } catch (java.io.IOException e) {
-            return failed("cannot reach " + settings.ingestUri + ": " + e);
+            answer = CollectorAnswer.unreachable("cannot be reached (" + e + ")");
         }
+        return logged(answer, batch.size());
     }
 
-    private Outcome answered(int status, String message, int events) {
-        if (status >= 200 && status < 300) {
-            if (lastFailure != null) {
-                LOG.info("wmon: delivering to {} again", settings.ingestUri);
-                lastFailure = null;
+    /**
+     * Log an outage once, not at every retry, until the collector answers again or the reason
+     * changes; and every answer that rejects events.
+     */
+    private CollectorAnswer logged(CollectorAnswer answer, int events) {
+        if (answer.fate() == Fate.RETRY) {
+            if (!answer.reason().equals(lastFailure)) {
+                LOG.warn("wmon: {} {}; retrying", settings.ingestUri, answer.reason());
+                lastFailure = answer.reason();
             }
-            return Outcome.DELIVERED;
+            return answer;
         }
-        if (status == 400) {
-            String reason = message.length() > 500 ? message.substring(0, 500) + "..." : message;
-            LOG.warn("wmon: {} rejected {} events (not retried): {}",
-                    settings.ingestUri, events, reason);
-            synchronized (this) {
-                lastRejection = reason;
-            }
-            return Outcome.REJECTED;
+        if (answer.fate() == Fate.TAKEN && lastFailure != null) {
+            LOG.info("wmon: {} answers again", settings.ingestUri);
+            lastFailure = null;
         }
-        return failed(settings.ingestUri + " answered " + status + "; retrying");
+        if (answer.rejected() > 0) {
+            LOG.warn("wmon: {}: {} of {} events rejected (not sent again): {}",
+                    settings.ingestUri, answer.rejected(), events, answer.reason());
+        }
+        return answer;
     }
 
-    /** Log a failure once, not at every retry, until delivery works again or it changes. */
-    private Outcome failed(String reason) {
-        if (!reason.equals(lastFailure)) {
-            LOG.warn("wmon: {}", reason);
-            lastFailure = reason;
-        }
-        return Outcome.RETRY;
-    }
-
-    private Outcome rejectedHere(int bytes) {
-        LOG.warn("wmon: an event of {} bytes is larger than the collector accepts: not sent", bytes);
-        synchronized (this) {
-            lastRejection = "event too large: " + bytes + " bytes";
-        }
-        return Outcome.REJECTED;
-    }
-
-    private synchronized void settle(List<Entry> batch, Outcome outcome) {
+    private synchronized void settle(List<Entry> batch, CollectorAnswer answer) {
         long last = inFlightLast;
         inFlightLast = -1;
-        if (outcome == Outcome.RETRY) {
-            retries++;
-            dropped += droppedInFlight;
-        } else {
+        if (answer.fate() == Fate.TAKEN) {
             // Events dropped from the queue during the post were answered for all the same.
-            if (outcome == Outcome.DELIVERED) {
-                delivered += batch.size();
-            } else {
-                rejected += batch.size();
+            delivered += batch.size() - answer.rejected();
+            rejected += answer.rejected();
+            if (answer.rejected() > 0) {
+                lastRejection = answer.reason();
             }
             while (!queue.isEmpty() && queue.peekFirst().seq <= last) {
                 queue.pollFirst();
+            }
+        } else {
+            // The same events go again: those dropped from the queue meanwhile are lost.
+            retries++;
+            dropped += droppedInFlight;
+            if (answer.fate() == Fate.SMALLER) {
+                smallerUntil = Math.max(smallerUntil, last);
+                smallerSize = Math.max(1, batch.size() / 2);
             }
         }
         droppedInFlight = 0;

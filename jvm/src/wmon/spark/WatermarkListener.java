@@ -132,7 +132,8 @@ public class WatermarkListener extends StreamingQueryListener {
 
     /**
      * Counters since the start: queued, delivered, dropped (queue full, or left at close),
-     * rejected (by the collector, 400), retries (failed posts), pending (in the queue now),
+     * rejected (refused by the collector as invalid, or too large: never sent again), retries
+     * (posts whose events go again: an outage, or a 413 of several), pending (in the queue now),
      * failures (callbacks that could not queue their event, and queued events whose JSON the
      * sender's thread could not render: neither is sent) and callbacks.
      */
@@ -157,7 +158,7 @@ public class WatermarkListener extends StreamingQueryListener {
         return settings.warnings;
     }
 
-    /** The collector's message for the last request it rejected (400), or null. */
+    /** Why the last events were rejected (the collector's message, cut), or null. */
     public String lastRejection() {
         return sender == null ? null : sender.lastRejection();
     }
