@@ -32,6 +32,7 @@ from monitor.store.latest import (
 )
 from monitor.store.rejected import count_rejected
 from web import db
+from web.errors import RETRY_AFTER_S
 
 bp = Blueprint("metrics", __name__)
 
@@ -319,7 +320,9 @@ def metrics() -> Response:
         own_families(False, 0, None, None, now_ms, families)
         reason = " ".join(unusable(error).split())
         body = f"# wmon: {reason}\n".encode() + _render(families)
-        return Response(body, status=503, content_type=CONTENT_TYPE_LATEST)
+        response = Response(body, status=503, content_type=CONTENT_TYPE_LATEST)
+        response.headers["Retry-After"] = str(RETRY_AFTER_S)
+        return response
     query_families(states, now_ms, families)
     alert_family(counts, families)
     own_families(True, len(states), evaluated_ms, rejected, now_ms, families)

@@ -1,5 +1,10 @@
 """Writers to one query take turns, on both stores: a group of events reads its queries'
-latest state and writes after it, so two groups of one query must not interleave."""
+latest state and writes after it, so two groups of one query must not interleave.
+
+No writer waits without end: a lock held elsewhere (another writer, an operator's LOCK
+TABLE, a long migration) or a statement that hangs fails the write after a bound, as a store
+that is unavailable for now, and the write is retried whole.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,12 @@ from collections.abc import Iterable
 
 import sqlalchemy as sa
 import sqlalchemy.orm as so
+
+
+# How long a write waits for a lock, and how long one statement may run, on PostgreSQL; on
+# SQLite the busy timeout (store.engine) bounds the wait for the write lock alike.
+LOCK_TIMEOUT_MS = 5_000
+STATEMENT_TIMEOUT_MS = 30_000
 
 
 def _key(query_id: str) -> int:
@@ -28,6 +39,8 @@ def take_turn(session: so.Session, query_ids: Iterable[str]) -> None:
     if connection.dialect.name == "sqlite":
         connection.exec_driver_sql("BEGIN IMMEDIATE")
         return
+    connection.exec_driver_sql(f"SET LOCAL lock_timeout = {int(LOCK_TIMEOUT_MS)}")
+    connection.exec_driver_sql(f"SET LOCAL statement_timeout = {int(STATEMENT_TIMEOUT_MS)}")
     keys = sorted({_key(query_id) for query_id in query_ids})
     if keys:
         connection.execute(

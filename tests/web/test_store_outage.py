@@ -93,6 +93,7 @@ def test_every_route_answers_503_with_the_reason_while_the_store_is_away(sqlite_
         body = BODIES.get((method, path))
         response = client.open(path, method=method, headers=AUTH, json=body)
         assert response.status_code == 503, (method, path, response.status_code)
+        assert response.headers.get("Retry-After") == "5", (method, path)
         text = response.get_data(as_text=True)
         assert f"no store at {sqlite_store}" in text, (method, path, text)
         if path.startswith("/api/"):
