@@ -144,10 +144,17 @@ class _Group:
     def query_row(self, query_id: str, run_id: str, at_ms: int) -> Query:
         """The query's row, as read ahead, or a new one, active since `at_ms`."""
         if query_id not in self._queries:
-            query = Query(id=query_id, run_id=run_id, status=ACTIVE, updated_at_ms=at_ms)
+            query = Query(
+                id=query_id, run_id=run_id, status=ACTIVE, updated_at_ms=self.trusted(at_ms)
+            )
             self.session.add(query)
             self._queries[query_id] = query
         return self._queries[query_id]
+
+    def trusted(self, at_ms: int) -> int:
+        """A time the job claims, but never later than the write that stores it: a driver
+        whose clock runs ahead must not look alive after it has gone silent."""
+        return min(at_ms, self.stored_at_ms)
 
     def run_row(self, query_id: str, run_id: str) -> Run:
         """The run's row, as read ahead, or a new one."""
@@ -292,7 +299,8 @@ def _started(event: QueryStarted, group: _Group) -> None:
     run.began_at_ms = _earlier(run.began_at_ms, event.timestamp_ms)
     if group.is_current(query, run):
         query.name, query.run_id, query.status = event.name, event.run_id, ACTIVE
-        query.started_at_ms = query.updated_at_ms = event.timestamp_ms
+        query.started_at_ms = event.timestamp_ms
+        query.updated_at_ms = group.trusted(event.timestamp_ms)
         query.terminated_at_ms = query.exception = query.error_class = None
 
 
@@ -301,7 +309,7 @@ def _idle(event: QueryIdle, group: _Group) -> None:
     query = group.query_row(event.query_id, event.run_id, event.timestamp_ms)
     if query.run_id == event.run_id and query.status == ACTIVE:
         query.status = IDLE
-    query.updated_at_ms = max(query.updated_at_ms, event.timestamp_ms)
+    query.updated_at_ms = max(query.updated_at_ms, group.trusted(event.timestamp_ms))
     group.run_row(event.query_id, event.run_id).last_idle_at_ms = event.timestamp_ms
 
 
@@ -310,7 +318,8 @@ def _terminated(event: QueryTerminated, group: _Group) -> None:
     query = group.query_row(event.query_id, event.run_id, event.timestamp_ms)
     if query.run_id == event.run_id:
         query.status = FAILED if event.exception else TERMINATED
-        query.terminated_at_ms = query.updated_at_ms = event.timestamp_ms
+        query.terminated_at_ms = event.timestamp_ms
+        query.updated_at_ms = group.trusted(event.timestamp_ms)
         query.exception, query.error_class = event.exception, event.error_class
     run = group.run_row(event.query_id, event.run_id)
     run.terminated_at_ms = event.timestamp_ms
@@ -365,7 +374,7 @@ def _batch(event: BatchProgress, group: _Group) -> None:
     query.last_batch_id = None if newest is None else newest["batch_id"]
     if run.terminated_at_ms is None and group.is_current(query, run):
         query.run_id, query.status, query.name = event.run_id, ACTIVE, event.name
-    query.updated_at_ms = max(query.updated_at_ms, event.batch_time_ms)
+    query.updated_at_ms = max(query.updated_at_ms, group.trusted(event.batch_time_ms))
 
 
 _NOT_BATCH_COLUMNS = ("query_id", "name", "operators", "sources", "event_times")

@@ -1,14 +1,19 @@
 """Evaluation over the store: alerts fire once, wait for `for`, resolve, obey the rules file."""
 
+import time
+
+import pytest
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.alerts.evaluate import evaluate
 from monitor.alerts.rulefile import load_rules
+from monitor.collect.progress import parse_progress
 from monitor.events import QueryStarted, QueryTerminated
-from monitor.store.models import AlertEvent, AlertRow
+from monitor.store.models import AlertEvent, AlertRow, Query
 from monitor.store.writes import write_event
-from tests.monitor.store.test_health_flags import EPOCH, QUERY, write
+from tests.helpers import progress_doc
+from tests.monitor.store.test_health_flags import EPOCH, QUERY, stamp, write
 
 DEFAULTS = load_rules("")
 
@@ -133,3 +138,21 @@ def test_a_rewind_fires_and_resolves_once_its_window_has_passed(engine):
     ], "the rewind shows in a batch that is no longer the latest"
     assert run(engine, 32, rules) == []
     assert len(run(engine, 33, rules)) == 3, "resolved 10 s after the rewound batch"
+
+
+@pytest.mark.parametrize(
+    "timestamp",
+    [lambda now: stamp(now + 86_400_000), lambda now: "9999-12-31T23:59:59.999Z"],
+    ids=["a-day-ahead", "year-9999"],
+)
+def test_a_driver_whose_clock_ran_ahead_still_goes_silent(engine, timestamp):
+    """The issue's probe: one batch a day ahead, then the driver died; the query looked
+    healthy and no_progress never fired."""
+    now = int(time.time() * 1000)
+    doc = progress_doc(id=QUERY, runId="r", batchId=0, timestamp=timestamp(now))
+    write_event(engine, parse_progress(doc))
+    with so.Session(engine) as session:
+        assert session.get_one(Query, QUERY).updated_at_ms <= int(time.time() * 1000)
+    with so.Session(engine, expire_on_commit=False) as session:
+        fired = evaluate(session, DEFAULTS, now + 6 * 60_000)
+    assert ("firing", "no progress") in [(e.transition, e.message.split(" for ")[0]) for e in fired]
