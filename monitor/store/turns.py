@@ -14,7 +14,6 @@ from collections.abc import Iterable
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-
 # How long a write waits for a lock, and how long one statement may run, on PostgreSQL; on
 # SQLite the busy timeout (store.engine) bounds the wait for the write lock alike.
 LOCK_TIMEOUT_MS = 5_000

@@ -9,7 +9,6 @@ import sqlalchemy.orm as so
 
 from monitor.alerts.evaluate import evaluate
 from monitor.alerts.rulefile import load_rules
-
 from monitor.collect.sender import HttpSender
 from monitor.collect.spark_events import PROGRESS, STARTED, TERMINATED, named, spark_event
 from monitor.numbers import INT64_MAX
