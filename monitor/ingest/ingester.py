@@ -4,7 +4,9 @@ Every file is read from where the store says it was read up to; the events of ea
 lines are stored in the same transaction as the position after them, so a killed and
 restarted ingest neither skips nor repeats a line. Times come from the log itself: a terminated
 event, which carries none, happened at the log's clock, the latest time its events had shown.
-A run the log shows running when its application ends ends with it (Spark logs no end for it).
+A run the log shows running when its application ends ends with it (Spark logs no end for it);
+which runs an application's log showed is kept in the store, so that holds for a new ingest
+process too.
 
 A line that is not JSON, not a Spark event, or a streaming event that cannot be read is
 reported with its file and line and skipped; a file that cannot be read is reported and left;
@@ -31,7 +33,7 @@ from monitor.ingest.logfiles import Application, LogError, LogFile, discover
 from monitor.ingest.reader import LogLine, LogReader, Position
 from monitor.store.engine import error_reason
 from monitor.store.models import LogPosition
-from monitor.store.positions import ReadPosition, save_position, stored_positions
+from monitor.store.positions import ReadPosition, running_runs, save_position, stored_positions
 from monitor.store.writes import Written, write_events
 
 log = logging.getLogger(__name__)
@@ -142,7 +144,10 @@ class Ingester:
                     LogPosition.app_id == application.app_id
                 )
             ).one()
-        return _AppState(application, clocks[1], read_before=clocks[0] > 0)
+        state = _AppState(application, clocks[1], read_before=clocks[0] > 0)
+        if state.read_before:
+            state.running = running_runs(self._engine, application.app_id)
+        return state
 
     def _read_application(self, state: _AppState) -> None:
         """Read each file in order; a file still being written ends the application's turn."""
@@ -205,7 +210,7 @@ class Ingester:
         position = ReadPosition(
             file.key, file.url, state.application.app_id, end.offset, end.line, state.clock_ms
         )
-        self._write([event for _, event in numbered], position, file, numbered)
+        self._write(position, file, numbered)
         self.totals.lines += len(lines)
         self.totals.events += len(numbered)
 
@@ -230,26 +235,27 @@ class Ingester:
         return [] if event is None else [event]
 
     def _write(
-        self,
-        events: list[Event],
-        position: ReadPosition,
-        file: LogFile,
-        numbered: list[tuple[int, Event]],
+        self, position: ReadPosition, file: LogFile, numbered: list[tuple[int, Event]]
     ) -> None:
-        """Store events and position together; if the store rejects the group, each event
-        alone, so one it cannot hold is reported and the rest are kept."""
-        error = self._retrying(events, position)
+        """Store events and position (with the runs they belong to) together; if the store
+        rejects the group, each event alone, so one it cannot hold is reported and the rest
+        are kept."""
+        events = [event for _, event in numbered]
+        runs = {event.run_id for event in events}
+        error = self._retrying(events, position, runs)
         if error is None:
             return
         for number, event in numbered:
             if self._retrying([event], None) is not None:
                 self._problem(f"{file.url}:{number}: not stored: {error_reason(error)}")
-        self._retrying([], position)
+        self._retrying([], position, runs)
 
-    def _retrying(self, events: list[Event], position: ReadPosition | None) -> Exception | None:
+    def _retrying(
+        self, events: list[Event], position: ReadPosition | None, runs: Iterable[str] = ()
+    ) -> Exception | None:
         """Write, waiting out a store that is unavailable; the error if it rejects them."""
         backoff, waiting = 0.05, False
-        also = None if position is None else _saving(position)
+        also = None if position is None else _saving(position, runs)
         while True:
             try:
                 write_events(self._engine, events, self._timeouts, also=also)
@@ -273,5 +279,5 @@ class Ingester:
         self._report(message)
 
 
-def _saving(position: ReadPosition) -> Callable[[so.Session, Written], None]:
-    return lambda session, _written: save_position(session, position)
+def _saving(position: ReadPosition, runs: Iterable[str]) -> Callable[[so.Session, Written], None]:
+    return lambda session, _written: save_position(session, position, runs)

@@ -65,6 +65,9 @@ class Run(Base):
     began_at_ms: so.Mapped[int | None] = so.mapped_column(Millis)
     first_batch_id: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
     last_batch_id: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    # The Spark application whose event log `wmon ingest` read the run from (None otherwise):
+    # when that application ends, a run still running ends with it.
+    app_id: so.Mapped[str | None] = so.mapped_column(sa.String(255), index=True)
 
 
 class Batch(Base):

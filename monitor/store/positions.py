@@ -1,4 +1,6 @@
-"""Where `wmon ingest` has read each event log file up to, kept beside the events themselves."""
+"""Where `wmon ingest` has read each event log file up to, and which runs each application's
+log showed running, kept beside the events themselves so that a new ingest process resumes
+with both."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.store.models import LogPosition
+from monitor.store.models import LogPosition, Run
 
 
 @dataclass(frozen=True)
@@ -23,8 +25,16 @@ class ReadPosition:
     clock_ms: int | None
 
 
-def save_position(session: so.Session, position: ReadPosition) -> None:
-    """Store `position` in the session's transaction, replacing the file's earlier one."""
+def save_position(session: so.Session, position: ReadPosition, runs: Iterable[str] = ()) -> None:
+    """Store `position` in the session's transaction, replacing the file's earlier one; the
+    `runs` read up to it are the application's."""
+    ids = sorted(set(runs))
+    for start in range(0, len(ids), 500):
+        session.execute(
+            sa.update(Run)
+            .where(Run.run_id.in_(ids[start : start + 500]), Run.app_id.is_(None))
+            .values(app_id=position.app_id)
+        )
     row = session.get(LogPosition, position.key)
     if row is None:
         row = LogPosition(key=position.key)
@@ -48,3 +58,14 @@ def stored_positions(engine: sa.Engine, keys: Iterable[str]) -> dict[str, ReadPo
                     row.key, row.url, row.app_id, row.bytes_read, row.lines_read, row.clock_ms
                 )
     return found
+
+
+def running_runs(engine: sa.Engine, app_id: str) -> dict[str, str]:
+    """The runs an application's log showed and the store has no end of: run id -> query id."""
+    with so.Session(engine) as session:
+        rows = session.execute(
+            sa.select(Run.run_id, Run.query_id).where(
+                Run.app_id == app_id, Run.terminated_at_ms.is_(None)
+            )
+        )
+        return {run_id: query_id for run_id, query_id in rows}

@@ -278,3 +278,29 @@ def test_a_run_left_running_when_the_application_ends_ends_with_it(event_logs, t
         query = connection.execute(sa.select(Query)).one()
     assert (query.status, query.terminated_at_ms) == ("failed", app_end["Timestamp"])
     assert query.exception == UNSTOPPED
+
+
+def test_a_run_left_running_ends_with_its_application_in_a_later_ingest_too(event_logs, tmp_path):
+    """The issue's probe: ingested while the application ran, then again by a new process
+    after it ended without stopping its query; the query stayed active."""
+    history = tmp_path / "history"
+    shutil.copytree(event_logs.directory("plain", in_progress=True), history)
+    (log,) = history.glob("eventlog_v2_*/events_*")
+    (status,) = history.glob("eventlog_v2_*/appstatus_*.inprogress")
+    lines = [
+        line
+        for line in event_logs.events_file("plain").read_text().splitlines(keepends=True)
+        if "QueryTerminatedEvent" not in line
+    ]
+    end = next(i for i, line in enumerate(lines) if "SparkListenerApplicationEnd" in line)
+    log.write_text("".join(lines[:end]))
+    engine = store(tmp_path / "wmon.db")
+    ingest(engine, history)
+    assert statuses(engine) == ["active"]
+
+    log.write_text("".join(lines))
+    status.rename(status.with_suffix(""))  # the application ended
+    ingest(engine, history)  # a new process: nothing of the first one's memory
+    with engine.connect() as connection:
+        query = connection.execute(sa.select(Query)).one()
+    assert (query.status, query.exception) == ("failed", UNSTOPPED)
