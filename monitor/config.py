@@ -18,6 +18,8 @@ DEFAULT_ALERT_INTERVAL_S = 10
 DEFAULT_FUTURE_TOLERANCE_S = 300
 # How long an ended query's series stay in GET /metrics.
 DEFAULT_METRICS_KEEP_ENDED_S = 3600
+# New queries one sender may create through the collector in an hour (web.budget).
+DEFAULT_NEW_QUERIES_PER_HOUR = 1_000
 # Where `instrument()` measures: the JVM when the session has wmon-spark.jar, else Python.
 OPERATORS = ("auto", "jvm", "python")
 # What WMON_MESSAGE_QUEUE may name: a Redis server, as redis-py reads its URL; the channel
@@ -52,6 +54,7 @@ class Settings:
     operator: str = "auto"
     future_tolerance_s: int = DEFAULT_FUTURE_TOLERANCE_S
     metrics_keep_ended_s: int = DEFAULT_METRICS_KEEP_ENDED_S
+    new_queries_per_hour: int = DEFAULT_NEW_QUERIES_PER_HOUR
     message_queue: str | None = None
     message_queue_channel: str = DEFAULT_MESSAGE_QUEUE_CHANNEL
 
@@ -107,6 +110,9 @@ def load_settings(environ: Mapping[str, str] = os.environ) -> Settings:
         ),
         metrics_keep_ended_s=_whole_number(
             environ, "WMON_METRICS_KEEP_ENDED", DEFAULT_METRICS_KEEP_ENDED_S, 0, 365 * DAY_S
+        ),
+        new_queries_per_hour=_whole_number(
+            environ, "WMON_NEW_QUERIES_PER_HOUR", DEFAULT_NEW_QUERIES_PER_HOUR, 0, 10_000_000
         ),
         message_queue=_message_queue(environ),
         message_queue_channel=environ.get("WMON_MESSAGE_QUEUE_CHANNEL", "").strip()

@@ -13,6 +13,7 @@ from monitor.health.predicates import Timeouts
 from web import (
     alerts_api,
     api,
+    budget,
     collector,
     db,
     errors,
@@ -56,7 +57,9 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     share live push; default: WMON_MESSAGE_QUEUE, else none), MESSAGE_QUEUE_CHANNEL (their
     channel on it; default: WMON_MESSAGE_QUEUE_CHANNEL, else "wmon") and FUTURE_TOLERANCE_S
     (how far ahead of its batch's time a record's event time may be before the diagnosis calls
-    it future-dated; default: WMON_FUTURE_TOLERANCE)."""
+    it future-dated; default: WMON_FUTURE_TOLERANCE) and NEW_QUERIES_PER_HOUR (how many new
+    queries one sender may create through the collector in an hour; default:
+    WMON_NEW_QUERIES_PER_HOUR)."""
     app = Flask(__name__)
     settings = load_settings()
     app.config.from_mapping(
@@ -79,6 +82,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         MESSAGE_QUEUE=settings.message_queue,
         MESSAGE_QUEUE_CHANNEL=settings.message_queue_channel,
         FUTURE_TOLERANCE_S=settings.future_tolerance_s,
+        NEW_QUERIES_PER_HOUR=settings.new_queries_per_hour,
     )
     app.config.update(config or {})
     app.url_map.converters["id"] = IdConverter
@@ -88,6 +92,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     live.init_app(app)
     retention.init_app(app)
     evaluation.init_app(app)
+    budget.init_app(app)
     app.register_blueprint(api.bp)
     app.register_blueprint(alerts_api.bp)
     app.register_blueprint(collector.bp)

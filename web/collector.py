@@ -30,6 +30,7 @@ from monitor.collect.accept import Accepted, accept
 from monitor.numbers import INT64_MAX, NumberError, shown, whole
 from monitor.store.models import Sender
 from web import db
+from web.budget import new_queries
 from web.params import NAME_LENGTH, BadParameter
 from web.tokens import require_token
 
@@ -101,8 +102,9 @@ def ingest() -> tuple[dict[str, Any], int]:
     bookkeeping = None
     if name is not None:
         bookkeeping = functools.partial(note_sender, name=name, now_ms=now_ms, dropped=dropped)
+    admit = functools.partial(new_queries(current_app).admit, name)
     accepted = accept(
-        db.engine(), documents, now_ms, current_app.config["TIMEOUTS"], name, bookkeeping
+        db.engine(), documents, now_ms, current_app.config["TIMEOUTS"], name, bookkeeping, admit
     )
     answer = {
         "stored": accepted.stored,

@@ -20,6 +20,7 @@ from monitor.collect.writer import TRANSIENT_ERRORS
 from monitor.events import Event
 from monitor.health.predicates import Timeouts
 from monitor.store.engine import error_reason
+from monitor.store.reads import stored_query_ids
 from monitor.store.rejected import set_aside
 from monitor.store.writes import Written, write_events
 
@@ -42,6 +43,8 @@ class Accepted:
 
 # A caller's own bookkeeping, written in the transaction that sets the refused events aside.
 Bookkeeping = Callable[[so.Session, "Accepted"], None]
+# How many of so many new queries (the first the events name) may be created now.
+Admit = Callable[[int], int]
 
 
 def accept(
@@ -51,10 +54,11 @@ def accept(
     timeouts: Timeouts,
     origin: str | None = None,
     bookkeeping: Bookkeeping | None = None,
+    admit: Admit | None = None,
 ) -> Accepted:
     """Store the events of Spark's JSON `documents`; set aside (from `origin`) any that cannot
-    be read or stored. Raises one of TRANSIENT_ERRORS, having set nothing aside, while the
-    store cannot be reached."""
+    be read or stored, and those of new queries past what `admit` lets be created. Raises one
+    of TRANSIENT_ERRORS, having set nothing aside, while the store cannot be reached."""
     accepted = Accepted()
     readable: list[tuple[int, Event]] = []
     refused: list[tuple[Any, str]] = []
@@ -69,6 +73,8 @@ def accept(
             accepted.ignored += 1
         else:
             readable.append((index, event))
+    if admit is not None:
+        readable = _within_budget(engine, readable, admit, documents, accepted, refused)
     try:
         accepted.add(write_events(engine, [event for _, event in readable], timeouts))
     except TRANSIENT_ERRORS:
@@ -86,6 +92,36 @@ def accept(
             bookkeeping(session, accepted)
     accepted.refused.sort()
     return accepted
+
+
+def _within_budget(
+    engine: sa.Engine,
+    readable: list[tuple[int, Event]],
+    admit: Admit,
+    documents: Sequence[Any],
+    accepted: Accepted,
+    refused: list[tuple[Any, str]],
+) -> list[tuple[int, Event]]:
+    """The events to write: those of known queries, and of as many new ones as `admit` lets
+    be created; the others are refused."""
+    with so.Session(engine) as session:
+        known = stored_query_ids(session, [event.query_id for _, event in readable])
+    new = list(dict.fromkeys(e.query_id for _, e in readable if e.query_id not in known))
+    admitted = set(new[: admit(len(new))])
+    kept = []
+    for index, event in readable:
+        if event.query_id in known or event.query_id in admitted:
+            kept.append((index, event))
+        else:
+            accepted.refused.append((index, TOO_MANY_NEW_QUERIES))
+            refused.append((documents[index], TOO_MANY_NEW_QUERIES))
+    return kept
+
+
+TOO_MANY_NEW_QUERIES = (
+    "this sender created as many new queries this hour as it may "
+    "(WMON_NEW_QUERIES_PER_HOUR); replay later with `wmon rejected --replay`"
+)
 
 
 def _write_alone(

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 import sqlalchemy.orm as so
@@ -63,9 +63,31 @@ def find_query(session: so.Session, ref: str) -> Query:
 IN_CHUNK = 500
 
 
-def chunks(keys: Sequence[str], size: int = IN_CHUNK) -> list[list[str]]:
+Key = TypeVar("Key")
+
+
+def chunks(keys: Sequence[Key], size: int = IN_CHUNK) -> list[list[Key]]:
     """`keys` in lists short enough for one `IN (...)` on every store."""
     return [list(keys[start : start + size]) for start in range(0, len(keys), size)]
+
+
+def per_query(query_id: sa.ColumnElement[str], values: Mapping[str, int]) -> sa.ColumnElement[int]:
+    """Each query's own value (a bound of its window), as SQL over the column `query_id`: the
+    value itself when the queries share it, so that a store plans it as a constant."""
+    by_value: dict[int, list[str]] = {}
+    for key, value in values.items():
+        by_value.setdefault(value, []).append(key)
+    if len(by_value) == 1:
+        return sa.literal(next(iter(by_value)), sa.BigInteger)
+    return sa.case(*((query_id.in_(keys), value) for value, keys in by_value.items()))
+
+
+def stored_query_ids(session: so.Session, query_ids: Sequence[str]) -> set[str]:
+    """Those of `query_ids` the store has a query of."""
+    found: set[str] = set()
+    for chunk in chunks(sorted(set(query_ids))):
+        found.update(session.scalars(sa.select(Query.id).where(Query.id.in_(chunk))))
+    return found
 
 
 def newest_of(
