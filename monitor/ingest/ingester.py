@@ -8,9 +8,10 @@ A run the log shows running when its application ends ends with it (Spark logs n
 which runs an application's log showed is kept in the store, so that holds for a new ingest
 process too.
 
-A line that is not JSON, not a Spark event, or a streaming event that cannot be read is
-reported with its file and line and skipped; a file that cannot be read is reported and left;
-neither stops the other files and applications.
+A line that is not JSON is reported with its file and line and skipped; a Spark event that
+cannot be read, or that the store refuses, is reported and set aside (`wmon rejected`) in the
+transaction of its group; a file that cannot be read is reported and left; none of them stops
+the other files and applications.
 """
 
 from __future__ import annotations
@@ -18,14 +19,21 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.collect.progress import ProgressError
-from monitor.collect.spark_events import event_time_ms, spark_event
+from monitor.collect.spark_events import (
+    TERMINATED,
+    event_time_ms,
+    named,
+    spark_event,
+    timestamp_text,
+)
 from monitor.collect.writer import TRANSIENT_ERRORS
 from monitor.events import BatchProgress, Event, QueryIdle, QueryStarted, QueryTerminated
 from monitor.health.predicates import Timeouts
@@ -34,6 +42,7 @@ from monitor.ingest.reader import LogLine, LogReader, Position
 from monitor.store.engine import error_reason
 from monitor.store.models import LogPosition
 from monitor.store.positions import ReadPosition, running_runs, save_position, stored_positions
+from monitor.store.rejected import set_aside
 from monitor.store.writes import Written, write_events
 
 log = logging.getLogger(__name__)
@@ -200,23 +209,28 @@ class Ingester:
             self._store_lines(state, reader.file, lines)
 
     def _store_lines(self, state: _AppState, file: LogFile, lines: list[LogLine]) -> None:
-        """Turn the lines into events and store them with the position after the last one."""
-        numbered: list[tuple[int, Event]] = []
+        """Turn the lines into events and store them with the position after the last one;
+        the lines refused are set aside with it."""
+        numbered: list[_Read] = []
+        refused: list[_Refused] = []
         for line in lines:
-            for event in self._events(state, file, line):
+            for event, doc in self._events(state, file, line, refused):
                 state.track(event)
-                numbered.append((line.number, event))
+                numbered.append(_Read(line.number, event, doc))
         end = lines[-1].end
         position = ReadPosition(
             file.key, file.url, state.application.app_id, end.offset, end.line, state.clock_ms
         )
-        self._write(position, file, numbered)
+        self._write(position, file, numbered, refused)
         self.totals.lines += len(lines)
         self.totals.events += len(numbered)
 
-    def _events(self, state: _AppState, file: LogFile, line: LogLine) -> list[Event]:
-        """The line's events: its own, if it is one of ours, or at the application's end the
-        ends of the runs Spark left running. Problems are reported and skipped."""
+    def _events(
+        self, state: _AppState, file: LogFile, line: LogLine, refused: list[_Refused]
+    ) -> list[tuple[Event, Any]]:
+        """The line's events with the document each came from: its own, if it is one of ours,
+        or at the application's end the ends of the runs Spark left running. A line that is
+        not JSON is reported and skipped; an event that cannot be read is set aside too."""
         try:
             doc = json.loads(line.text)
         except (ValueError, RecursionError) as error:
@@ -225,37 +239,48 @@ class Ingester:
         try:
             event = spark_event(doc, state.clock_ms)
         except ProgressError as error:
-            self._problem(f"{file.url}:{line.number}: skipped: {error}")
+            self._problem(f"{file.url}:{line.number}: set aside: {error}")
+            refused.append(_Refused(f"{file.url}:{line.number}", doc, str(error)))
             return []
         moment = event_time_ms(doc)
         if moment is not None and (state.clock_ms is None or moment > state.clock_ms):
             state.clock_ms = moment
         if doc.get("Event") == APPLICATION_END and state.clock_ms is not None:
-            return list(state.ended(state.clock_ms))
-        return [] if event is None else [event]
+            return [(end, named(TERMINATED, _document(end))) for end in state.ended(state.clock_ms)]
+        return [] if event is None else [(event, doc)]
 
     def _write(
-        self, position: ReadPosition, file: LogFile, numbered: list[tuple[int, Event]]
+        self,
+        position: ReadPosition,
+        file: LogFile,
+        numbered: list[_Read],
+        refused: list[_Refused],
     ) -> None:
-        """Store events and position (with the runs they belong to) together; if the store
-        rejects the group, each event alone, so one it cannot hold is reported and the rest
-        are kept."""
-        events = [event for _, event in numbered]
+        """Store events and position (with the runs they belong to, and the lines refused)
+        together; if the store rejects the group, each event alone, so one it cannot hold is
+        set aside and the rest are kept."""
+        events = [read.event for read in numbered]
         runs = {event.run_id for event in events}
-        error = self._retrying(events, position, runs)
+        error = self._retrying(events, position, runs, refused)
         if error is None:
             return
-        for number, event in numbered:
-            if self._retrying([event], None) is not None:
-                self._problem(f"{file.url}:{number}: not stored: {error_reason(error)}")
-        self._retrying([], position, runs)
+        for read in numbered:
+            reason = self._retrying([read.event], None)
+            if reason is not None:
+                self._problem(f"{file.url}:{read.line}: set aside: {error_reason(reason)}")
+                refused.append(_Refused(f"{file.url}:{read.line}", read.doc, error_reason(reason)))
+        self._retrying([], position, runs, refused)
 
     def _retrying(
-        self, events: list[Event], position: ReadPosition | None, runs: Iterable[str] = ()
+        self,
+        events: list[Event],
+        position: ReadPosition | None,
+        runs: Iterable[str] = (),
+        refused: Sequence[_Refused] = (),
     ) -> Exception | None:
         """Write, waiting out a store that is unavailable; the error if it rejects them."""
         backoff, waiting = 0.05, False
-        also = None if position is None else _saving(position, runs)
+        also = None if position is None else _saving(position, runs, refused)
         while True:
             try:
                 write_events(self._engine, events, self._timeouts, also=also)
@@ -279,5 +304,43 @@ class Ingester:
         self._report(message)
 
 
-def _saving(position: ReadPosition, runs: Iterable[str]) -> Callable[[so.Session, Written], None]:
-    return lambda session, _written: save_position(session, position, runs)
+@dataclass(frozen=True)
+class _Read:
+    """An event read from a line of a log, with the document it came from."""
+
+    line: int
+    event: Event
+    doc: Any
+
+
+@dataclass(frozen=True)
+class _Refused:
+    """A line's event refused: where it was, its document, why."""
+
+    origin: str
+    doc: Any
+    error: str
+
+
+def _document(end: QueryTerminated) -> dict[str, Any]:
+    """The JSON of Spark's terminated event for a run ended with its application."""
+    return {
+        "id": end.query_id,
+        "runId": end.run_id,
+        "timestamp": timestamp_text(end.timestamp_ms),
+        "exception": end.exception,
+    }
+
+
+def _saving(
+    position: ReadPosition, runs: Iterable[str], refused: Sequence[_Refused]
+) -> Callable[[so.Session, Written], None]:
+    """What is stored with a group's events: the position, its runs, the lines refused."""
+
+    def save(session: so.Session, _written: Written) -> None:
+        save_position(session, position, runs)
+        now_ms = time.time_ns() // 1_000_000
+        for line in refused:
+            set_aside(session, now_ms, line.origin, [(line.doc, line.error)])
+
+    return save

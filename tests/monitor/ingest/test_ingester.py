@@ -17,7 +17,7 @@ from monitor.ingest import ingester as ingester_module
 from monitor.ingest.ingester import UNSTOPPED, Ingester
 from monitor.store.engine import create_engine
 from monitor.store.migrate import upgrade
-from monitor.store.models import Batch, LogPosition, Query
+from monitor.store.models import Batch, LogPosition, Query, RejectedEvent
 from monitor.store.writes import write_events
 from tests.helpers import wait_until
 from tests.monitor.ingest.helpers import read_all
@@ -175,11 +175,20 @@ def test_bad_lines_are_reported_with_file_and_line_and_skipped(event_logs, tmp_p
     url = plain_file.as_uri()
     assert problems == [
         f"{url}:{progress + 1}: skipped: not JSON (Expecting value: line 1 column 1 (char 0))",
-        f"{url}:{progress + 2}: skipped: not a Spark event: it has no 'Event' name",
-        f"{url}:{progress + 3}: skipped: progress field 'batchId' must be int, not 'zero'",
+        f"{url}:{progress + 2}: set aside: not a Spark event: it has no 'Event' name",
+        f"{url}:{progress + 3}: set aside: progress field 'batchId' must be int, not 'zero'",
     ]
     assert statuses(engine) == ["terminated", "terminated"]
     assert len(batches(engine)) == 3 + 2, "only the bad batch 0 is missing"
+    with engine.connect() as connection:
+        aside = connection.execute(
+            sa.select(RejectedEvent.origin, RejectedEvent.document).order_by(RejectedEvent.id)
+        ).all()
+    assert [origin for origin, _ in aside] == [f"{url}:{progress + 2}", f"{url}:{progress + 3}"]
+    assert json.loads(aside[1].document)["progress"]["batchId"] == "zero"
+    assert ingest(engine, history).totals.lines == 0, "set aside once, not again"
+    with engine.connect() as connection:
+        assert connection.scalar(sa.select(sa.func.count()).select_from(RejectedEvent)) == 2
 
     # A broken file is reported once and left; the rest of the history is stored.
     zstd_file.write_bytes(zstd_file.read_bytes()[:-7])
