@@ -18,10 +18,13 @@ from typing import Any
 
 import sqlalchemy as sa
 import sqlalchemy.exc as sa_exc
+import sqlalchemy.orm as so
 
+from monitor.collect.spark_events import spark_event
 from monitor.events import Event
 from monitor.store.engine import error_reason
 from monitor.store.migrate import is_current, upgrade
+from monitor.store.rejected import set_aside
 from monitor.store.writes import write_events
 
 log = logging.getLogger(__name__)
@@ -184,6 +187,7 @@ class BufferedWriter:
         elif len(events) == 1:
             log.error("wmon: could not store %s: %s", type(events[0]).__name__, error)
             self._count_rejected(1, self._describe(error))
+            self._refused(events[0], self._describe(error))
         else:
             # One bad event must not cost the others their place in the store.
             for event in events:
@@ -226,9 +230,16 @@ class BufferedWriter:
             self._rejected += count
             self._last_error = reason
 
+    def _refused(self, item: Any, reason: str) -> None:
+        """What becomes of an item the destination refused, beyond counting it: by default,
+        nothing more (a collector sets refused events aside itself)."""
+
 
 class StoreWriter(BufferedWriter):
-    """Writes submitted events to the store, migrating it first if it is behind."""
+    """Writes submitted events to the store, migrating it first if it is behind. An item is
+    one of Spark's events in its JSON form (as the listener submits them), turned into ours
+    here, or one of ours (a timer snapshot); one that cannot be read or stored is set aside
+    in the store (`wmon rejected`) when it is Spark's JSON, else logged."""
 
     def __init__(
         self,
@@ -245,11 +256,28 @@ class StoreWriter(BufferedWriter):
             self._write_events, capacity, TRANSIENT_ERRORS, group_size, max_backoff, error_reason
         )
 
-    def _write_events(self, events: list[Event]) -> None:
+    def _write_events(self, items: list[Event | dict[str, Any]]) -> None:
         if not self._prepared:
             self._prepare(self._engine)
             self._prepared = True
-        self._write(self._engine, events)
+        events = [_event(item) for item in items]
+        self._write(self._engine, [event for event in events if event is not None])
+
+    def _refused(self, item: Any, reason: str) -> None:
+        if not isinstance(item, dict):
+            return
+        try:
+            with so.Session(self._engine) as session, session.begin():
+                set_aside(
+                    session, time.time_ns() // 1_000_000, "in-process listener", [(item, reason)]
+                )
+        except Exception as error:  # the writer's thread must go on, whatever happened
+            log.error("wmon: could not set the refused event aside: %s", error_reason(error))
+
+
+def _event(item: Event | dict[str, Any]) -> Event | None:
+    """Our event from one of Spark's in its JSON form; one of ours as it is."""
+    return spark_event(item, None) if isinstance(item, dict) else item
 
 
 class _Closing(Exception):

@@ -144,7 +144,8 @@ def attach(
         capacity=capacity,
         write=functools.partial(write_events, timeouts=timeouts),
     )
-    listener = WatermarkListener(writer.submit)
+    # Spark's JSON goes to the writer, which can then set aside what the store refuses.
+    listener = WatermarkListener(writer.submit, forward_json=True)
     spark.streams.addListener(listener)
     log.info("wmon: monitoring streaming queries into %s", display_url(engine))
     return MonitorHandle(spark, listener, writer, engine, display_url(engine))

@@ -1,5 +1,6 @@
 """The background store writer on real SQLite and PostgreSQL: order, overflow, outages, closing."""
 
+import json
 import logging
 import threading
 import time
@@ -12,11 +13,12 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.collect.progress import parse_progress
+from monitor.collect.spark_events import PROGRESS, named
 from monitor.collect.writer import StoreWriter
 from monitor.events import Event, QueryStarted, QueryTerminated
 from monitor.store.engine import create_engine
 from monitor.store.migrate import is_current, upgrade
-from monitor.store.models import Batch, Query, Run
+from monitor.store.models import Batch, Query, RejectedEvent, Run
 from monitor.store.writes import write_events
 from tests.helpers import closed_port, progress_doc, sqlite_locked, wait_until
 
@@ -265,3 +267,21 @@ def test_waiting_events_are_written_together_in_one_transaction(
     assert groups == [[0], list(range(1, 101)), list(range(101, 150))]
     assert stored_batch_ids(engine) == list(range(150))
     assert writer.stats().written == 150
+
+
+def test_spark_json_the_store_cannot_take_is_set_aside_and_the_rest_written(
+    engine: sa.Engine, writers: Any
+) -> None:
+    """As `attach` with a store submits them: Spark's events in their JSON form."""
+    writer = writers(engine)
+    good = named(PROGRESS, {"progress": progress_doc(batchId=0)})
+    unreadable = named(PROGRESS, {"progress": {**progress_doc(), "batchId": "one"}})
+    for item in (good, unreadable, named(PROGRESS, {"progress": progress_doc(batchId=1)})):
+        writer.submit(item)
+    assert writer.flush(timeout=30)
+    assert (writer.stats().written, writer.stats().rejected) == (2, 1)
+    with so.Session(engine) as session:
+        [aside] = session.scalars(sa.select(RejectedEvent)).all()
+        assert session.scalars(sa.select(Batch.batch_id).order_by(Batch.batch_id)).all() == [0, 1]
+    assert (aside.origin, json.loads(aside.document)) == ("in-process listener", unreadable)
+    assert aside.error == "progress field 'batchId' must be int, not 'one'"
