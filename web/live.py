@@ -41,10 +41,10 @@ from monitor.store.changes import (
     query_watch,
     timer_watch,
 )
+from monitor.store.facts import latest_batch
 from monitor.store.models import AlertEvent, AlertRow, Batch, Query, TimerSnapshotRow
 from monitor.store.notify import ChangeSignal
 from monitor.store.reads import find_query, list_queries
-from monitor.store.summary import latest_batch
 from web import db
 from web.alerts_api import alert_json, silences_in_force
 from web.hosts import is_trusted

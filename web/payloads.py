@@ -12,12 +12,14 @@ from flask import Flask
 
 from monitor.alerts.rulefile import RuleSet
 from monitor.health.status import Status, query_status
+from monitor.store.facts import Asked
 from monitor.store.models import Batch, Query, TimerSnapshotRow
 from monitor.store.summary import (
     PartitionDetail,
     QuerySummary,
     partition_states,
     rows_dropped,
+    summaries,
     summarize,
 )
 from web import evaluation
@@ -71,6 +73,11 @@ class Lens:
     def summarize(self, session: so.Session, query: Query) -> QuerySummary:
         """The query's summary, its facts read over its rules' thresholds."""
         return summarize(session, query, self.now_ms, self.rules.thresholds_for(query.name))
+
+    def summaries(self, session: so.Session, queries: Sequence[Query]) -> list[QuerySummary]:
+        """The summaries of `queries`, in their order, read together."""
+        asked = [Asked(query, self.rules.thresholds_for(query.name)) for query in queries]
+        return summaries(session, asked, self.now_ms)
 
 
 def fields(row: Any, names: Sequence[str]) -> dict[str, Any]:
@@ -127,7 +134,7 @@ def summary_json(summary: QuerySummary, lens: Lens) -> dict[str, Any]:
 
 def overview(session: so.Session, queries: Sequence[Query], lens: Lens) -> list[dict[str, Any]]:
     """Queries as the overview lists them, the most urgent status first, then by name."""
-    rows = [summary_json(lens.summarize(session, query), lens) for query in queries]
+    rows = [summary_json(summary, lens) for summary in lens.summaries(session, queries)]
     return sorted(
         rows, key=lambda row: (Status[row["status"].upper()], row["name"] or "", row["id"])
     )

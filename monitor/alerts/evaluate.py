@@ -17,7 +17,7 @@ from monitor.alerts.outbox import enqueue
 from monitor.alerts.rulefile import RuleConfig, RuleSet, thresholds_of
 from monitor.alerts.rules import RULES, Finding
 from monitor.health.facts import QueryFacts
-from monitor.store.facts import latest_batch, read_facts
+from monitor.store.facts import Asked, fleet_facts
 from monitor.store.models import LIVE_ALERT_STATES, AlertEvent, AlertRow
 from monitor.store.notify import announce
 from monitor.store.reads import list_queries
@@ -30,27 +30,44 @@ def evaluate(session: so.Session, rules: RuleSet, now_ms: int) -> list[AlertEven
         (row.rule, row.query_id, row.partition): row
         for row in session.scalars(sa.select(AlertRow).where(AlertRow.state.in_(LIVE_ALERT_STATES)))
     }
+    queries = list_queries(session)
+    configs = {query.id: rules.for_query(query.name) for query in queries}
+    alerting = _alerting(live)
+    asked = [
+        Asked(query, thresholds_of(configs[query.id]), alerting.get(query.id, frozenset()))
+        for query in queries
+    ]
+    # Every query's facts first, in a few statements per chunk of queries, not per query.
+    facts = fleet_facts(session, asked, now_ms)
+    known = _known(live)
     events: list[AlertEvent] = []
-    for query in list_queries(session):
-        configs = rules.for_query(query.name)
-        alerting = frozenset(r for (r, q, p) in live if q == query.id and not p)
-        latest = latest_batch(session, query.id)
-        facts = read_facts(session, query, latest, now_ms, thresholds_of(configs), alerting)
-        for name, config in configs.items():
-            events += _apply(
-                session,
-                live,
-                query.id,
-                name,
-                _findings(name, config, facts, now_ms),
-                config,
-                now_ms,
-            )
+    for query in queries:
+        for name, config in configs[query.id].items():
+            findings = _findings(name, config, facts[query.id], now_ms)
+            subjects = known.get((name, query.id), set())
+            events += _apply(session, live, query.id, name, findings, subjects, config, now_ms)
     enqueue(session, events, rules.receivers, now_ms)
     if events:
         announce(session)
     session.commit()
     return events
+
+
+def _alerting(live: dict[tuple[str, str, str], AlertRow]) -> dict[str, frozenset[str]]:
+    """By query id, the rules with a live alert on the query itself."""
+    rules: dict[str, set[str]] = {}
+    for rule, query_id, partition in live:
+        if not partition:
+            rules.setdefault(query_id, set()).add(rule)
+    return {query_id: frozenset(found) for query_id, found in rules.items()}
+
+
+def _known(live: dict[tuple[str, str, str], AlertRow]) -> dict[tuple[str, str], set[str]]:
+    """By rule and query id, the subjects ("" or a partition) of their live alerts."""
+    known: dict[tuple[str, str], set[str]] = {}
+    for rule, query_id, partition in live:
+        known.setdefault((rule, query_id), set()).add(partition)
+    return known
 
 
 def _findings(name: str, config: RuleConfig, facts: QueryFacts, now_ms: int) -> dict[str, Finding]:
@@ -66,11 +83,13 @@ def _apply(
     query_id: str,
     rule: str,
     findings: dict[str, Finding],
+    known: set[str],
     config: RuleConfig,
     now_ms: int,
 ) -> list[AlertEvent]:
-    """Step every alert of one rule on one query; store what changed."""
-    subjects = set(findings) | {p for (r, q, p) in live if r == rule and q == query_id}
+    """Step every alert of one rule on one query (`known`, the subjects of its live alerts);
+    store what changed."""
+    subjects = set(findings) | known
     events = []
     for partition in sorted(subjects):
         key = (rule, query_id, partition)

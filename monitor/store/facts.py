@@ -1,24 +1,40 @@
-"""The one reader of the facts about a query (:class:`~monitor.health.facts.QueryFacts`), which
-the dashboard's status and the alert rules both decide on.
+"""The one reader of the facts about queries (:class:`~monitor.health.facts.QueryFacts`), which
+the dashboard's status and the alert rules both decide on: one query's, or a fleet's in a fixed
+number of statements per :data:`~monitor.store.reads.IN_CHUNK` queries, the same facts either
+way (:func:`read_facts` reads a fleet of one).
 
-Windows over time are turned into batch id ranges first (:mod:`monitor.store.summary`), so that
+Windows over time are turned into batch id ranges first (:mod:`monitor.store.windows`), so that
 every read uses the `(query_id, batch_id, ...)` indexes however long the stored history is.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.health.facts import FutureDated, PartitionFacts, QueryFacts, Thresholds, TrendPoint
-from monitor.store.lateness import future_dated
-from monitor.store.models import Batch, Partition, PartitionEventTime, Query
-from monitor.store.reads import batch_partitions
+from monitor.store.lateness import future_dated_since
+from monitor.store.models import Batch, Partition, Query
+from monitor.store.reads import chunks, newest_of
 from monitor.store.sums import whole_sum
+from monitor.store.windows import late_by_partitions, rewinds_since
 
 TREND_POINTS = 30
+
+
+@dataclass(frozen=True)
+class Asked:
+    """A query whose facts are read: the thresholds its rules set, and `alerting`, the rules
+    whose alert on the query itself is live."""
+
+    query: Query
+    thresholds: Thresholds
+    alerting: frozenset[str] = frozenset()
 
 
 def read_facts(
@@ -32,11 +48,58 @@ def read_facts(
     """What is known of `query` at `now_ms`, `batch` being its latest (:func:`latest_batch`,
     which the caller has read for its own use too): late records and rewinds over the
     thresholds' windows; `alerting`, the rules whose alert on the query itself is live."""
-    since_rewound = now_ms - thresholds.rewound_window_ms
-    watermark_rewound, rewound = rewound_since(session, query.id, since_rewound)
-    late = late_by_partition(session, query.id, now_ms - thresholds.late_window_ms)
-    future = future_dated(session, query.id, now_ms - thresholds.future_window_ms)
-    rows = batch_partitions(session, query.id, batch.batch_id) if batch else []
+    latest = {query.id: batch} if batch is not None else {}
+    return facts_of(session, [Asked(query, thresholds, alerting)], latest, now_ms)[query.id]
+
+
+def fleet_facts(session: so.Session, asked: Sequence[Asked], now_ms: int) -> dict[str, QueryFacts]:
+    """The facts of every asked query at `now_ms`, by query id, a chunk of queries at a time."""
+    facts: dict[str, QueryFacts] = {}
+    for chunk in chunks(asked):
+        latest = latest_batches(session, [item.query.id for item in chunk])
+        facts |= facts_of(session, chunk, latest, now_ms)
+    return facts
+
+
+@dataclass(frozen=True)
+class _Windows:
+    """What a chunk's reads found, by query id."""
+
+    rewound: dict[str, tuple[bool, set[str]]]
+    late: dict[str, dict[str, int]]
+    future: dict[str, dict[str, FutureDated]]
+    partitions: dict[str, list[sa.Row[Any]]]
+    trends: dict[str, list[TrendPoint]]
+
+
+def facts_of(
+    session: so.Session, asked: Sequence[Asked], latest: Mapping[str, Batch], now_ms: int
+) -> dict[str, QueryFacts]:
+    """The facts of at most IN_CHUNK queries at `now_ms`, by query id, `latest` holding their
+    latest batches (:func:`latest_batches`): each query over its own thresholds' windows."""
+    ids = [item.query.id for item in asked]
+    found = _Windows(
+        rewinds_since(session, _bounds(asked, now_ms, "rewound")),
+        late_by_partitions(session, _bounds(asked, now_ms, "late")),
+        future_dated_since(session, _bounds(asked, now_ms, "future")),
+        latest_partitions(session, ids),
+        trends(session, ids),
+    )
+    return {item.query.id: _facts(item, latest.get(item.query.id), found) for item in asked}
+
+
+def _bounds(asked: Sequence[Asked], now_ms: int, window: str) -> dict[str, int]:
+    """Where each query's `window` (late, rewound, future) starts, by query id."""
+    return {
+        item.query.id: now_ms - getattr(item.thresholds, f"{window}_window_ms") for item in asked
+    }
+
+
+def _facts(asked: Asked, batch: Batch | None, found: _Windows) -> QueryFacts:
+    query = asked.query
+    watermark_rewound, rewound = found.rewound[query.id]
+    rows = found.partitions.get(query.id, []) if batch else []
+    late, future = found.late.get(query.id, {}), found.future.get(query.id, {})
     return QueryFacts(
         query_id=query.id,
         name=query.name,
@@ -48,15 +111,15 @@ def read_facts(
         watermark_stalled=bool(batch and batch.watermark_stalled),
         watermark_rewound=watermark_rewound,
         skew_ms=batch.watermark_skew_ms if batch else None,
-        thresholds=thresholds,
+        thresholds=asked.thresholds,
         partitions=_partitions(rows, late, rewound, future),
-        trend=tuple(trend(session, query.id)),
-        alerting=alerting,
+        trend=tuple(found.trends.get(query.id, [])),
+        alerting=asked.alerting,
     )
 
 
 def _partitions(
-    rows: Sequence[Partition],
+    rows: Sequence[sa.Row[Any]],
     late: Mapping[str, int],
     rewound: set[str],
     future: Mapping[str, FutureDated],
@@ -72,7 +135,7 @@ def _partitions(
 
 
 def _partition(
-    name: str, row: Partition | None, late: int, rewound: bool, future: FutureDated | None
+    name: str, row: sa.Row[Any] | None, late: int, rewound: bool, future: FutureDated | None
 ) -> PartitionFacts:
     if row is None:
         return PartitionFacts(
@@ -81,30 +144,76 @@ def _partition(
     return PartitionFacts(name, row.idle, row.stalled, rewound, row.offset_lag, late, future=future)
 
 
-def trend(session: so.Session, query_id: str, points: int = TREND_POINTS) -> list[TrendPoint]:
-    """The last `points` batches: watermark and total offset lag, oldest first."""
-    recent = (
-        sa.select(Batch.batch_id)
-        .where(Batch.query_id == query_id)
-        .order_by(Batch.batch_id.desc())
-        .limit(points)
+def latest_partitions(
+    session: so.Session, query_ids: Sequence[str]
+) -> dict[str, list[sa.Row[Any]]]:
+    """The partitions of each query's latest batch (their name, flags and offset lag), in
+    source and storage order, by query id."""
+    newest = newest_of(Batch.__table__, "batch_id", query_ids)
+    rows: sa.Result[Any] = session.execute(
+        sa.select(
+            Partition.query_id,
+            Partition.partition,
+            Partition.idle,
+            Partition.stalled,
+            Partition.offset_lag,
+        )
+        .join(
+            newest,
+            sa.and_(Partition.query_id == newest.c.query_id, Partition.batch_id == newest.c.newest),
+        )
+        .order_by(Partition.query_id, Partition.source_index, Partition.id)
+    )
+    found: dict[str, list[sa.Row[Any]]] = defaultdict(list)
+    for row in rows:
+        found[row.query_id].append(row)
+    return found
+
+
+def _trend_start(points: int) -> sa.ColumnElement[int]:
+    """The oldest of a query's last `points` batch ids, correlated with the queries table."""
+    queries = Query.__table__
+    ids = sa.select(Batch.batch_id).where(Batch.query_id == queries.c.id)
+    nth = ids.order_by(Batch.batch_id.desc()).limit(1).offset(points - 1).scalar_subquery()
+    oldest = ids.order_by(Batch.batch_id).limit(1).scalar_subquery()
+    return sa.func.coalesce(nth, oldest)
+
+
+def trends(
+    session: so.Session, query_ids: Sequence[str], points: int = TREND_POINTS
+) -> dict[str, list[TrendPoint]]:
+    """Each query's last `points` batches: watermark and total offset lag, oldest first."""
+    queries = Query.__table__
+    start = (
+        sa.select(queries.c.id.label("query_id"), _trend_start(points).label("start"))
+        .where(queries.c.id.in_(query_ids))
+        .subquery()
     )
     rows = session.execute(
         sa.select(
+            Batch.query_id,
             Batch.batch_id,
             Batch.batch_time_ms,
             Batch.watermark_ms,
             whole_sum(Partition.offset_lag),
         )
+        .join(start, sa.and_(Batch.query_id == start.c.query_id, Batch.batch_id >= start.c.start))
         .outerjoin(
             Partition,
             sa.and_(Partition.query_id == Batch.query_id, Partition.batch_id == Batch.batch_id),
         )
-        .where(Batch.query_id == query_id, Batch.batch_id.in_(recent))
-        .group_by(Batch.batch_id, Batch.batch_time_ms, Batch.watermark_ms)
-        .order_by(Batch.batch_id)
+        .group_by(Batch.query_id, Batch.batch_id, Batch.batch_time_ms, Batch.watermark_ms)
+        .order_by(Batch.query_id, Batch.batch_id)
     )
-    return [TrendPoint(b, t, w, None if lag is None else int(lag)) for b, t, w, lag in rows]
+    found: dict[str, list[TrendPoint]] = defaultdict(list)
+    for query_id, b, t, w, lag in rows:
+        found[query_id].append(TrendPoint(b, t, w, None if lag is None else int(lag)))
+    return found
+
+
+def trend(session: so.Session, query_id: str, points: int = TREND_POINTS) -> list[TrendPoint]:
+    """The last `points` batches: watermark and total offset lag, oldest first."""
+    return trends(session, [query_id], points).get(query_id, [])
 
 
 def latest_batch(session: so.Session, query_id: str) -> Batch | None:
@@ -114,46 +223,12 @@ def latest_batch(session: so.Session, query_id: str) -> Batch | None:
     ).first()
 
 
-def first_batch_since(session: so.Session, query_id: str, since_ms: int) -> int | None:
-    """The id of the query's first batch at or after `since_ms`, None when there is none."""
-    # Read on its own: as a literal, the batch id lets PostgreSQL plan an index range scan.
-    return session.scalar(
-        sa.select(Batch.batch_id)
-        .where(Batch.query_id == query_id, Batch.batch_time_ms >= since_ms)
-        .order_by(Batch.batch_time_ms, Batch.batch_id)
-        .limit(1)
-    )
-
-
-def late_by_partition(session: so.Session, query_id: str, since_ms: int) -> dict[str, int]:
-    """Late records per partition in the batches stored from `since_ms` on."""
-    first = first_batch_since(session, query_id, since_ms)
-    if first is None:
-        return {}
-    rows = session.execute(
-        sa.select(PartitionEventTime.partition, whole_sum(PartitionEventTime.late_records))
-        .where(PartitionEventTime.query_id == query_id, PartitionEventTime.batch_id >= first)
-        .group_by(PartitionEventTime.partition)
-    )
-    return {partition: int(late or 0) for partition, late in rows}
-
-
-def rewound_since(session: so.Session, query_id: str, since_ms: int) -> tuple[bool, set[str]]:
-    """Whether the watermark went back in the batches stored from `since_ms` on, and the
-    partitions that did."""
-    first = first_batch_since(session, query_id, since_ms)
-    if first is None:
-        return False, set()
-    watermark = session.scalar(
-        sa.select(
-            sa.exists().where(
-                Batch.query_id == query_id, Batch.batch_id >= first, Batch.watermark_rewound
-            )
+def latest_batches(session: so.Session, query_ids: Sequence[str]) -> dict[str, Batch]:
+    """Each query's batch with the highest batch id, by query id; those with none left out."""
+    newest = newest_of(Batch.__table__, "batch_id", query_ids)
+    batches = session.scalars(
+        sa.select(Batch).join(
+            newest, sa.and_(Batch.query_id == newest.c.query_id, Batch.batch_id == newest.c.newest)
         )
     )
-    partitions = session.scalars(
-        sa.select(Partition.partition)
-        .distinct()
-        .where(Partition.query_id == query_id, Partition.batch_id >= first, Partition.rewound)
-    )
-    return bool(watermark), set(partitions)
+    return {batch.query_id: batch for batch in batches}

@@ -4,6 +4,7 @@ the records were (the per-batch lateness histograms, summed)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +15,7 @@ from monitor.events import SAMPLES_PER_PARTITION, Record
 from monitor.health.facts import FutureDated
 from monitor.health.lateness import SHARES, Histogram, difference, smallest_delay, summed
 from monitor.store.models import Batch, PartitionEventTime
+from monitor.store.reads import per_query
 from monitor.store.sums import whole_sum
 
 
@@ -146,39 +148,39 @@ def driver_shares(session: so.Session, query_id: str, from_ms: int, to_ms: int) 
 
 
 def _future_samples(
-    session: so.Session, query_id: str, from_ms: int, to_ms: int | None
-) -> dict[str, list[Record]]:
+    session: so.Session, from_ms: Mapping[str, int], to_ms: int | None
+) -> dict[str, dict[str, list[Record]]]:
     table = PartitionEventTime
     newest = (
         sa.func.row_number()
-        .over(partition_by=table.partition, order_by=table.batch_id.desc())
+        .over(partition_by=(table.query_id, table.partition), order_by=table.batch_id.desc())
         .label("newest")
     )
     ranked = (
-        sa.select(table.partition, table.batch_id, table.future_samples, newest)
-        .where(*_future_rows(query_id, from_ms, to_ms))
+        sa.select(table.query_id, table.partition, table.batch_id, table.future_samples, newest)
+        .where(*_future_rows(from_ms, to_ms))
         .subquery()
     )
     rows = session.execute(
-        sa.select(ranked.c.partition, ranked.c.future_samples)
+        sa.select(ranked.c.query_id, ranked.c.partition, ranked.c.future_samples)
         .where(ranked.c.newest <= SAMPLES_PER_PARTITION)
-        .order_by(ranked.c.partition, ranked.c.batch_id.desc())
+        .order_by(ranked.c.query_id, ranked.c.partition, ranked.c.batch_id.desc())
     )
-    samples: dict[str, list[Record]] = {}
-    for partition, batch_samples in rows:
-        kept = samples.setdefault(partition, [])
+    samples: dict[str, dict[str, list[Record]]] = {}
+    for query_id, partition, batch_samples in rows:
+        kept = samples.setdefault(query_id, {}).setdefault(partition, [])
         room = SAMPLES_PER_PARTITION - len(kept)
         kept.extend(tuple(sample) for sample in (batch_samples or [])[:room])
     return samples
 
 
-def _future_rows(query_id: str, from_ms: int, to_ms: int | None) -> list[sa.ColumnElement[bool]]:
+def _future_rows(from_ms: Mapping[str, int], to_ms: int | None) -> list[sa.ColumnElement[bool]]:
     """The rows with future-dated records of the range: conditions their own index serves."""
     table = PartitionEventTime
     conditions = [
-        table.query_id == query_id,
+        table.query_id.in_(list(from_ms)),
         table.future_records > 0,
-        table.batch_time_ms >= from_ms,
+        table.batch_time_ms >= per_query(table.query_id, from_ms),
     ]
     if to_ms is not None:
         conditions.append(table.batch_time_ms < to_ms)
@@ -190,19 +192,31 @@ def future_dated(
 ) -> dict[str, FutureDated]:
     """Per partition with any, by name, the future-dated records of the batches from
     `from_ms` to `to_ms` (batch times, half-open; open without `to_ms`)."""
+    return future_dated_since(session, {query_id: from_ms}, to_ms).get(query_id, {})
+
+
+def future_dated_since(
+    session: so.Session, from_ms: Mapping[str, int], to_ms: int | None = None
+) -> dict[str, dict[str, FutureDated]]:
+    """:func:`future_dated` of many queries (at most IN_CHUNK), each from its own `from_ms`,
+    by query id: those with none are left out."""
     table = PartitionEventTime
     totals = sa.select(
-        table.partition, whole_sum(table.future_records), sa.func.max(table.future_lead_ms)
+        table.query_id,
+        table.partition,
+        whole_sum(table.future_records),
+        sa.func.max(table.future_lead_ms),
     )
     rows = session.execute(
-        totals.where(*_future_rows(query_id, from_ms, to_ms))
-        .group_by(table.partition)
-        .order_by(table.partition)
+        totals.where(*_future_rows(from_ms, to_ms))
+        .group_by(table.query_id, table.partition)
+        .order_by(table.query_id, table.partition)
     ).all()
     if not rows:
         return {}
-    samples = _future_samples(session, query_id, from_ms, to_ms)
-    return {
-        partition: FutureDated(int(records), lead_ms, tuple(samples.get(partition, [])))
-        for partition, records, lead_ms in rows
-    }
+    samples = _future_samples(session, from_ms, to_ms)
+    found: dict[str, dict[str, FutureDated]] = {}
+    for query_id, partition, records, lead_ms in rows:
+        kept = tuple(samples.get(query_id, {}).get(partition, []))
+        found.setdefault(query_id, {})[partition] = FutureDated(int(records), lead_ms, kept)
+    return found

@@ -71,7 +71,9 @@ def chunks(keys: Sequence[Key], size: int = IN_CHUNK) -> list[list[Key]]:
     return [list(keys[start : start + size]) for start in range(0, len(keys), size)]
 
 
-def per_query(query_id: sa.ColumnElement[str], values: Mapping[str, int]) -> sa.ColumnElement[int]:
+def per_query(
+    query_id: sa.ColumnElement[str] | so.InstrumentedAttribute[str], values: Mapping[str, int]
+) -> sa.ColumnElement[int]:
     """Each query's own value (a bound of its window), as SQL over the column `query_id`: the
     value itself when the queries share it, so that a store plans it as a constant."""
     by_value: dict[int, list[str]] = {}

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.health.facts import QueryFacts, Thresholds
-from monitor.store.facts import first_batch_since, late_by_partition, latest_batch, read_facts
+from monitor.store.facts import Asked, facts_of, latest_batches
 from monitor.store.models import (
     Batch,
     Partition,
@@ -20,7 +20,9 @@ from monitor.store.models import (
     StateOperator,
     TimerSnapshotRow,
 )
+from monitor.store.reads import chunks, newest_of
 from monitor.store.sums import whole_sum
+from monitor.store.windows import first_batch_since, late_by_partition
 
 
 @dataclass(frozen=True)
@@ -61,19 +63,41 @@ def summarize(
     session: so.Session, query: Query, now_ms: int, thresholds: Thresholds
 ) -> QuerySummary:
     """The overview of one query at `now_ms`, its facts read over the thresholds' windows."""
-    latest = latest_batch(session, query.id)
-    facts = read_facts(session, query, latest, now_ms, thresholds)
-    return QuerySummary(query, latest, facts, latest_timers(session, query.id))
+    return summaries(session, [Asked(query, thresholds)], now_ms)[0]
 
 
-def latest_timers(session: so.Session, query_id: str) -> TimerSnapshotRow | None:
-    """The query's newest pending-timer snapshot."""
-    return session.scalars(
+def summaries(session: so.Session, asked: Sequence[Asked], now_ms: int) -> list[QuerySummary]:
+    """The overview of each asked query at `now_ms`, in their order, a chunk at a time: a
+    fixed number of statements per chunk, however many queries."""
+    found: list[QuerySummary] = []
+    for chunk in chunks(asked):
+        ids = [item.query.id for item in chunk]
+        latest = latest_batches(session, ids)
+        facts = facts_of(session, chunk, latest, now_ms)
+        timers = latest_timers(session, ids)
+        found += [
+            QuerySummary(item.query, latest.get(key), facts[key], timers.get(key))
+            for item, key in zip(chunk, ids, strict=True)
+        ]
+    return found
+
+
+def latest_timers(session: so.Session, query_ids: Sequence[str]) -> dict[str, TimerSnapshotRow]:
+    """Each query's newest pending-timer snapshot, by query id; those with none left out."""
+    newest = newest_of(TimerSnapshotRow.__table__, "taken_at_ms", query_ids)
+    rows = session.scalars(
         sa.select(TimerSnapshotRow)
-        .where(TimerSnapshotRow.query_id == query_id)
-        .order_by(TimerSnapshotRow.taken_at_ms.desc(), TimerSnapshotRow.id.desc())
-        .limit(1)
-    ).first()
+        .join(
+            newest,
+            sa.and_(
+                TimerSnapshotRow.query_id == newest.c.query_id,
+                TimerSnapshotRow.taken_at_ms == newest.c.newest,
+            ),
+        )
+        .order_by(TimerSnapshotRow.id)
+    )
+    # Of two taken at the same time, the later stored.
+    return {row.query_id: row for row in rows}
 
 
 def recent_late_samples(session: so.Session, query_id: str, since_ms: int) -> dict[str, list[Any]]:

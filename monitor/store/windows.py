@@ -1,0 +1,98 @@
+"""What happened within each query's look-back window, read for many queries at once: late
+records per partition and rewinds, over the batches stored from each query's own bound on.
+
+A window over time is turned into a batch id bound first (:func:`first_since`), so that every
+read uses the `(query_id, batch_id, ...)` indexes however long the stored history is. Each
+function reads at most :data:`~monitor.store.reads.IN_CHUNK` queries in a fixed number of
+statements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import sqlalchemy as sa
+import sqlalchemy.orm as so
+
+from monitor.store.models import Batch, Partition, PartitionEventTime, Query
+from monitor.store.reads import per_query
+from monitor.store.sums import whole_sum
+
+
+def first_since(since_ms: Mapping[str, int]) -> sa.Subquery:
+    """(query_id, first_batch): the id of each query's first batch at or after its own bound
+    in `since_ms`, NULL when there is none; a look-up of the (query_id, batch_time_ms) index
+    per query."""
+    queries = Query.__table__
+    first = (
+        sa.select(Batch.batch_id)
+        .where(Batch.query_id == queries.c.id)
+        .where(Batch.batch_time_ms >= per_query(queries.c.id, since_ms))
+        .order_by(Batch.batch_time_ms, Batch.batch_id)
+        .limit(1)
+    )
+    return (
+        sa.select(queries.c.id.label("query_id"), first.scalar_subquery().label("first_batch"))
+        .where(queries.c.id.in_(list(since_ms)))
+        .subquery()
+    )
+
+
+def first_batch_since(session: so.Session, query_id: str, since_ms: int) -> int | None:
+    """The id of the query's first batch at or after `since_ms`, None when there is none."""
+    first = first_since({query_id: since_ms})
+    return session.scalar(sa.select(first.c.first_batch))
+
+
+def _from_first(
+    table: type[Batch | Partition | PartitionEventTime], first: sa.Subquery
+) -> sa.ColumnElement[bool]:
+    """The rows of `table` in their query's batches from its first in the window on."""
+    return sa.and_(table.query_id == first.c.query_id, table.batch_id >= first.c.first_batch)
+
+
+def late_by_partitions(
+    session: so.Session, since_ms: Mapping[str, int]
+) -> dict[str, dict[str, int]]:
+    """Per query, late records per partition in the batches stored from its `since_ms` on."""
+    first, table = first_since(since_ms), PartitionEventTime
+    rows = session.execute(
+        sa.select(table.query_id, table.partition, whole_sum(table.late_records))
+        .join(first, _from_first(table, first))
+        .group_by(table.query_id, table.partition)
+    )
+    late: dict[str, dict[str, int]] = {}
+    for query_id, partition, count in rows:
+        late.setdefault(query_id, {})[partition] = int(count or 0)
+    return late
+
+
+def late_by_partition(session: so.Session, query_id: str, since_ms: int) -> dict[str, int]:
+    """Late records per partition in the batches stored from `since_ms` on."""
+    return late_by_partitions(session, {query_id: since_ms}).get(query_id, {})
+
+
+def rewinds_since(
+    session: so.Session, since_ms: Mapping[str, int]
+) -> dict[str, tuple[bool, set[str]]]:
+    """Per query, whether the watermark went back in the batches stored from its `since_ms`
+    on, and the partitions that did."""
+    first = first_since(since_ms)
+    watermarks = session.scalars(
+        sa.select(Batch.query_id)
+        .distinct()
+        .join(first, _from_first(Batch, first))
+        .where(Batch.watermark_rewound)
+    )
+    rewound: dict[str, tuple[bool, set[str]]] = {key: (False, set()) for key in since_ms}
+    for query_id in watermarks:
+        rewound[query_id] = (True, set())
+    partitions = session.execute(
+        sa.select(Partition.query_id, Partition.partition)
+        .distinct()
+        .join(first, _from_first(Partition, first))
+        .where(Partition.rewound)
+    )
+    for query_id, partition in partitions:
+        rewound[query_id][1].add(partition)
+    return rewound
