@@ -4,7 +4,12 @@ A query's batch ids form one lineage. Within a run they only grow, but senders m
 them late, twice, or from several processes at once; none of that is a restart. A run that
 begins later (Spark restarting from the checkpoint) takes over the lineage from its first
 batch on: what older runs stored from that batch id up is superseded, and an older run's
-batch that arrives afterwards at or above it is stale. Runs are ordered by when they began.
+batch that arrives afterwards at or above it is stale.
+
+Runs are ordered by when they began, by their drivers' clocks. Two runs that began within
+CLOCK_SKEW_MS of each other (a job crash-looping across hosts whose clocks disagree) are
+ordered by when the store first heard of them instead: a run cannot report before the run it
+restarted from has stopped reporting.
 """
 
 from __future__ import annotations
@@ -13,23 +18,32 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+CLOCK_SKEW_MS = 60_000
+
 
 @dataclass(frozen=True)
 class RunSpan:
-    """A run of one query: when it began, and the first and last batch ids stored from it."""
+    """A run of one query: when it began, when the store first heard of it, and the first and
+    last batch ids stored from it."""
 
     run_id: str
     began_at_ms: int | None
+    first_stored_ms: int | None
     first_batch_id: int | None
     last_batch_id: int | None
 
     def is_newer_than(self, other: RunSpan) -> bool:
-        """Whether this run began after `other` (the run id breaks a tie of times)."""
-        return _order(self) > _order(other)
+        """Whether this run began after `other`: by the drivers' clocks, or by when the store
+        first heard of each if those are too close to tell (the run id breaks a tie)."""
+        began, other_began = _known(self.began_at_ms), _known(other.began_at_ms)
+        if abs(began - other_began) > CLOCK_SKEW_MS:
+            return began > other_began
+        heard, other_heard = _known(self.first_stored_ms), _known(other.first_stored_ms)
+        return (heard, began, self.run_id) > (other_heard, other_began, other.run_id)
 
 
-def _order(run: RunSpan) -> tuple[int, str]:
-    return (-1 if run.began_at_ms is None else run.began_at_ms, run.run_id)
+def _known(ms: int | None) -> int:
+    return -1 if ms is None else ms
 
 
 class Verdict(enum.Enum):

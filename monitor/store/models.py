@@ -60,9 +60,10 @@ class Run(Base):
     exception: so.Mapped[str | None] = so.mapped_column(sa.Text)
     error_class: so.Mapped[str | None] = so.mapped_column(JobText)
     # Where the run stands in its query's lineage (store.lineage): when it began (its start,
-    # or else its earliest batch), and the first and last batch ids stored from it (None
-    # when none is, or every one was superseded).
+    # or else its earliest batch), when the store first heard of it, and the first and last
+    # batch ids stored from it (None when none is, or every one was superseded).
     began_at_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    first_stored_ms: so.Mapped[int | None] = so.mapped_column(Millis)
     first_batch_id: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
     last_batch_id: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
     # The Spark application whose event log `wmon ingest` read the run from (None otherwise):

@@ -135,7 +135,7 @@ def test_a_restart_supersedes_the_older_runs_batches_and_its_late_ones_are_stale
 
 
 def test_an_older_runs_start_arriving_late_does_not_take_the_query_back(engine):
-    write_event(engine, QueryStarted(QUERY, "r2", "q", T0 + 60_000))
+    write_event(engine, QueryStarted(QUERY, "r2", "q", T0 + 600_000))
     write_event(engine, QueryStarted(QUERY, "r1", "q", T0))
     write_event(engine, batch(0, run="r1"))
     with so.Session(engine) as session:
@@ -185,33 +185,51 @@ def test_one_querys_batches_from_many_senders_at_once_are_each_stored_once(datab
 @pytest.mark.parametrize(
     ("run", "others", "batch_id", "expected"),
     [
-        (RunSpan("r1", 10, 0, 4), [], 5, Placement(Verdict.STORE)),
-        (RunSpan("r1", 10, 0, 4), [], 3, Placement(Verdict.STORE_UNLESS_STORED)),
-        (RunSpan("r1", 10, 0, 4), [RunSpan("r2", 20, 3, 6)], 5, Placement(Verdict.STALE)),
+        (RunSpan("r1", 10, 10, 0, 4), [], 5, Placement(Verdict.STORE)),
+        (RunSpan("r1", 10, 10, 0, 4), [], 3, Placement(Verdict.STORE_UNLESS_STORED)),
+        (RunSpan("r1", 10, 10, 0, 4), [RunSpan("r2", 20, 20, 3, 6)], 5, Placement(Verdict.STALE)),
         (
-            RunSpan("r1", 10, 0, 4),
-            [RunSpan("r2", 20, 3, 6)],
+            RunSpan("r1", 10, 10, 0, 4),
+            [RunSpan("r2", 20, 20, 3, 6)],
             1,
             Placement(Verdict.STORE_UNLESS_STORED),
         ),
         (
-            RunSpan("r2", 20, None, None),
-            [RunSpan("r1", 10, 0, 4)],
+            RunSpan("r2", 20, 20, None, None),
+            [RunSpan("r1", 10, 10, 0, 4)],
             3,
             Placement(Verdict.STORE, ("r1",)),
         ),
-        (RunSpan("r2", 20, None, None), [RunSpan("r1", 10, 0, 4)], 5, Placement(Verdict.STORE)),
         (
-            RunSpan("r2", 20, None, None),
-            [RunSpan("r1", 10, None, None)],
+            RunSpan("r2", 20, 20, None, None),
+            [RunSpan("r1", 10, 10, 0, 4)],
+            5,
+            Placement(Verdict.STORE),
+        ),
+        (
+            RunSpan("r2", 20, 20, None, None),
+            [RunSpan("r1", 10, 10, None, None)],
             0,
             Placement(Verdict.STORE),
         ),
         (
-            RunSpan("b", 10, None, None),
-            [RunSpan("a", 10, 0, 4)],
+            RunSpan("b", 10, 10, None, None),
+            [RunSpan("a", 10, 10, 0, 4)],
             2,
             Placement(Verdict.STORE, ("a",)),
+        ),
+        # r2 restarted on a host whose clock is 30 s behind r1's: heard of later, it is newer.
+        (
+            RunSpan("r2", 5_000, 90_000, None, None),
+            [RunSpan("r1", 35_000, 40_000, 0, 4)],
+            3,
+            Placement(Verdict.STORE, ("r1",)),
+        ),
+        (
+            RunSpan("r1", 0, 90_000, 0, 4),
+            [RunSpan("r2", 86_400_000, 40_000, 3, 9)],
+            5,
+            Placement(Verdict.STALE),
         ),
     ],
     ids=[
@@ -223,6 +241,8 @@ def test_one_querys_batches_from_many_senders_at_once_are_each_stored_once(datab
         "restart-after-an-older-run",
         "older-run-with-nothing-stored",
         "same-start-the-run-id-decides",
+        "clocks-skewed-within-a-minute-arrival-decides",
+        "clocks-a-day-apart-they-decide",
     ],
 )
 def test_where_a_batch_belongs(run, others, batch_id, expected):
