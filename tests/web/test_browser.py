@@ -338,13 +338,14 @@ def local_input(tab, ms):
 
 
 def test_a_restart_from_an_older_checkpoint_replaces_the_superseded_batches(engine, serve, page):
-    def write_batch(batch_id, at_s, start):
+    def write_batch(batch_id, at_s, start, run_id="run-1"):
         # 10 s apart: the charts' points are the batches, none sharing a downsampling bucket.
         event = batch_event(
             "q",
             batch_id,
             NOW - 120_000 + at_s * 1_000,
             name="orders",
+            run_id=run_id,
             starts=(start, 0),
             ends=(start + 10, 0),
         )
@@ -356,7 +357,8 @@ def test_a_restart_from_an_older_checkpoint_replaces_the_superseded_batches(engi
     page.wait_for_selector("#connection.connection-live", timeout=WAIT_MS)
     assert (text_of(page, "#batch-id"), chart_points(page, "batches-chart")) == ("5", 6)
 
-    write_batch(3, 60, 30)  # restarted from the checkpoint of batch 2: 3, 4 and 5 superseded
+    # A new run restarted from the checkpoint of batch 2: 3, 4 and 5 superseded.
+    write_batch(3, 60, 30, run_id="run-2")
     page.wait_for_function(
         "() => document.getElementById('batch-id').textContent === '3'", timeout=WAIT_MS
     )
@@ -364,7 +366,7 @@ def test_a_restart_from_an_older_checkpoint_replaces_the_superseded_batches(engi
         "() => document.getElementById('batches-chart').dataset.points === '4'", timeout=WAIT_MS
     )
     assert page.locator("#partitions .badge-rewound").count() == 1, "t/0 starts at 30 again"
-    write_batch(4, 70, 40)
+    write_batch(4, 70, 40, run_id="run-2")
     page.wait_for_function(
         "() => document.getElementById('batch-id').textContent === '4'", timeout=WAIT_MS
     )
