@@ -8,6 +8,7 @@ its own figures to theirs, as if it had arrived in order.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -20,22 +21,48 @@ Row = dict[str, Any]
 
 
 def carry_into_later(
-    session: so.Session, query_id: str, batch_id: int, time_rows: list[Row]
+    session: so.Session,
+    query_id: str,
+    batch_id: int,
+    time_rows: list[Row],
+    removed: Sequence[Row] = (),
 ) -> None:
-    """Add the figures of batch `batch_id`'s partition rows to the query's later rows."""
+    """Add the figures of batch `batch_id`'s partition rows to the query's later rows, and
+    take out those of the `removed` rows (batches it superseded) that the later rows had
+    taken in."""
     measured = {row["partition"]: row for row in time_rows if row["records"]}
-    if not measured:
+    partitions = set(measured) | {row["partition"] for row in removed}
+    if not partitions:
         return
     later = session.scalars(
         sa.select(PartitionEventTime).where(
             PartitionEventTime.query_id == query_id,
             PartitionEventTime.batch_id > batch_id,
-            PartitionEventTime.partition.in_(sorted(measured)),
+            PartitionEventTime.partition.in_(sorted(partitions)),
         )
     )
     for row in later:
-        _take_in(row, measured[row.partition], batch_id)
+        for gone in removed:
+            if gone["partition"] == row.partition and gone["batch_id"] < row.batch_id:
+                _take_out(row, gone)
+        if row.partition in measured:
+            _take_in(row, measured[row.partition], batch_id)
     session.flush()
+
+
+def _take_out(row: PartitionEventTime, gone: Row) -> None:
+    """One later row without a superseded batch's additive figures for the same partition
+    (a max cannot be taken back: the run that replaced it read the same records)."""
+    row.late_records_total -= gone["late_records"]
+    row.future_records_total -= gone["future_records"]
+    row.late_buckets_total = _less(row.late_buckets_total or {}, gone["late_buckets"] or {})
+    row.slack_buckets_total = _less(row.slack_buckets_total or {}, gone["slack_buckets"] or {})
+
+
+def _less(total: dict[str, int], part: dict[str, int]) -> dict[str, int]:
+    """A histogram less another, bucket by bucket; empty buckets left out."""
+    left = {bucket: count - part.get(bucket, 0) for bucket, count in total.items()}
+    return {bucket: count for bucket, count in left.items() if count > 0}
 
 
 def _take_in(row: PartitionEventTime, late: Row, batch_id: int) -> None:

@@ -197,14 +197,31 @@ class _Group:
         self.insert_waiting()
         return _read_latest(self.session, [query_id], below=batch_id)[query_id]
 
-    def supersede(self, query_id: str, batch_id: int, runs: Sequence[str]) -> None:
+    def supersede(
+        self, query_id: str, batch_id: int, runs: Sequence[str]
+    ) -> tuple[_Latest, list[Row]]:
         """Remove what `runs` stored from batch `batch_id` on: a run that began later took
-        the lineage over from there."""
+        the lineage over from there. The state of the newest batch removed, and the removed
+        batches' event-time rows (their figures leave the running totals of later ones)."""
         self.insert_waiting()
         superseded = (
             sa.select(Batch.batch_id)
             .where(Batch.query_id == query_id, Batch.batch_id >= batch_id, Batch.run_id.in_(runs))
             .scalar_subquery()
+        )
+        newest = self.session.scalar(
+            sa.select(sa.func.max(Batch.batch_id)).where(
+                Batch.query_id == query_id, Batch.batch_id >= batch_id, Batch.run_id.in_(runs)
+            )
+        )
+        state = _Latest(None, {}, {})
+        if newest is not None:
+            state = _read_latest(self.session, [query_id], below=newest + 1)[query_id]
+        times = PartitionEventTime
+        removed = _rows_where(
+            self.session,
+            times.__table__,
+            sa.and_(times.query_id == query_id, times.batch_id.in_(superseded)),
         )
         for table in (PartitionEventTime, Partition, Source, StateOperator, Batch):
             self.session.execute(
@@ -217,19 +234,28 @@ class _Group:
             else:
                 run.last_batch_id = batch_id - 1
         self._latest |= _read_latest(self.session, [query_id])
+        return state, removed
 
     def add(self, rows: dict[type[Base], list[Row]]) -> None:
         """Rows to insert with the group's others."""
         for table, values in rows.items():
             self._waiting[table] += values
 
-    def follow(self, query_id: str, batch: Row, rows: dict[type[Base], list[Row]]) -> None:
+    def follow(
+        self,
+        query_id: str,
+        batch: Row,
+        rows: dict[type[Base], list[Row]],
+        removed: Sequence[Row] = (),
+    ) -> None:
         """Carry a stored batch's rows forward as the state its query's next batch follows;
-        a batch stored before later ones instead adds itself to their running totals."""
+        a batch stored before later ones instead adds itself to their running totals, in
+        place of the `removed` event-time rows it superseded."""
         before = self._latest[query_id]
         if before.batch is not None and before.batch["batch_id"] > batch["batch_id"]:
             self.insert_waiting()
-            carry_into_later(self.session, query_id, batch["batch_id"], rows[PartitionEventTime])
+            times = rows[PartitionEventTime]
+            carry_into_later(self.session, query_id, batch["batch_id"], times, removed)
             self._latest |= _read_latest(self.session, [query_id])
             return
         times = rows[PartitionEventTime]
@@ -270,6 +296,13 @@ def _read_latest(
     for row in _rows(session, times, newest_times):
         latest[row["query_id"]].event_times[row["partition"]] = row
     return latest
+
+
+def _rows_where(
+    session: so.Session, table: sa.FromClause, where: sa.ColumnElement[bool]
+) -> list[Row]:
+    """The rows of `table` that match, as column dicts."""
+    return [dict(row._mapping) for row in session.execute(sa.select(table).where(where))]
 
 
 def _rows(session: so.Session, table: sa.FromClause, newest: sa.Subquery) -> list[Row]:
@@ -349,10 +382,9 @@ def _batch(event: BatchProgress, group: _Group) -> None:
     ):
         group.written.repeated += 1
         return
-    superseded = None
+    superseded, removed = None, list[Row]()
     if placement.supersedes:
-        superseded = group.latest(event.query_id)
-        group.supersede(event.query_id, event.batch_id, placement.supersedes)
+        superseded, removed = group.supersede(event.query_id, event.batch_id, placement.supersedes)
     latest = group.before(event.query_id, event.batch_id)
     rows = batch_rows(event)
     rows[PartitionEventTime] = event_time_rows(event, latest.event_times)
@@ -365,7 +397,7 @@ def _batch(event: BatchProgress, group: _Group) -> None:
     if superseded is not None:
         derive.restored(batch, rows[Partition], superseded.batch, superseded.partitions)
     group.add(rows)
-    group.follow(event.query_id, batch, rows)
+    group.follow(event.query_id, batch, rows, removed)
     run.first_batch_id = earlier(run.first_batch_id, event.batch_id)
     run.last_batch_id = later(run.last_batch_id, event.batch_id)
     newest = group.latest(event.query_id).batch
