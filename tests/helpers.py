@@ -172,8 +172,9 @@ def start_partition_counts(spark: Any, scenario: Any, log_dir: Path, checkpoint:
 
 # What each of a query's history tables holds, in a stable order, for comparing two stores.
 _STORED_TABLES = ("queries", "runs", "batches", "sources", "partitions", "partition_event_times")
-# Columns that say when this store wrote a row, not what the query did: never compared.
-_STORE_CLOCK = ("stored_at_ms", "first_stored_ms")
+# Columns that say when and how this store got a row, not what the query did: never compared
+# (the application's log a run was read from is known to `wmon ingest` alone).
+_STORE_CLOCK = ("stored_at_ms", "first_stored_ms", "app_id")
 
 
 def stored_rows(
