@@ -61,20 +61,18 @@ def accept(
     of TRANSIENT_ERRORS, having set nothing aside, while the store cannot be reached."""
     accepted = Accepted()
     readable: list[tuple[int, Event]] = []
-    refused: list[tuple[Any, str]] = []
     for index, document in enumerate(documents):
         try:
             event = spark_event(document, now_ms)
         except ProgressError as error:
             accepted.refused.append((index, str(error)))
-            refused.append((document, str(error)))
             continue
         if event is None:
             accepted.ignored += 1
         else:
             readable.append((index, event))
     if admit is not None:
-        readable = _within_budget(engine, readable, admit, documents, accepted, refused)
+        readable = _within_budget(engine, readable, admit, accepted)
     try:
         accepted.add(write_events(engine, [event for _, event in readable], timeouts))
     except TRANSIENT_ERRORS:
@@ -85,22 +83,35 @@ def accept(
             reason = _write_alone(engine, event, timeouts, accepted)
             if reason is not None:
                 accepted.refused.append((index, reason))
-                refused.append((documents[index], reason))
+    accepted.refused.sort()
+    _keep(engine, documents, accepted, now_ms, origin, bookkeeping)
+    return accepted
+
+
+def _keep(
+    engine: sa.Engine,
+    documents: Sequence[Any],
+    accepted: Accepted,
+    now_ms: int,
+    origin: str | None,
+    bookkeeping: Bookkeeping | None,
+) -> None:
+    """Set the refused documents aside with the caller's bookkeeping, in one transaction (none
+    when there is neither)."""
+    if not accepted.refused and bookkeeping is None:
+        return
     with so.Session(engine) as session, session.begin():
+        refused = [(documents[index], reason) for index, reason in accepted.refused]
         set_aside(session, now_ms, origin, refused)
         if bookkeeping is not None:
             bookkeeping(session, accepted)
-    accepted.refused.sort()
-    return accepted
 
 
 def _within_budget(
     engine: sa.Engine,
     readable: list[tuple[int, Event]],
     admit: Admit,
-    documents: Sequence[Any],
     accepted: Accepted,
-    refused: list[tuple[Any, str]],
 ) -> list[tuple[int, Event]]:
     """The events to write: those of known queries, and of as many new ones as `admit` lets
     be created; the others are refused."""
@@ -114,7 +125,6 @@ def _within_budget(
             kept.append((index, event))
         else:
             accepted.refused.append((index, TOO_MANY_NEW_QUERIES))
-            refused.append((documents[index], TOO_MANY_NEW_QUERIES))
     return kept
 
 
