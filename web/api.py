@@ -15,7 +15,7 @@ from monitor.store.facts import latest_batch
 from monitor.store.history import CSV_COLUMNS, batch_series, csv_rows, partition_series
 from monitor.store.models import Batch, Query
 from monitor.store.reads import find_query, list_queries, recent_timer_snapshots
-from monitor.store.summary import partition_details, rows_dropped
+from monitor.store.summary import QuerySummary, partition_details, rows_dropped
 from web import db
 from web.diagnosis import diagnosis_json
 from web.params import MAX_LIMIT, bounded, time_range, window
@@ -27,6 +27,7 @@ from web.payloads import (
     overview,
     partition_detail_json,
     timers_json,
+    unreadable_summary,
 )
 
 bp = Blueprint("api", __name__, url_prefix="/api")
@@ -66,18 +67,24 @@ def _latest(session: so.Session, latest: Batch | None, since_ms: int) -> dict[st
 
 @bp.get("/queries/<ref>")
 def query(ref: str) -> dict[str, Any]:
-    """One query: status, failure, latest batch, partition table and pending timers."""
+    """One query: status, failure, latest batch, partition table and pending timers; a query
+    whose rows cannot be read answers with its stored state and why."""
     session, lens, found = db.session(), Lens.of(current_app), _query(ref)
     summary = lens.summarize(session, found)
-    status, late_window_ms = (
-        query_status(summary.facts, lens.now_ms),
-        summary.facts.thresholds.late_window_ms,
-    )
+    try:
+        return _query_json(session, lens, summary)
+    except Exception as error:  # a bad row of this query: shown as its state
+        return _query_json(session, lens, unreadable_summary(session, summary, error))
+
+
+def _query_json(session: so.Session, lens: Lens, summary: QuerySummary) -> dict[str, Any]:
+    found, facts = summary.query, summary.facts
+    status, late_window_ms = query_status(facts, lens.now_ms), facts.thresholds.late_window_ms
     return {
         "query": fields(found, QUERY_FIELDS)
-        | {"status": status.label, "stored_status": found.status},
+        | {"status": status.label, "stored_status": found.status, "unreadable": facts.unreadable},
         **_latest(session, summary.latest, lens.now_ms - late_window_ms),
-        "late_records": summary.facts.late_records,
+        "late_records": facts.late_records,
         "late_window_ms": late_window_ms,
         "timers": timers_json(summary.timers),
         "now_ms": lens.now_ms,

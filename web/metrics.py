@@ -23,6 +23,7 @@ from prometheus_client.registry import Collector
 from monitor.alerts.runner import LEASE
 from monitor.health.facts import STATUSES
 from monitor.store.engine import STORE_FAILURES, unusable
+from monitor.store.isolation import is_outage, unreadable_reason
 from monitor.store.latest import (
     QueryState,
     exported_queries,
@@ -63,105 +64,155 @@ class Families:
         return family
 
 
-def _add(family: GaugeMetricFamily | CounterMetricFamily, labels: list[str], value: Any) -> None:
-    """A sample, unless the value is unknown: Prometheus has no null."""
-    if value is not None:
-        family.add_metric(labels, float(value))
+class Samples:
+    """One query's samples, added to their families only once all of them are made: a bad
+    row of the query leaves none of its figures half written."""
+
+    def __init__(self) -> None:
+        self.made: list[tuple[GaugeMetricFamily | CounterMetricFamily, list[str], float]] = []
+
+    def add(
+        self, family: GaugeMetricFamily | CounterMetricFamily, labels: list[str], value: Any
+    ) -> None:
+        """A sample, unless the value is unknown: Prometheus has no null."""
+        if value is not None:
+            self.made.append((family, labels, float(value)))
+
+    def commit(self) -> None:
+        """Add the samples to their families."""
+        for family, labels, value in self.made:
+            family.add_metric(labels, value)
 
 
 def query_families(states: Iterable[QueryState], now_ms: int, families: Families) -> None:
-    """The per-query and per-partition families."""
-    gauge = families.gauge
-    watermark = gauge("wmon_query_watermark_seconds", "Spark's event-time watermark", QUERY_LABELS)
-    age = gauge(
-        "wmon_query_watermark_age_seconds",
-        "How far the watermark is behind the wall clock (FLIP-33's watermarkLag)",
-        QUERY_LABELS,
-    )
-    skew = gauge(
-        "wmon_query_watermark_skew_seconds",
-        "The spread of the partition watermarks of the non-idle partitions",
-        QUERY_LABELS,
-    )
-    flink = gauge(
-        "wmon_query_flink_watermark_seconds",
-        "The watermark Flink would have had: the smallest non-idle partition watermark",
-        QUERY_LABELS,
-    )
-    stalled = gauge(
-        "wmon_query_watermark_stalled",
-        "1 when the watermark has not advanced for the stall timeout while input waits",
-        QUERY_LABELS,
-    )
-    offset_lag = gauge(
-        "wmon_query_offset_lag",
-        "Offsets available but not yet processed, over all source partitions",
-        QUERY_LABELS,
-    )
-    input_rate = gauge(
-        "wmon_query_input_rows_per_second", "Spark's input rate of the last batch", QUERY_LABELS
-    )
-    processed_rate = gauge(
-        "wmon_query_processed_rows_per_second",
-        "Spark's processing rate of the last batch",
-        QUERY_LABELS,
-    )
-    batch_id = gauge("wmon_query_last_batch_id", "The id of the newest batch", QUERY_LABELS)
-    batch_time = gauge(
-        "wmon_query_last_batch_timestamp_seconds", "When the newest batch ran", QUERY_LABELS
-    )
-    ingest_lag = gauge(
-        "wmon_query_ingest_lag_seconds",
-        "How long after the newest batch ended it was stored: the way in's delay",
-        QUERY_LABELS,
-    )
-    progress = gauge(
-        "wmon_query_last_progress_timestamp_seconds",
-        "When the query last reported anything",
-        QUERY_LABELS,
-    )
-    status = gauge(
+    """The per-query and per-partition families; a query whose rows cannot be read or
+    exported has only its stored status and `wmon_query_unreadable` 1."""
+    figures = _QueryFamilies(families)
+    status = families.gauge(
         "wmon_query_status",
         "1 for the query's status (active, idle, terminated, failed), 0 for the others",
         [*QUERY_LABELS, "status"],
     )
-    pending = gauge(
-        "wmon_query_pending_timers", "Timers registered and not yet fired", QUERY_LABELS
-    )
-    next_expiry = gauge(
-        "wmon_query_next_timer_expiry_timestamp_seconds",
-        "When the earliest pending timer is due",
+    unreadable = families.gauge(
+        "wmon_query_unreadable",
+        "1 when the query's stored rows cannot be read; its other figures are left out",
         QUERY_LABELS,
     )
-    partition = _PartitionFamilies(families)
     for state in states:
         query = state.query
         labels = [query.name or query.id, query.id]
+        samples = Samples()
+        if state.unreadable is None:
+            try:
+                figures.add(state, labels, now_ms, samples)
+            except Exception as error:  # a bad row of this query: its figures alone
+                if is_outage(error):
+                    raise
+                state.unreadable, samples = unreadable_reason(error), Samples()
         for name in STATUSES:
-            status.add_metric([*labels, name], 1.0 if query.status == name else 0.0)
-        _add(progress, labels, _seconds(query.updated_at_ms))
+            samples.add(status, [*labels, name], query.status == name)
+        samples.add(unreadable, labels, state.unreadable is not None)
+        samples.commit()
+
+
+class _QueryFamilies:
+    """The per-query families of the newest batch and timers, with the partitions'."""
+
+    def __init__(self, families: Families) -> None:
+        gauge = families.gauge
+        self.watermark = gauge(
+            "wmon_query_watermark_seconds", "Spark's event-time watermark", QUERY_LABELS
+        )
+        self.age = gauge(
+            "wmon_query_watermark_age_seconds",
+            "How far the watermark is behind the wall clock (FLIP-33's watermarkLag)",
+            QUERY_LABELS,
+        )
+        self.skew = gauge(
+            "wmon_query_watermark_skew_seconds",
+            "The spread of the partition watermarks of the non-idle partitions",
+            QUERY_LABELS,
+        )
+        self.flink = gauge(
+            "wmon_query_flink_watermark_seconds",
+            "The watermark Flink would have had: the smallest non-idle partition watermark",
+            QUERY_LABELS,
+        )
+        self.stalled = gauge(
+            "wmon_query_watermark_stalled",
+            "1 when the watermark has not advanced for the stall timeout while input waits",
+            QUERY_LABELS,
+        )
+        self.offset_lag = gauge(
+            "wmon_query_offset_lag",
+            "Offsets available but not yet processed, over all source partitions",
+            QUERY_LABELS,
+        )
+        self.input_rate = gauge(
+            "wmon_query_input_rows_per_second", "Spark's input rate of the last batch", QUERY_LABELS
+        )
+        self.processed_rate = gauge(
+            "wmon_query_processed_rows_per_second",
+            "Spark's processing rate of the last batch",
+            QUERY_LABELS,
+        )
+        self.batch_id = gauge(
+            "wmon_query_last_batch_id", "The id of the newest batch", QUERY_LABELS
+        )
+        self.batch_time = gauge(
+            "wmon_query_last_batch_timestamp_seconds", "When the newest batch ran", QUERY_LABELS
+        )
+        self.ingest_lag = gauge(
+            "wmon_query_ingest_lag_seconds",
+            "How long after the newest batch ended it was stored: the way in's delay",
+            QUERY_LABELS,
+        )
+        self.progress = gauge(
+            "wmon_query_last_progress_timestamp_seconds",
+            "When the query last reported anything",
+            QUERY_LABELS,
+        )
+        self.clock_ahead = gauge(
+            "wmon_query_clock_ahead_seconds",
+            "How far ahead of the monitor's clock the time the job last claimed was",
+            QUERY_LABELS,
+        )
+        self.pending = gauge(
+            "wmon_query_pending_timers", "Timers registered and not yet fired", QUERY_LABELS
+        )
+        self.next_expiry = gauge(
+            "wmon_query_next_timer_expiry_timestamp_seconds",
+            "When the earliest pending timer is due",
+            QUERY_LABELS,
+        )
+        self.partitions = _PartitionFamilies(families)
+
+    def add(self, state: QueryState, labels: list[str], now_ms: int, samples: Samples) -> None:
+        """The query's samples, its partitions' too."""
+        samples.add(self.progress, labels, _seconds(state.query.updated_at_ms))
+        samples.add(self.clock_ahead, labels, _seconds(state.query.clock_ahead_ms))
         if state.timers is not None:
-            _add(pending, labels, state.timers.pending)
-            _add(next_expiry, labels, _seconds(state.timers.next_expiry_ms))
+            samples.add(self.pending, labels, state.timers.pending)
+            samples.add(self.next_expiry, labels, _seconds(state.timers.next_expiry_ms))
         batch = state.batch
         if batch is None:
-            continue
-        _add(watermark, labels, _seconds(batch.watermark_ms))
+            return
+        samples.add(self.watermark, labels, _seconds(batch.watermark_ms))
         if batch.watermark_ms is not None:
-            _add(age, labels, (now_ms - batch.watermark_ms) / 1000)
-        _add(skew, labels, _seconds(batch.watermark_skew_ms))
-        _add(flink, labels, _seconds(batch.flink_watermark_ms))
-        _add(stalled, labels, batch.watermark_stalled)
+            samples.add(self.age, labels, (now_ms - batch.watermark_ms) / 1000)
+        samples.add(self.skew, labels, _seconds(batch.watermark_skew_ms))
+        samples.add(self.flink, labels, _seconds(batch.flink_watermark_ms))
+        samples.add(self.stalled, labels, batch.watermark_stalled)
         lags = [row.offset_lag for row in state.partitions if row.offset_lag is not None]
-        _add(offset_lag, labels, sum(lags) if lags else None)
-        _add(input_rate, labels, batch.input_rows_per_second)
-        _add(processed_rate, labels, batch.processed_rows_per_second)
-        _add(batch_id, labels, batch.batch_id)
-        _add(batch_time, labels, _seconds(batch.batch_time_ms))
+        samples.add(self.offset_lag, labels, sum(lags) if lags else None)
+        samples.add(self.input_rate, labels, batch.input_rows_per_second)
+        samples.add(self.processed_rate, labels, batch.processed_rows_per_second)
+        samples.add(self.batch_id, labels, batch.batch_id)
+        samples.add(self.batch_time, labels, _seconds(batch.batch_time_ms))
         if batch.stored_at_ms is not None:
             ended_ms = batch.batch_time_ms + (batch.trigger_duration_ms or 0)
-            _add(ingest_lag, labels, max(batch.stored_at_ms - ended_ms, 0) / 1000)
-        partition.add(labels, state)
+            samples.add(self.ingest_lag, labels, max(batch.stored_at_ms - ended_ms, 0) / 1000)
+        self.partitions.add(labels, state, samples)
 
 
 class _PartitionFamilies:
@@ -213,7 +264,7 @@ class _PartitionFamilies:
             for flag in ("idle", "stalled", "rewound")
         }
 
-    def add(self, query_labels: list[str], state: QueryState) -> None:
+    def add(self, query_labels: list[str], state: QueryState, samples: Samples) -> None:
         """The samples of the query's partitions."""
         topics: dict[str, str] = {}
         for row in state.partitions:
@@ -221,18 +272,18 @@ class _PartitionFamilies:
                 continue  # the same name in a second source: the first source's
             topics[row.partition] = row.topic or ""
             labels = [*query_labels, *_topic_and_partition(row.topic, row.partition)]
-            _add(self.offset_lag, labels, row.offset_lag)
+            samples.add(self.offset_lag, labels, row.offset_lag)
             for flag, family in self.flags.items():
-                family.add_metric(labels, 1.0 if getattr(row, flag) else 0.0)
+                samples.add(family, labels, bool(getattr(row, flag)))
         driver = state.batch.watermark_driver_partition if state.batch else None
         for name, times in state.event_times.items():
             labels = [*query_labels, *_topic_and_partition(topics.get(name), name)]
-            _add(self.watermark, labels, _seconds(times.partition_watermark_ms))
-            _add(self.max_event_time, labels, _seconds(times.max_event_time_ms))
-            _add(self.time_lag, labels, _seconds(times.time_lag_ms))
-            self.late.add_metric(labels, float(times.late_records_total))
-            self.future.add_metric(labels, float(times.future_records_total))
-            self.driver.add_metric(labels, 1.0 if name == driver else 0.0)
+            samples.add(self.watermark, labels, _seconds(times.partition_watermark_ms))
+            samples.add(self.max_event_time, labels, _seconds(times.max_event_time_ms))
+            samples.add(self.time_lag, labels, _seconds(times.time_lag_ms))
+            samples.add(self.late, labels, times.late_records_total)
+            samples.add(self.future, labels, times.future_records_total)
+            samples.add(self.driver, labels, name == driver)
 
 
 def _topic_and_partition(topic: str | None, name: str) -> list[str]:
@@ -283,7 +334,7 @@ def own_families(
         [],
     )
     if evaluated_ms is not None:
-        _add(evaluation_lag, [], max(now_ms - evaluated_ms, 0) / 1000)
+        evaluation_lag.add_metric([], max(now_ms - evaluated_ms, 0) / 1000)
 
 
 class _Scraped(Collector):

@@ -12,7 +12,8 @@ from flask import Flask
 
 from monitor.alerts.rulefile import RuleSet
 from monitor.health.status import Status, query_status
-from monitor.store.facts import Asked
+from monitor.store.facts import Asked, unreadable
+from monitor.store.isolation import recover, unreadable_reason
 from monitor.store.models import Batch, Query, TimerSnapshotRow
 from monitor.store.summary import (
     PartitionDetail,
@@ -34,6 +35,7 @@ QUERY_FIELDS = (
     "terminated_at_ms",
     "exception",
     "error_class",
+    "clock_ahead_ms",
 )
 BATCH_FIELDS = (
     "batch_id",
@@ -128,13 +130,35 @@ def summary_json(summary: QuerySummary, lens: Lens) -> dict[str, Any]:
             "offset_lag": [p.offset_lag for p in facts.trend],
         },
         "updated_at_ms": query.updated_at_ms,
+        "clock_ahead_ms": query.clock_ahead_ms,
+        "unreadable": facts.unreadable,
         "now_ms": lens.now_ms,
     }
 
 
+def unreadable_summary(
+    session: so.Session, summary: QuerySummary, error: Exception
+) -> QuerySummary:
+    """The summary of a query whose rows broke its judging with `error`: its stored state,
+    and why; an outage of the store goes up."""
+    recover(session, error)
+    asked = Asked(summary.query, summary.facts.thresholds)
+    return QuerySummary(summary.query, None, unreadable(asked, unreadable_reason(error)), None)
+
+
+def _overview_row(session: so.Session, summary: QuerySummary, lens: Lens) -> dict[str, Any]:
+    """A query as the overview lists it; one whose rows it cannot judge, as unreadable: its
+    error, never the overview's."""
+    try:
+        return summary_json(summary, lens)
+    except Exception as error:  # a bad row of this query alone
+        return summary_json(unreadable_summary(session, summary, error), lens)
+
+
 def overview(session: so.Session, queries: Sequence[Query], lens: Lens) -> list[dict[str, Any]]:
     """Queries as the overview lists them, the most urgent status first, then by name."""
-    rows = [summary_json(summary, lens) for summary in lens.summaries(session, queries)]
+    summaries = lens.summaries(session, queries)
+    rows = [_overview_row(session, summary, lens) for summary in summaries]
     return sorted(
         rows, key=lambda row: (Status[row["status"].upper()], row["name"] or "", row["id"])
     )

@@ -15,12 +15,15 @@ import sqlalchemy.orm as so
 from monitor.alerts.lifecycle import Alert, State, Transition, step
 from monitor.alerts.outbox import enqueue
 from monitor.alerts.rulefile import RuleConfig, RuleSet, thresholds_of
-from monitor.alerts.rules import RULES, Finding
+from monitor.alerts.rules import RULES, Finding, query_unreadable
 from monitor.health.facts import QueryFacts
-from monitor.store.facts import Asked, fleet_facts
+from monitor.store.facts import Asked, fleet_facts, unreadable
+from monitor.store.isolation import is_outage, unreadable_reason
 from monitor.store.models import LIVE_ALERT_STATES, AlertEvent, AlertRow
 from monitor.store.notify import announce
 from monitor.store.reads import list_queries
+
+UNREADABLE = query_unreadable.__name__
 
 
 def evaluate(session: so.Session, rules: RuleSet, now_ms: int) -> list[AlertEvent]:
@@ -41,10 +44,10 @@ def evaluate(session: so.Session, rules: RuleSet, now_ms: int) -> list[AlertEven
     facts = fleet_facts(session, asked, now_ms)
     known = _known(live)
     events: list[AlertEvent] = []
-    for query in queries:
-        for name, config in configs[query.id].items():
-            findings = _findings(name, config, facts[query.id], now_ms)
+    for query, item in zip(queries, asked, strict=True):
+        for name, findings in _judge(item, facts[query.id], configs[query.id], now_ms).items():
             subjects = known.get((name, query.id), set())
+            config = configs[query.id][name]
             events += _apply(session, live, query.id, name, findings, subjects, config, now_ms)
     enqueue(session, events, rules.receivers, now_ms)
     if events:
@@ -68,6 +71,25 @@ def _known(live: dict[tuple[str, str, str], AlertRow]) -> dict[tuple[str, str], 
     for rule, query_id, partition in live:
         known.setdefault((rule, query_id), set()).add(partition)
     return known
+
+
+def _judge(
+    asked: Asked, facts: QueryFacts, configs: dict[str, RuleConfig], now_ms: int
+) -> dict[str, dict[str, Finding]]:
+    """What each rule finds on one query, by rule and subject. A query whose rows break a
+    rule is judged unreadable; an unreadable query is judged by `query_unreadable` alone, and
+    its other alerts wait as they are: one bad row must not resolve them."""
+    if facts.unreadable is None:
+        try:
+            return {
+                name: _findings(name, config, facts, now_ms) for name, config in configs.items()
+            }
+        except Exception as error:  # a row no rule can handle: this query's alone
+            if is_outage(error):
+                raise
+            facts = unreadable(asked, unreadable_reason(error))
+    config = configs[UNREADABLE]
+    return {UNREADABLE: _findings(UNREADABLE, config, facts, now_ms)}
 
 
 def _findings(name: str, config: RuleConfig, facts: QueryFacts, now_ms: int) -> dict[str, Finding]:

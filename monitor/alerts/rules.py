@@ -323,3 +323,26 @@ def no_progress(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]
         return []
     silent = now_ms - facts.last_progress_ms
     return [Finding(None, silent, f"no progress for {_seconds(silent)}")]
+
+
+@rule(
+    "the job's clock is ahead of the monitor's by more than `tolerance`",
+    Severity.WARNING,
+    tolerance=(Kind.DURATION, 60_000),
+)
+def clock_ahead(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
+    """The time the job last claimed was more than `tolerance` ahead of when its event was
+    stored: its times are not trusted for liveness, and its charts' times are off."""
+    ahead = facts.clock_ahead_ms
+    if not facts.active or ahead is None or ahead <= params["tolerance"]:
+        return []
+    return [Finding(None, ahead, f"the job's clock is {_seconds(ahead)} ahead of the monitor's")]
+
+
+@rule("the query's stored rows cannot be read or judged: its other rules wait", Severity.CRITICAL)
+def query_unreadable(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
+    """A row of the query breaks its reading (see :mod:`monitor.store.isolation`); until it
+    is mended, its other alerts stay as they were, neither fired nor resolved."""
+    if facts.unreadable is None:
+        return []
+    return [Finding(None, None, f"the query's stored rows cannot be read: {facts.unreadable}")]

@@ -87,6 +87,11 @@ class QueryFacts:
     trend: tuple[TrendPoint, ...] = ()
     # The rules with a live alert on the query itself: what is already being told.
     alerting: frozenset[str] = frozenset()
+    # How far ahead of the store's clock the job's last claimed time was (None: not known).
+    clock_ahead_ms: int | None = None
+    # Why the query's stored rows could not be read or judged, when they could not: then
+    # only its stored state is known, and nothing of its batches.
+    unreadable: str | None = None
 
     @property
     def active(self) -> bool:

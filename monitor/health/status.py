@@ -3,20 +3,22 @@
 The first rule that matches wins:
 
 1. `failed` — the run ended with an exception;
-2. `terminated` — the run ended without one;
-3. `stalled` — the latest batch's watermark or one of its partitions is stalled, or a running
+2. `error` — the query's stored rows cannot be read or judged (a bad row: the alert rule
+   `query_unreadable` names it); nothing else is known of it;
+3. `terminated` — the run ended without one;
+4. `stalled` — the latest batch's watermark or one of its partitions is stalled, or a running
    query is silent: it has reported nothing for the silence threshold (a hung or killed
    driver) — the conditions of the alert rules `watermark_stalled`, `partition_stalled` and
    `no_progress`, on the same facts;
-4. `lagging` — records were dropped as late within the late window, a partition read
+5. `lagging` — records were dropped as late within the late window, a partition read
    future-dated records within the future window (the alert rule `future_event_time`: one can
    drag the watermark ahead), or the total offset lag of the recent batches grew (Burrow's
    rule: work arrives faster than it is done);
-5. `idle` — Spark reported the query idle, or every partition of its latest batch is idle;
-6. `healthy` otherwise.
+6. `idle` — Spark reported the query idle, or every partition of its latest batch is idle;
+7. `healthy` otherwise.
 
-Statuses sort by urgency: failed, stalled, lagging, idle, healthy, then terminated (a query
-that ended cleanly needs no one's attention).
+Statuses sort by urgency: failed, error, stalled, lagging, idle, healthy, then terminated (a
+query that ended cleanly needs no one's attention).
 """
 
 from __future__ import annotations
@@ -37,11 +39,12 @@ class Status(enum.IntEnum):
     """A query's status; a smaller value is more urgent and sorts first."""
 
     FAILED = 0
-    STALLED = 1
-    LAGGING = 2
-    IDLE = 3
-    HEALTHY = 4
-    TERMINATED = 5
+    ERROR = 1
+    STALLED = 2
+    LAGGING = 3
+    IDLE = 4
+    HEALTHY = 5
+    TERMINATED = 6
 
     @property
     def label(self) -> str:
@@ -53,6 +56,8 @@ def query_status(facts: QueryFacts, now_ms: int) -> Status:
     """The status of a query at `now_ms`, by the rules of this module's docstring."""
     if facts.status == "failed":
         return Status.FAILED
+    if facts.unreadable is not None:
+        return Status.ERROR
     if facts.status == "terminated":
         return Status.TERMINATED
     if has_stalled_work(facts) or is_silent(facts, now_ms):

@@ -18,6 +18,7 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.health.facts import FutureDated, PartitionFacts, QueryFacts, Thresholds, TrendPoint
+from monitor.store.isolation import read_apart
 from monitor.store.lateness import future_dated_since
 from monitor.store.models import Batch, Partition, Query
 from monitor.store.reads import chunks, newest_of
@@ -53,12 +54,51 @@ def read_facts(
 
 
 def fleet_facts(session: so.Session, asked: Sequence[Asked], now_ms: int) -> dict[str, QueryFacts]:
-    """The facts of every asked query at `now_ms`, by query id, a chunk of queries at a time."""
+    """The facts of every asked query at `now_ms`, by query id, a chunk of queries at a time;
+    a query whose rows cannot be read has facts that say so (:func:`unreadable`)."""
     facts: dict[str, QueryFacts] = {}
     for chunk in chunks(asked):
-        latest = latest_batches(session, [item.query.id for item in chunk])
-        facts |= facts_of(session, chunk, latest, now_ms)
+        apart = read_apart(
+            session,
+            chunk,
+            lambda part: _read_facts(session, part, now_ms),
+            lambda item: item.query.id,
+        )
+        facts |= apart.found
+        facts |= {
+            item.query.id: unreadable(item, apart.unreadable[item.query.id])
+            for item in chunk
+            if item.query.id in apart.unreadable
+        }
     return facts
+
+
+def _read_facts(session: so.Session, asked: Sequence[Asked], now_ms: int) -> dict[str, QueryFacts]:
+    latest = latest_batches(session, [item.query.id for item in asked])
+    return facts_of(session, asked, latest, now_ms)
+
+
+def unreadable(asked: Asked, reason: str) -> QueryFacts:
+    """The facts of a query whose rows could not be read or judged: its stored state, and
+    why."""
+    return _stored(asked, unreadable=reason)
+
+
+def _stored(asked: Asked, **figures: Any) -> QueryFacts:
+    """The query's facts: its stored state, with `figures` of its batches."""
+    query = asked.query
+    return QueryFacts(
+        query_id=query.id,
+        name=query.name,
+        status=query.status,
+        last_progress_ms=query.updated_at_ms,
+        ended_at_ms=query.terminated_at_ms,
+        exception=query.exception,
+        clock_ahead_ms=query.clock_ahead_ms,
+        thresholds=asked.thresholds,
+        alerting=asked.alerting,
+        **figures,
+    )
 
 
 @dataclass(frozen=True)
@@ -96,25 +136,18 @@ def _bounds(asked: Sequence[Asked], now_ms: int, window: str) -> dict[str, int]:
 
 
 def _facts(asked: Asked, batch: Batch | None, found: _Windows) -> QueryFacts:
-    query = asked.query
-    watermark_rewound, rewound = found.rewound[query.id]
-    rows = found.partitions.get(query.id, []) if batch else []
-    late, future = found.late.get(query.id, {}), found.future.get(query.id, {})
-    return QueryFacts(
-        query_id=query.id,
-        name=query.name,
-        status=query.status,
-        last_progress_ms=query.updated_at_ms,
-        ended_at_ms=query.terminated_at_ms,
-        exception=query.exception,
+    query_id = asked.query.id
+    watermark_rewound, rewound = found.rewound[query_id]
+    rows = found.partitions.get(query_id, []) if batch else []
+    late, future = found.late.get(query_id, {}), found.future.get(query_id, {})
+    return _stored(
+        asked,
         watermark_ms=batch.watermark_ms if batch else None,
         watermark_stalled=bool(batch and batch.watermark_stalled),
         watermark_rewound=watermark_rewound,
         skew_ms=batch.watermark_skew_ms if batch else None,
-        thresholds=asked.thresholds,
         partitions=_partitions(rows, late, rewound, future),
-        trend=tuple(found.trends.get(query.id, [])),
-        alerting=asked.alerting,
+        trend=tuple(found.trends.get(query_id, [])),
     )
 
 

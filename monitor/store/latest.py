@@ -17,6 +17,7 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.health.facts import RUNNING
+from monitor.store.isolation import read_apart
 from monitor.store.models import (
     LIVE_ALERT_STATES,
     AlertRow,
@@ -40,6 +41,8 @@ class QueryState:
     partitions: list[sa.Row[Any]] = field(default_factory=list)
     event_times: dict[str, sa.Row[Any]] = field(default_factory=dict)
     timers: sa.Row[Any] | None = None
+    # Why its rows could not be read, when they could not (monitor.store.isolation).
+    unreadable: str | None = None
 
 
 def exported_queries(session: so.Session, now_ms: int, keep_ended_ms: int) -> list[sa.Row[Any]]:
@@ -59,14 +62,23 @@ def exported_queries(session: so.Session, now_ms: int, keep_ended_ms: int) -> li
 
 
 def latest_states(session: so.Session, queries: Sequence[sa.Row[Any]]) -> list[QueryState]:
-    """The state of each of `queries`, in their order."""
-    states = {query.id: QueryState(query) for query in queries}
-    for chunk in chunks(list(states)):
-        _read_chunk(session, chunk, states)
-    return list(states.values())
+    """The state of each of `queries`, in their order; one whose rows cannot be read, with
+    only its row, and why."""
+    rows = {query.id: query for query in queries}
+    states: dict[str, QueryState] = {}
+    for chunk in chunks(list(rows)):
+        apart = read_apart(session, chunk, lambda ids: _read_chunk(session, ids, rows), str)
+        states |= apart.found
+        states |= {
+            key: QueryState(rows[key], unreadable=why) for key, why in apart.unreadable.items()
+        }
+    return [states[query.id] for query in queries]
 
 
-def _read_chunk(session: so.Session, ids: list[str], states: dict[str, QueryState]) -> None:
+def _read_chunk(
+    session: so.Session, ids: Sequence[str], rows: dict[str, sa.Row[Any]]
+) -> dict[str, QueryState]:
+    states = {key: QueryState(rows[key]) for key in ids}
     batches, partitions = Batch.__table__, Partition.__table__
     times, timers = PartitionEventTime.__table__, TimerSnapshotRow.__table__
     newest = newest_of(batches, "batch_id", ids)
@@ -81,6 +93,7 @@ def _read_chunk(session: so.Session, ids: list[str], states: dict[str, QueryStat
     newest_taken = newest_of(timers, "taken_at_ms", ids)
     for row in rows_at_newest(session, timers, "taken_at_ms", newest_taken, timers.c.id):
         states[row.query_id].timers = row  # of two taken at the same time, the later stored
+    return states
 
 
 def job_done_at(session: so.Session, lease: str) -> int | None:

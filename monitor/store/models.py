@@ -44,6 +44,9 @@ class Query(Base):
     terminated_at_ms: so.Mapped[int | None] = so.mapped_column(Millis)
     exception: so.Mapped[str | None] = so.mapped_column(sa.Text)
     error_class: so.Mapped[str | None] = so.mapped_column(JobText)
+    # How far the time its job last claimed was ahead of when the event was stored (0 when
+    # it was not; None before any was stored with this kept): a driver's clock running ahead.
+    clock_ahead_ms: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
 
 
 class Run(Base):

@@ -11,7 +11,8 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.health.facts import QueryFacts, Thresholds
-from monitor.store.facts import Asked, facts_of, latest_batches
+from monitor.store.facts import Asked, facts_of, latest_batches, unreadable
+from monitor.store.isolation import read_apart
 from monitor.store.models import (
     Batch,
     Partition,
@@ -68,18 +69,35 @@ def summarize(
 
 def summaries(session: so.Session, asked: Sequence[Asked], now_ms: int) -> list[QuerySummary]:
     """The overview of each asked query at `now_ms`, in their order, a chunk at a time: a
-    fixed number of statements per chunk, however many queries."""
+    fixed number of statements per chunk, however many queries. A query whose rows cannot be
+    read has only its stored state, and facts that say why."""
     found: list[QuerySummary] = []
     for chunk in chunks(asked):
-        ids = [item.query.id for item in chunk]
-        latest = latest_batches(session, ids)
-        facts = facts_of(session, chunk, latest, now_ms)
-        timers = latest_timers(session, ids)
+        apart = read_apart(
+            session,
+            chunk,
+            lambda part: _summaries(session, part, now_ms),
+            lambda item: item.query.id,
+        )
         found += [
-            QuerySummary(item.query, latest.get(key), facts[key], timers.get(key))
-            for item, key in zip(chunk, ids, strict=True)
+            apart.found.get(item.query.id)
+            or QuerySummary(
+                item.query, None, unreadable(item, apart.unreadable[item.query.id]), None
+            )
+            for item in chunk
         ]
     return found
+
+
+def _summaries(session: so.Session, asked: Sequence[Asked], now_ms: int) -> dict[str, QuerySummary]:
+    ids = [item.query.id for item in asked]
+    latest = latest_batches(session, ids)
+    facts = facts_of(session, asked, latest, now_ms)
+    timers = latest_timers(session, ids)
+    return {
+        key: QuerySummary(item.query, latest.get(key), facts[key], timers.get(key))
+        for item, key in zip(asked, ids, strict=True)
+    }
 
 
 def latest_timers(session: so.Session, query_ids: Sequence[str]) -> dict[str, TimerSnapshotRow]:

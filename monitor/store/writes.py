@@ -141,15 +141,20 @@ class _Group:
         """The query's row, as read ahead, or a new one, active since `at_ms`."""
         if query_id not in self._queries:
             query = Query(
-                id=query_id, run_id=run_id, status=ACTIVE, updated_at_ms=self.trusted(at_ms)
+                id=query_id,
+                run_id=run_id,
+                status=ACTIVE,
+                updated_at_ms=min(at_ms, self.stored_at_ms),
             )
             self.session.add(query)
             self._queries[query_id] = query
         return self._queries[query_id]
 
-    def trusted(self, at_ms: int) -> int:
-        """A time the job claims, but never later than the write that stores it: a driver
-        whose clock runs ahead must not look alive after it has gone silent."""
+    def trusted(self, query: Query, at_ms: int) -> int:
+        """A time `query`'s job claims, but never later than the write that stores it: a
+        driver whose clock runs ahead must not look alive after it has gone silent. How far
+        ahead the claim was is kept on the query, to be shown and alerted on."""
+        query.clock_ahead_ms = max(at_ms - self.stored_at_ms, 0)
         return min(at_ms, self.stored_at_ms)
 
     def run_row(self, query_id: str, run_id: str) -> Run:
@@ -331,7 +336,7 @@ def _started(event: QueryStarted, group: _Group) -> None:
     if group.is_current(query, run):
         query.name, query.run_id, query.status = event.name, event.run_id, ACTIVE
         query.started_at_ms = event.timestamp_ms
-        query.updated_at_ms = group.trusted(event.timestamp_ms)
+        query.updated_at_ms = group.trusted(query, event.timestamp_ms)
         query.terminated_at_ms = query.exception = query.error_class = None
 
 
@@ -340,7 +345,7 @@ def _idle(event: QueryIdle, group: _Group) -> None:
     query = group.query_row(event.query_id, event.run_id, event.timestamp_ms)
     if query.run_id == event.run_id and query.status == ACTIVE:
         query.status = IDLE
-    query.updated_at_ms = max(query.updated_at_ms, group.trusted(event.timestamp_ms))
+    query.updated_at_ms = max(query.updated_at_ms, group.trusted(query, event.timestamp_ms))
     group.run_row(event.query_id, event.run_id).last_idle_at_ms = event.timestamp_ms
 
 
@@ -350,7 +355,7 @@ def _terminated(event: QueryTerminated, group: _Group) -> None:
     if query.run_id == event.run_id:
         query.status = FAILED if event.exception else TERMINATED
         query.terminated_at_ms = event.timestamp_ms
-        query.updated_at_ms = group.trusted(event.timestamp_ms)
+        query.updated_at_ms = group.trusted(query, event.timestamp_ms)
         query.exception, query.error_class = event.exception, event.error_class
     run = group.run_row(event.query_id, event.run_id)
     run.terminated_at_ms = event.timestamp_ms
@@ -404,7 +409,7 @@ def _batch(event: BatchProgress, group: _Group) -> None:
     query.last_batch_id = None if newest is None else newest["batch_id"]
     if run.terminated_at_ms is None and group.is_current(query, run):
         query.run_id, query.status, query.name = event.run_id, ACTIVE, event.name
-    query.updated_at_ms = max(query.updated_at_ms, group.trusted(event.batch_time_ms))
+    query.updated_at_ms = max(query.updated_at_ms, group.trusted(query, event.batch_time_ms))
 
 
 @record.register

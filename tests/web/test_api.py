@@ -125,6 +125,8 @@ def test_an_overview_entry_has_the_latest_figures_and_a_trend(engine, client):
             "offset_lag": [0, 0, 0],
         },
         "updated_at_ms": NOW - 10_000,
+        "clock_ahead_ms": 0,
+        "unreadable": None,
         "now_ms": NOW,
     }
 

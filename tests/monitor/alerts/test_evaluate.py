@@ -156,3 +156,21 @@ def test_a_driver_whose_clock_ran_ahead_still_goes_silent(engine, timestamp):
     with so.Session(engine, expire_on_commit=False) as session:
         fired = evaluate(session, DEFAULTS, now + 6 * 60_000)
     assert ("firing", "no progress") in [(e.transition, e.message.split(" for ")[0]) for e in fired]
+
+
+def test_a_clock_ahead_is_flagged_and_clears_when_the_clock_is_right(engine):
+    """Not only capped: the job's clock a day ahead is told, then mended."""
+    now = int(time.time() * 1000)
+    ahead = progress_doc(id=QUERY, runId="r", batchId=0, timestamp=stamp(now + 86_400_000))
+    write_event(engine, parse_progress(ahead))
+    with so.Session(engine) as session:
+        assert 86_390_000 <= session.get_one(Query, QUERY).clock_ahead_ms <= 86_400_000
+    with so.Session(engine, expire_on_commit=False) as session:
+        fired = evaluate(session, DEFAULTS, now + 1_000)
+    [told] = [e.message for e in fired if e.transition == "firing"]
+    assert told.startswith("the job's clock is 86,") and told.endswith("s ahead of the monitor's")
+    right = progress_doc(id=QUERY, runId="r", batchId=1, timestamp=stamp(now + 2_000))
+    write_event(engine, parse_progress(right))
+    with so.Session(engine, expire_on_commit=False) as session:
+        resolved = evaluate(session, DEFAULTS, now + 3_000)
+    assert [e.transition for e in resolved] == ["resolved"]

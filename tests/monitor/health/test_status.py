@@ -100,6 +100,7 @@ def test_statuses_sort_by_urgency_with_terminated_last():
     ordered = sorted(Status, key=lambda status: status)
     assert [s.label for s in ordered] == [
         "failed",
+        "error",
         "stalled",
         "lagging",
         "idle",

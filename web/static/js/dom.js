@@ -1,6 +1,14 @@
 // Building and updating the page. Every value, names from jobs included, goes in as text.
 
-export const STATUSES = ["failed", "stalled", "lagging", "idle", "healthy", "terminated"];
+export const STATUSES = [
+  "failed",
+  "error",
+  "stalled",
+  "lagging",
+  "idle",
+  "healthy",
+  "terminated",
+];
 
 export function el(tag, className, text) {
   const node = document.createElement(tag);

@@ -77,8 +77,9 @@ function fill(row) {
   const { cells, entry } = row;
   setText(cells.link, entry.name || entry.id);
   setBadge(cells.badge, entry.status);
-  setText(cells.failure, entry.exception ? entry.error_class || "failed" : "");
-  row.tr.title = entry.exception || "";
+  const failure = entry.exception ? entry.error_class || "failed" : "";
+  setText(cells.failure, entry.unreadable ? "stored rows cannot be read" : failure);
+  row.tr.title = entry.unreadable || entry.exception || "";
   row.tr.className = `status-${entry.status}`;
   setText(cells.skew, duration(entry.skew_ms));
   setText(cells.late, count(entry.late_records));

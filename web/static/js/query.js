@@ -94,6 +94,8 @@ function showStatus(query) {
   $("failure").hidden = !failed;
   setText($("exception"), query.exception);
   setText($("error-class"), query.error_class ? `(${query.error_class})` : "");
+  $("unreadable").hidden = !query.unreadable;
+  setText($("unreadable-reason"), query.unreadable);
 }
 
 function showBatch(batch, partitions) {
