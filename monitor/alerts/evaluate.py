@@ -43,17 +43,39 @@ def evaluate(session: so.Session, rules: RuleSet, now_ms: int) -> list[AlertEven
     # Every query's facts first, in a few statements per chunk of queries, not per query.
     facts = fleet_facts(session, asked, now_ms)
     known = _known(live)
-    events: list[AlertEvent] = []
+    changed: list[tuple[AlertRow, Transition]] = []
     for query, item in zip(queries, asked, strict=True):
         for name, findings in _judge(item, facts[query.id], configs[query.id], now_ms).items():
             subjects = known.get((name, query.id), set())
             config = configs[query.id][name]
-            events += _apply(session, live, query.id, name, findings, subjects, config, now_ms)
+            changed += _apply(session, live, query.id, name, findings, subjects, config, now_ms)
+    _write_alerts(session)
+    events = [_event(row, transition, now_ms) for row, transition in changed]
+    session.add_all(events)
+    session.flush()
     enqueue(session, events, rules.receivers, now_ms)
     if events:
         announce(session)
     session.commit()
     return events
+
+
+# What a pass changes in a stored alert.
+_STEPPED = ("state", "value", "message", "fired_at_ms", "resolved_at_ms")
+
+
+def _write_alerts(session: so.Session) -> None:
+    """Store every alert the pass changed, in a few statements however large the fleet: the
+    changed ones in one UPDATE of many rows, the new ones in batched INSERTs. (The ORM sends
+    an UPDATE per row whenever a row's changed columns differ from the one before it's.)"""
+    changed = [row for row in session.dirty if isinstance(row, AlertRow)]
+    updates = [{"id": row.id} | {name: getattr(row, name) for name in _STEPPED} for row in changed]
+    for row in changed:
+        for name in _STEPPED:  # written by the UPDATE below: nothing left for a flush
+            so.attributes.set_committed_value(row, name, getattr(row, name))
+    if updates:
+        session.execute(sa.update(AlertRow), updates)
+    session.flush()
 
 
 def _alerting(live: dict[tuple[str, str, str], AlertRow]) -> dict[str, frozenset[str]]:
@@ -108,21 +130,19 @@ def _apply(
     known: set[str],
     config: RuleConfig,
     now_ms: int,
-) -> list[AlertEvent]:
+) -> list[tuple[AlertRow, Transition]]:
     """Step every alert of one rule on one query (`known`, the subjects of its live alerts);
-    store what changed."""
+    the rows that changed, with how, added to the session and not yet flushed."""
     subjects = set(findings) | known
-    events = []
+    changed = []
     for partition in sorted(subjects):
         key = (rule, query_id, partition)
         row = live.get(key)
         alert, transition = step(_alert(row), findings.get(partition), now_ms, config.for_ms, key)
         row = _store(session, row, alert, transition, rule, now_ms)
         if transition is not None and row is not None:
-            events.append(_event(row, transition, now_ms))
-    session.add_all(events)
-    session.flush()
-    return events
+            changed.append((row, transition))
+    return changed
 
 
 def _event(row: AlertRow, transition: Transition, now_ms: int) -> AlertEvent:
@@ -177,5 +197,4 @@ def _store(
         session.add(row)
     row.state, row.value, row.message = alert.state.value, alert.value, alert.message
     row.fired_at_ms, row.resolved_at_ms = alert.fired_at_ms, alert.resolved_at_ms
-    session.flush()
     return row

@@ -10,8 +10,9 @@ from monitor.alerts.evaluate import evaluate
 from monitor.alerts.rulefile import load_rules
 from monitor.collect.progress import parse_progress
 from monitor.events import QueryStarted, QueryTerminated
-from monitor.store.models import AlertEvent, AlertRow, Query
-from monitor.store.writes import write_event
+from monitor.store.engine import create_engine
+from monitor.store.models import AlertEvent, AlertRow, Base, Query
+from monitor.store.writes import write_event, write_events
 from tests.helpers import progress_doc
 from tests.monitor.store.test_health_flags import EPOCH, QUERY, stamp, write
 
@@ -174,3 +175,43 @@ def test_a_clock_ahead_is_flagged_and_clears_when_the_clock_is_right(engine):
     with so.Session(engine, expire_on_commit=False) as session:
         resolved = evaluate(session, DEFAULTS, now + 3_000)
     assert [e.transition for e in resolved] == ["resolved"]
+
+
+def _statements_of_passes(engine, count):
+    """How many statements two passes over `count` silent queries run: one that fires
+    no_progress for each, one that brings each alert's value up to date."""
+    docs = [
+        progress_doc(id=f"{n:08d}-0000-0000-0000-000000000000", runId=f"r{n}") for n in range(count)
+    ]
+    write_events(engine, [parse_progress(doc) for doc in docs])
+    statements = []
+    listener = lambda *args: statements.append(args[2])  # noqa: E731
+    sa.event.listen(engine, "before_cursor_execute", listener)
+    try:
+        for later_ms in (3_600_000, 3_660_000):
+            with so.Session(engine, expire_on_commit=False) as session:
+                evaluate(session, DEFAULTS, int(time.time() * 1000) + later_ms)
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", listener)
+    with so.Session(engine) as session:
+        fired = session.scalar(sa.select(sa.func.count()).where(AlertRow.rule == "no_progress"))
+    assert fired == count
+    return len(statements)
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_a_pass_writes_a_fleet_s_alerts_in_as_many_statements_for_50_queries_as_for_5(
+    database_url,
+):
+    """On PostgreSQL, where each statement is a round trip: the new alerts in batched
+    INSERTs, the changed ones in one UPDATE. (SQLite's driver inserts row by row, in
+    process, to return each new row's id.)"""
+    counts = []
+    for count in (5, 50):
+        engine = create_engine(database_url)
+        with engine.begin() as connection:
+            for table in reversed(Base.metadata.sorted_tables):
+                connection.execute(table.delete())
+        counts.append(_statements_of_passes(engine, count))
+        engine.dispose()
+    assert counts[0] == counts[1], counts
