@@ -98,8 +98,7 @@ def timers_json(snapshot: TimerSnapshotRow | None) -> dict[str, Any] | None:
 
 
 def _age(now_ms: int, watermark_ms: int | None) -> int | None:
-    # Spark reports a watermark of 0 until the first one is set: no age yet.
-    return now_ms - watermark_ms if watermark_ms else None
+    return None if watermark_ms is None else now_ms - watermark_ms
 
 
 def summary_json(summary: QuerySummary, lens: Lens) -> dict[str, Any]:

@@ -207,7 +207,8 @@ def future_event_time(facts: QueryFacts, now_ms: int, params: Params) -> list[Fi
             f" ahead of the clock in {window}{_record_text(p.future.samples)}"
         )
         found.append(Finding(p.name, lead, message))
-    ahead = facts.watermark_ms - now_ms if facts.active and facts.watermark_ms else 0
+    watermark = facts.watermark_ms
+    ahead = watermark - now_ms if facts.active and watermark is not None else 0
     if not found and ahead > params["tolerance"]:
         message = (
             f"the watermark is {_hours(ahead)} ahead of the clock: a record from the future"
@@ -237,9 +238,9 @@ def _record_text(samples: tuple[Record, ...]) -> str:
     threshold=(Kind.DURATION, 600_000),
 )
 def watermark_age(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
-    """now - W is above the threshold while the query runs (Spark's W is 0 until its first
-    watermark: no age yet)."""
-    if not facts.active or not facts.watermark_ms:
+    """now - W is above the threshold while the query runs (no age before the first
+    watermark)."""
+    if not facts.active or facts.watermark_ms is None:
         return []
     age = now_ms - facts.watermark_ms
     if age <= params["threshold"]:

@@ -94,6 +94,12 @@ def _time(doc: dict[str, Any], key: str) -> int | None:
     return None if value is None else _timestamp(value, key)
 
 
+def _watermark(event_time: dict[str, Any]) -> int | None:
+    """The query's watermark; None until Spark sets the first one, where it reports 0 (1970):
+    translated here, once, so that nothing after the edge knows that placeholder."""
+    return _time(event_time, "watermark") or None
+
+
 def _dict(doc: dict[str, Any], key: str) -> dict[str, Any]:
     value = doc.get(key)
     if value is None:
@@ -163,7 +169,7 @@ def parse_progress(doc: Any) -> BatchProgress:
         name=_text(doc.get("name")),
         batch_id=_batch_id(doc),
         batch_time_ms=_timestamp(_required(doc, "timestamp", str), "timestamp"),
-        watermark_ms=_time(event_time, "watermark"),
+        watermark_ms=_watermark(event_time),
         event_time_min_ms=_time(event_time, "min"),
         event_time_max_ms=_time(event_time, "max"),
         event_time_avg_ms=_time(event_time, "avg"),

@@ -68,12 +68,7 @@ BATCH_AGGREGATES: tuple[Aggregate, ...] = (
     ("last_batch_id", sa.func.max(Batch.batch_id), int),
     ("watermark_ms", sa.func.max(Batch.watermark_ms), _whole),
     ("flink_watermark_ms", sa.func.max(Batch.flink_watermark_ms), _whole),
-    # A watermark of 0 is Spark's "none yet", which has no age.
-    (
-        "watermark_age_max_ms",
-        sa.func.max(sa.case((Batch.watermark_ms > 0, Batch.batch_time_ms - Batch.watermark_ms))),
-        _whole,
-    ),
+    ("watermark_age_max_ms", sa.func.max(Batch.batch_time_ms - Batch.watermark_ms), _whole),
     ("skew_avg_ms", sa.func.avg(Batch.watermark_skew_ms), _real),
     ("skew_max_ms", sa.func.max(Batch.watermark_skew_ms), _whole),
     ("duration_avg_ms", sa.func.avg(Batch.trigger_duration_ms), _real),

@@ -6,9 +6,10 @@ import sqlite3
 
 import pytest
 
+from monitor.collect.progress import parse_progress
 from monitor.events import QueryIdle, QueryStarted, QueryTerminated, TimerSnapshot
 from monitor.store.writes import write_event, write_events
-from tests.helpers import closed_port
+from tests.helpers import closed_port, progress_doc
 from tests.web_events import batch_event, stamp
 from web import create_app, db
 
@@ -494,9 +495,19 @@ def test_the_app_connects_on_the_first_request_not_before():
     db.dispose(app)
 
 
-def test_spark_s_first_watermark_of_0_has_no_age(client, engine):
-    write_event(engine, batch_event("q0", 0, NOW - 1_000, name="first", watermark_ms=0))
+def test_spark_s_first_watermark_of_1970_is_no_watermark(client, engine):
+    """Spark's placeholder is no watermark in the API and the scrape: no 1970, no age of 56
+    years (the scrape once exported one, and the Grafana board drew it)."""
+    doc = progress_doc(id="q0", runId="r0", batchId=0, timestamp=stamp(NOW - 1_000))
+    doc["eventTime"] = {"watermark": "1970-01-01T00:00:00.000Z"}
+    write_event(engine, parse_progress(doc))
     [entry] = ok(client.get("/api/queries"))["queries"]
-    assert entry["watermark_ms"] == 0 and entry["watermark_age_ms"] is None
+    assert entry["watermark_ms"] is None and entry["watermark_age_ms"] is None
     series = ok(client.get(f"/api/queries/q0/batches?from={NOW - 60_000}&to={NOW}"))["series"]
-    assert series["watermark_age_max_ms"] == [None]
+    assert series["watermark_ms"] == [None] and series["watermark_age_max_ms"] == [None]
+    scrape = client.get("/metrics").get_data(as_text=True)
+    assert 'query_id="q0"} 0.0' in "\n".join(
+        line for line in scrape.splitlines() if line.startswith("wmon_query_last_batch_id{")
+    )
+    ages = ("wmon_query_watermark_seconds{", "wmon_query_watermark_age_seconds{")
+    assert not [line for line in scrape.splitlines() if line.startswith(ages)]

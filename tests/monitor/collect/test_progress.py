@@ -44,9 +44,13 @@ def test_windowed_aggregation_progress_from_spark():
     ] == [("0", 6, 8, 0)]
 
 
-def test_first_batch_has_epoch_watermark_and_no_event_times():
+def test_first_batch_has_no_watermark_yet_and_no_event_times():
+    """Spark reports 1970 until the first watermark is set: no watermark, from here on."""
     batch = parse_progress(fixture("progress_first_batch.json")["progress"])
-    assert batch.batch_id == 0 and batch.watermark_ms == 0
+    assert fixture("progress_first_batch.json")["progress"]["eventTime"]["watermark"].startswith(
+        "1970-01-01T00:00:00"
+    )
+    assert batch.batch_id == 0 and batch.watermark_ms is None
     assert batch.event_time_min_ms is None and batch.event_time_max_ms is None
 
 

@@ -76,11 +76,6 @@ export function durationTicks(values) {
   return values.map((ms) => `${(ms / size).toFixed(decimals)} ${unit}`);
 }
 
-// Spark reports a watermark of 0 (1970) until the first one is set: no watermark yet.
-export function watermark(ms) {
-  return ms === null || ms === undefined || ms <= 0 ? null : ms;
-}
-
 function pad(number) {
   return String(number).padStart(2, "0");
 }

@@ -12,7 +12,7 @@ import {
 import { AlertBook, showAlertCount } from "./alertbook.js";
 import { Diagnosis, diagnosisUrl } from "./diagnosis.js";
 import { getJson, queryUrl, setText, showError } from "./dom.js";
-import { clock, count, duration, localInput, watermark } from "./format.js";
+import { clock, count, duration, localInput } from "./format.js";
 import { connect } from "./live.js";
 
 const SPANS = { hour: 3_600_000, day: 86_400_000, week: 7 * 86_400_000 };
@@ -91,13 +91,11 @@ function remember(range) {
 
 function loadCharts(series, partitions) {
   const watermarks = align([
-    { key: "watermark", times: series.time_ms, values: series.watermark_ms.map(watermark) },
+    { key: "watermark", times: series.time_ms, values: series.watermark_ms },
     ...partitionSources(partitions, "partition_watermark_ms"),
   ]);
   charts.eventTime.load(watermarks.xs, watermarks.columns);
-  // An age beyond the bucket's start is measured from Spark's "no watermark yet" (0, 1970).
-  const ages = series.watermark_age_max_ms.map((age, i) => (age < series.time_ms[i] ? age : null));
-  charts.age.load(series.time_ms, { age: ages, skew: series.skew_max_ms });
+  charts.age.load(series.time_ms, { age: series.watermark_age_max_ms, skew: series.skew_max_ms });
   const lags = align(partitionSources(partitions, "offset_lag"));
   charts.lag.load(lags.xs, lags.columns);
   const totals = lateTotals(partitions);

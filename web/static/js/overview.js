@@ -2,7 +2,7 @@
 import { AlertBook, bySeverity, showAlertCount } from "./alertbook.js";
 import { sparkline } from "./charts.js";
 import { STATUSES, el, getJson, setBadge, setText, showError } from "./dom.js";
-import { count, duration, watermark } from "./format.js";
+import { count, duration } from "./format.js";
 import { connect, heardServerTime, serverNow } from "./live.js";
 
 const tbody = document.querySelector("#queries tbody");
@@ -59,13 +59,9 @@ function showFiring(row) {
   );
 }
 
-// Watermark age when the query has a watermark, else offset lag. An age as large as the batch
-// time itself is measured from Spark's "no watermark yet" (0, 1970).
+// Watermark age when the query has a watermark, else offset lag.
 function trendOf(entry) {
-  const times = entry.trend.batch_time_ms;
-  const ages = entry.trend.watermark_age_ms.map((age, i) =>
-    age !== null && age < times[i] ? age : null,
-  );
+  const ages = entry.trend.watermark_age_ms;
   const hasAges = ages.some((v) => v !== null);
   return {
     values: hasAges ? ages : entry.trend.offset_lag,
@@ -84,7 +80,7 @@ function fill(row) {
   setText(cells.skew, duration(entry.skew_ms));
   setText(cells.late, count(entry.late_records));
   cells.late.classList.toggle("bad", entry.late_records > 0);
-  const known = watermark(entry.watermark_ms);
+  const known = entry.watermark_ms;
   const next =
     entry.next_timer_ms === null || known === null
       ? ""
@@ -103,7 +99,7 @@ function fill(row) {
 
 function tickRow({ cells, entry }) {
   const now = serverNow();
-  const known = watermark(entry.watermark_ms);
+  const known = entry.watermark_ms;
   setText(cells.age, known === null ? "—" : duration(now - known));
   const ago = entry.updated_at_ms === null ? "" : `, ${duration(now - entry.updated_at_ms)} ago`;
   setText(cells.last, entry.last_batch_id === null ? "—" : `#${entry.last_batch_id}${ago}`);

@@ -19,7 +19,7 @@ import {
   driverText,
 } from "./diagnosis.js";
 import { el, getJson, queryUrl, setBadge, setText, showError } from "./dom.js";
-import { clock, count, duration, rate, watermark } from "./format.js";
+import { clock, count, duration, rate } from "./format.js";
 import { connect, heardServerTime, serverNow } from "./live.js";
 import { PartitionTable } from "./partitions.js";
 
@@ -80,8 +80,7 @@ function sum(values) {
 
 // How far Spark's watermark is ahead of the one Flink would have had (min of the non-idle W_p).
 function aheadOfFlink(watermarkMs, flinkMs) {
-  const known = watermark(watermarkMs);
-  return known === null || flinkMs === null ? null : known - flinkMs;
+  return watermarkMs === null || flinkMs === null ? null : watermarkMs - flinkMs;
 }
 
 function perBatch(values, batches) {
@@ -101,7 +100,7 @@ function showStatus(query) {
 function showBatch(batch, partitions) {
   page.lastBatch = batch.batch_id;
   page.batchTimeMs = batch.batch_time_ms;
-  page.watermarkMs = watermark(batch.watermark_ms);
+  page.watermarkMs = batch.watermark_ms;
   setText($("batch-id"), batch.batch_id);
   setText($("batch-time"), `at ${clock(batch.batch_time_ms)}`);
   setText($("watermark"), `W ${clock(page.watermarkMs)}`);
@@ -205,7 +204,7 @@ function loadCharts(series, partitions) {
     dropped: perBatch(series.rows_dropped_by_watermark, batches),
   });
   const watermarks = align([
-    { key: "watermark", times: series.time_ms, values: series.watermark_ms.map(watermark) },
+    { key: "watermark", times: series.time_ms, values: series.watermark_ms },
     ...partitionSources(partitions, "partition_watermark_ms"),
   ]);
   charts.eventTime.load(watermarks.xs, watermarks.columns);
@@ -245,7 +244,7 @@ function applyBatch({ batch, partitions }) {
     return;
   }
   const x = batch.batch_time_ms;
-  const watermarks = { watermark: watermark(batch.watermark_ms) };
+  const watermarks = { watermark: batch.watermark_ms };
   for (const p of partitions) watermarks[p.partition] = p.partition_watermark_ms;
   charts.eventTime.push(x, watermarks, id);
   const flink = aheadOfFlink(batch.watermark_ms, batch.flink_watermark_ms);
