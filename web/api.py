@@ -25,7 +25,6 @@ from web.payloads import (
     batch_json,
     fields,
     overview,
-    partition_detail_json,
     timers_json,
     unreadable_summary,
 )
@@ -61,7 +60,7 @@ def _latest(session: so.Session, latest: Batch | None, since_ms: int) -> dict[st
     details = partition_details(session, latest, since_ms)
     return {
         "latest_batch": batch_json(latest, dropped.get(latest.batch_id)),
-        "partitions": [partition_detail_json(detail) for detail in details],
+        "partitions": [detail.as_dict() for detail in details],
     }
 
 

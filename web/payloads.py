@@ -16,7 +16,6 @@ from monitor.store.facts import Asked, unreadable
 from monitor.store.isolation import recover, unreadable_reason
 from monitor.store.models import Batch, Query, TimerSnapshotRow
 from monitor.store.summary import (
-    PartitionDetail,
     QuerySummary,
     partition_states,
     rows_dropped,
@@ -178,11 +177,3 @@ def batch_events(session: so.Session, batches: Sequence[Batch]) -> list[dict[str
         }
         for batch in batches
     ]
-
-
-def partition_detail_json(detail: PartitionDetail) -> dict[str, Any]:
-    """A row of the query page's partition table."""
-    return dataclasses.asdict(detail.state) | {
-        "late_records_window": detail.late_records_window,
-        "recent_late_samples": detail.recent_late_samples,
-    }

@@ -3,25 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import json
+import time
 from collections.abc import Sequence
 from typing import Any
 
+import sqlalchemy as sa
 import sqlalchemy.orm as so
 
+from monitor.health.facts import DEFAULT_WINDOW_MS
 from monitor.numbers import INT64_MAX
-from monitor.store.reads import (
-    find_query,
-    list_queries,
-    partition_views,
-    recent_batches,
-    recent_timer_snapshots,
-)
+from monitor.store.models import Batch
+from monitor.store.reads import find_query, list_queries, recent_batches, recent_timer_snapshots
+from monitor.store.summary import partition_details
 from wmon.options import MAX_ROWS, json_option, open_store, store_option, whole_number
 from wmon.render import (
     BATCH_COLUMNS,
     PARTITION_COLUMNS,
     QUERY_COLUMNS,
     TIMER_COLUMNS,
+    partition_state,
     render_json,
     render_table,
 )
@@ -84,10 +85,28 @@ def batches(args: argparse.Namespace) -> None:
 
 
 def partitions(args: argparse.Namespace) -> None:
-    """List the source partitions of a query's batch (the latest by default)."""
+    """List the source partitions of a query's batch (the latest by default), as the API's
+    query page has them: the late window is the last five minutes, as the API's default."""
     with so.Session(open_store(args.database_url)) as session:
         query = find_query(session, args.query)
-        print_rows(args, PARTITION_COLUMNS, partition_views(session, query.id, args.batch))
+        batch = _batch(session, query.id, args.batch)
+        since_ms = time.time_ns() // 1_000_000 - DEFAULT_WINDOW_MS
+        details = [] if batch is None else partition_details(session, batch, since_ms)
+        rows = [detail.as_dict() for detail in details]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        print(
+            render_table(PARTITION_COLUMNS, [row | {"state": partition_state(row)} for row in rows])
+        )
+
+
+def _batch(session: so.Session, query_id: str, batch_id: int | None) -> Batch | None:
+    """The query's batch `batch_id`, or its latest."""
+    select = sa.select(Batch).where(Batch.query_id == query_id)
+    if batch_id is not None:
+        return session.scalars(select.where(Batch.batch_id == batch_id)).first()
+    return session.scalars(select.order_by(Batch.batch_id.desc()).limit(1)).first()
 
 
 def timers(args: argparse.Namespace) -> None:

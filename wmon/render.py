@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -110,6 +110,8 @@ PARTITION_COLUMNS = (
     Column("time lag s", "time_lag_ms", seconds),
     Column("late", "late_records"),
     Column("late total", "late_records_total"),
+    Column("future", "future_records"),
+    Column("lead s", "future_lead_ms", seconds),
 )
 TIMER_COLUMNS = (
     Column("taken", "taken_at_ms", iso_time),
@@ -142,12 +144,23 @@ ALERT_COLUMNS = (
 )
 
 
+def partition_state(row: Mapping[str, Any]) -> str:
+    """A partition's flags in one word: 'idle', 'stalled,rewound', or 'ok'."""
+    flags = [name for name in ("idle", "stalled", "rewound") if row.get(name)]
+    return ",".join(flags) or "ok"
+
+
+def _field(row: Any, attribute: str) -> Any:
+    """A row's value: an attribute of a stored row, a key of a JSON-like one."""
+    return row[attribute] if isinstance(row, Mapping) else getattr(row, attribute)
+
+
 def render_table(columns: Sequence[Column], rows: Sequence[Any]) -> str:
     """Rows as an aligned text table under a header line, control characters escaped."""
     if not rows:
         return "(none)"
     cells = [[c.header for c in columns]]
-    cells += [[printable(c.show(getattr(row, c.attribute))) for c in columns] for row in rows]
+    cells += [[printable(c.show(_field(row, c.attribute))) for c in columns] for row in rows]
     widths = [max(_width(line[i]) for line in cells) for i in range(len(columns))]
     return "\n".join(
         "  ".join(

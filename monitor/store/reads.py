@@ -15,7 +15,6 @@ from monitor.store.models import (
     AlertRow,
     Batch,
     Partition,
-    PartitionEventTime,
     Query,
     TimerSnapshotRow,
 )
@@ -153,65 +152,6 @@ def batch_partitions(
         .where(Partition.query_id == query_id, Partition.batch_id == batch_id)
         .order_by(Partition.source_index, Partition.id)
     ).all()
-
-
-@dataclass(frozen=True)
-class PartitionView:
-    """One partition of a batch as `wmon partitions` shows it: offsets, health, event times."""
-
-    batch_id: int
-    partition: str
-    start_offset: int | None = None
-    end_offset: int | None = None
-    latest_offset: int | None = None
-    offset_lag: int | None = None
-    state: str = "-"
-    records: int | None = None
-    max_event_time_ms: int | None = None
-    partition_watermark_ms: int | None = None
-    time_lag_ms: int | None = None
-    late_records: int | None = None
-    late_records_total: int | None = None
-
-
-def _state(row: Partition) -> str:
-    flags = [name for name in ("idle", "stalled", "rewound") if getattr(row, name)]
-    return ",".join(flags) or "ok"
-
-
-def partition_views(
-    session: so.Session, query_id: str, batch_id: int | None = None
-) -> list[PartitionView]:
-    """Offsets and health joined with what the instrumented operator measured, by partition."""
-    batch_id = batch_id if batch_id is not None else latest_batch_id(session, query_id)
-    if batch_id is None:
-        return []
-    views: dict[str, dict[str, Any]] = {}
-    for row in batch_partitions(session, query_id, batch_id):
-        views[row.partition] = {
-            "start_offset": row.start_offset,
-            "end_offset": row.end_offset,
-            "latest_offset": row.latest_offset,
-            "offset_lag": row.offset_lag,
-            "state": _state(row),
-        }
-    times = session.scalars(
-        sa.select(PartitionEventTime).where(
-            PartitionEventTime.query_id == query_id, PartitionEventTime.batch_id == batch_id
-        )
-    )
-    for time in times:
-        views.setdefault(time.partition, {}).update(
-            records=time.records,
-            max_event_time_ms=time.max_event_time_ms,
-            partition_watermark_ms=time.partition_watermark_ms,
-            time_lag_ms=time.time_lag_ms,
-            late_records=time.late_records,
-            late_records_total=time.late_records_total,
-        )
-    return [
-        PartitionView(batch_id=batch_id, partition=name, **fields) for name, fields in views.items()
-    ]
 
 
 def recent_timer_snapshots(

@@ -3,6 +3,7 @@ late records and pending timers."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,6 +49,8 @@ class PartitionState:
     late_records: int | None = None
     late_records_total: int | None = None
     late_samples: list[Any] = field(default_factory=list)
+    future_records: int | None = None
+    future_lead_ms: int | None = None
 
 
 @dataclass(frozen=True)
@@ -188,6 +191,8 @@ def _event_times(row: PartitionEventTime) -> dict[str, Any]:
         "late_records": row.late_records,
         "late_records_total": row.late_records_total,
         "late_samples": row.late_samples,
+        "future_records": row.future_records,
+        "future_lead_ms": row.future_lead_ms,
     }
 
 
@@ -221,18 +226,26 @@ def partition_states(
 
 @dataclass(frozen=True)
 class PartitionDetail:
-    """A partition of the latest batch, with its late records over the late window."""
+    """A partition of a batch, with its late records over the late window."""
 
     state: PartitionState
     late_records_window: int
     recent_late_samples: list[Any]
 
+    def as_dict(self) -> dict[str, Any]:
+        """The partition as the API and `wmon partitions --json` give it."""
+        return dataclasses.asdict(self.state) | {
+            "late_records_window": self.late_records_window,
+            "recent_late_samples": self.recent_late_samples,
+        }
 
-def partition_details(session: so.Session, latest: Batch, since_ms: int) -> list[PartitionDetail]:
-    """The query page's partition table: the latest batch's partitions and the late window."""
-    late = late_by_partition(session, latest.query_id, since_ms)
-    samples = recent_late_samples(session, latest.query_id, since_ms)
-    states = partition_states(session, [latest])[latest.batch_id]
+
+def partition_details(session: so.Session, batch: Batch, since_ms: int) -> list[PartitionDetail]:
+    """The partition table of a batch (the query page's: the latest): its partitions, with
+    the late window from `since_ms` on."""
+    late = late_by_partition(session, batch.query_id, since_ms)
+    samples = recent_late_samples(session, batch.query_id, since_ms)
+    states = partition_states(session, [batch])[batch.batch_id]
     return [
         PartitionDetail(state, late.get(state.partition, 0), samples.get(state.partition, []))
         for state in states

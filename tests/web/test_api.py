@@ -2,6 +2,7 @@
 
 import csv
 import io
+import json
 import sqlite3
 
 import pytest
@@ -12,6 +13,7 @@ from monitor.store.writes import write_event, write_events
 from tests.helpers import closed_port, progress_doc
 from tests.web_events import batch_event, stamp
 from web import create_app, db
+from wmon.main import main
 
 T0 = 1_795_316_400_000  # 2026-11-22T03:00:00Z
 NOW = T0 + 600_000
@@ -230,6 +232,8 @@ def test_a_query_page_has_its_latest_batch_and_partition_table(engine, client):
         "late_records": 0,
         "late_records_total": 0,
         "late_samples": [],
+        "future_records": 0,
+        "future_lead_ms": None,
         "late_records_window": 0,
         "recent_late_samples": [],
     }
@@ -511,3 +515,12 @@ def test_spark_s_first_watermark_of_1970_is_no_watermark(client, engine):
     )
     ages = ("wmon_query_watermark_seconds{", "wmon_query_watermark_age_seconds{")
     assert not [line for line in scrape.splitlines() if line.startswith(ages)]
+
+
+def test_wmon_partitions_json_is_the_api_s_partition_table(client, engine, database_url, capsys):
+    """One partition, one shape: what the query page reads is what the command prints."""
+    write_statuses(engine)
+    table = ok(client.get("/api/queries/healthy"))["partitions"]
+    assert main(["partitions", "healthy", "--json", "--database-url", database_url]) == 0
+    assert json.loads(capsys.readouterr().out) == table
+    assert {"idle", "stalled", "rewound", "topic", "late_records_window"} <= set(table[0])

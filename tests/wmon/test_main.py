@@ -122,10 +122,12 @@ LAST_BATCH_TABLE = table(BATCHES_TABLE.splitlines()[0], BATCHES_TABLE.splitlines
 
 
 def partitions_table(batch_id: int) -> str:
-    no_event_times = "-        -               -                    -           -     -"
+    no_event_times = (
+        "-        -               -                    -           -     -           -       -"
+    )
     return table(
         "batch  partition    start  end   latest  offset lag  state  records  max event time"
-        "  partition watermark  time lag s  late  late total",
+        "  partition watermark  time lag s  late  late total  future  lead s",
         f"{batch_id}      telemetry/0  1000   1020  1024    4           ok     {no_event_times}",
         f"{batch_id}      telemetry/1  940    960   960     0           ok     {no_event_times}",
         f"{batch_id}      telemetry/2  880    900   1500    600         ok     {no_event_times}",
@@ -197,13 +199,36 @@ def batch_json(batch_id: int) -> dict[str, Any]:
     }
 
 
-def partitions_json(batch_id: int) -> list[dict[str, Any]]:
+# A partition as the API's query page has it too: flags, the late window, future-dated records.
+NO_MEASUREMENTS = {
+    "idle": False,
+    "stalled": False,
+    "rewound": False,
+    **NO_EVENT_TIMES,
+    "late_samples": [],
+    "future_records": None,
+    "future_lead_ms": None,
+    "late_records_window": 0,
+    "recent_late_samples": [],
+}
+
+
+def partitions_json(batch_id: int, rows_per_second: float) -> list[dict[str, Any]]:
     offsets = [("telemetry/0", 1000, 1020, 1024, 4), ("telemetry/1", 940, 960, 960, 0)]
     offsets.append(("telemetry/2", 880, 900, 1500, 600))
-    keys = ("partition", "start_offset", "end_offset", "latest_offset", "offset_lag")
     return [
-        {"batch_id": batch_id, **dict(zip(keys, row, strict=True)), "state": "ok", **NO_EVENT_TIMES}
-        for row in offsets
+        {
+            "batch_id": batch_id,
+            "partition": name,
+            "topic": "telemetry",
+            "start_offset": start,
+            "end_offset": end,
+            "latest_offset": latest,
+            "offset_lag": lag,
+            "rows_per_second": rows_per_second,
+            **NO_MEASUREMENTS,
+        }
+        for name, start, end, latest, lag in offsets
     ]
 
 
@@ -223,12 +248,13 @@ DEDUP_BATCH_JSON = {
 DEDUP_PARTITION_JSON = {
     "batch_id": 5,
     "partition": "0",
+    "topic": None,
     "start_offset": 3,
     "end_offset": 4,
     "latest_offset": 4,
     "offset_lag": 0,
-    "state": "ok",
-    **NO_EVENT_TIMES,
+    "rows_per_second": 1.0,
+    **NO_MEASUREMENTS,
 }
 QUERIES_JSON = [
     {
@@ -254,8 +280,8 @@ JSON_CASES = [
     (["queries"], QUERIES_JSON),
     (["batches", QUERY, "--limit", "3"], [batch_json(1), batch_json(2), batch_json(3)]),
     (["batches", "rate_dedup"], [DEDUP_BATCH_JSON]),
-    (["partitions", "telemetry_windows"], partitions_json(3)),
-    (["partitions", QUERY, "--batch", "2"], partitions_json(2)),
+    (["partitions", "telemetry_windows"], partitions_json(3, 11.8)),
+    (["partitions", QUERY, "--batch", "2"], partitions_json(2, 15.733333333333333)),
     (["partitions", OTHER], [DEDUP_PARTITION_JSON]),
     (["partitions", OTHER, "--batch", "4"], []),
 ]
