@@ -21,7 +21,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from monitor.alerts.runner import LEASE
-from monitor.health.facts import STATUSES
+from monitor.health.facts import StoredStatus
 from monitor.store.engine import STORE_FAILURES, unusable
 from monitor.store.isolation import is_outage, unreadable_reason
 from monitor.store.latest import (
@@ -109,8 +109,8 @@ def query_families(states: Iterable[QueryState], now_ms: int, families: Families
                 if is_outage(error):
                     raise
                 state.unreadable, samples = unreadable_reason(error), Samples()
-        for name in STATUSES:
-            samples.add(status, [*labels, name], query.status == name)
+        for stored in StoredStatus:
+            samples.add(status, [*labels, stored.value], query.status == stored)
         samples.add(unreadable, labels, state.unreadable is not None)
         samples.commit()
 

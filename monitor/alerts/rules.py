@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from monitor.events import Record
-from monitor.health.facts import QueryFacts, Thresholds
+from monitor.health.facts import QueryFacts, StoredStatus, Thresholds
 from monitor.health.predicates import is_silent
 
 
@@ -277,7 +277,7 @@ def failure_reason(exception: str | None) -> str:
     return lines[0].strip()[:200]
 
 
-def _ended(facts: QueryFacts, status: str, now_ms: int, within_ms: int, rule: str) -> bool:
+def _ended(facts: QueryFacts, status: StoredStatus, now_ms: int, within_ms: int, rule: str) -> bool:
     """Whether the query's last run ended with `status`, and that is news: it ended no longer
     than `within_ms` ago, or the rule's alert on it is live already (it stays until the query
     runs again). A store full of old queries does not fire for each of them."""
@@ -294,7 +294,7 @@ def _ended(facts: QueryFacts, status: str, now_ms: int, within_ms: int, rule: st
 )
 def query_failed(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
     """The query's last run failed (see :func:`_ended` for `within`)."""
-    if not _ended(facts, "failed", now_ms, params["within"], "query_failed"):
+    if not _ended(facts, StoredStatus.FAILED, now_ms, params["within"], "query_failed"):
         return []
     return [Finding(None, None, f"the query failed: {failure_reason(facts.exception)}")]
 
@@ -306,7 +306,7 @@ def query_failed(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding
 )
 def query_terminated(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
     """The query's last run ended without an exception (see :func:`_ended` for `within`)."""
-    if not _ended(facts, "terminated", now_ms, params["within"], "query_terminated"):
+    if not _ended(facts, StoredStatus.TERMINATED, now_ms, params["within"], "query_terminated"):
         return []
     return [Finding(None, None, "the query stopped")]
 

@@ -8,14 +8,27 @@ decide on them, so the two cannot disagree about the same store.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
 from monitor.events import Record
 
 DEFAULT_WINDOW_MS = 300_000
-# A query's stored status: running (Spark may have called it idle), or ended.
-STATUSES = ("active", "idle", "terminated", "failed")
-RUNNING = ("active", "idle")
+
+
+class StoredStatus(str, enum.Enum):
+    """What a query's last run reported, as stored: running (Spark may have called it idle),
+    or ended, with an exception or without. (Its status at a glance, judged from this and its
+    batches, is :class:`monitor.health.status.Status`.)"""
+
+    ACTIVE = "active"
+    IDLE = "idle"
+    TERMINATED = "terminated"
+    FAILED = "failed"
+
+
+# The stored statuses of a query that runs, as stored (plain text, for SQL).
+RUNNING = (StoredStatus.ACTIVE.value, StoredStatus.IDLE.value)
 
 
 @dataclass(frozen=True)

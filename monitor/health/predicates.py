@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from monitor.health.facts import QueryFacts
+from monitor.health.facts import QueryFacts, StoredStatus
 
 
 @dataclass(frozen=True)
@@ -125,4 +125,4 @@ def lag_grew(trend: Sequence[int | None]) -> bool:
 def is_all_idle(facts: QueryFacts) -> bool:
     """Spark called the query idle, or every partition of its latest batch is idle."""
     latest = facts.latest_partitions
-    return facts.status == "idle" or (bool(latest) and all(p.idle for p in latest))
+    return facts.status == StoredStatus.IDLE or (bool(latest) and all(p.idle for p in latest))

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import enum
 
-from monitor.health.facts import QueryFacts
+from monitor.health.facts import QueryFacts, StoredStatus
 from monitor.health.predicates import (
     has_future_dated,
     has_stalled_work,
@@ -54,11 +54,11 @@ class Status(enum.IntEnum):
 
 def query_status(facts: QueryFacts, now_ms: int) -> Status:
     """The status of a query at `now_ms`, by the rules of this module's docstring."""
-    if facts.status == "failed":
+    if facts.status == StoredStatus.FAILED:
         return Status.FAILED
     if facts.unreadable is not None:
         return Status.ERROR
-    if facts.status == "terminated":
+    if facts.status == StoredStatus.TERMINATED:
         return Status.TERMINATED
     if has_stalled_work(facts) or is_silent(facts, now_ms):
         return Status.STALLED

@@ -11,6 +11,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from monitor.health.facts import StoredStatus
 from monitor.store.models import (
     Base,
     Batch,
@@ -66,7 +67,7 @@ def _query_rows(engine: sa.Engine, query_id: str, last_ms: int, last_batch: int)
                     "id": query_id,
                     "name": query_id,
                     "run_id": query_id,
-                    "status": "active",
+                    "status": StoredStatus.ACTIVE.value,
                     "started_at_ms": last_ms,
                     "updated_at_ms": last_ms,
                     "last_batch_id": last_batch,

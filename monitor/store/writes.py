@@ -33,6 +33,7 @@ from monitor.events import (
     QueryTerminated,
     TimerSnapshot,
 )
+from monitor.health.facts import StoredStatus
 from monitor.health.predicates import Timeouts
 from monitor.store import derive
 from monitor.store.batch_rows import batch_rows, earlier, event_time_rows, later
@@ -54,7 +55,8 @@ from monitor.store.notify import announce
 from monitor.store.reads import chunks, newest_of, rows_at_newest
 from monitor.store.turns import take_turn
 
-ACTIVE, IDLE, TERMINATED, FAILED = "active", "idle", "terminated", "failed"
+ACTIVE, IDLE = StoredStatus.ACTIVE.value, StoredStatus.IDLE.value
+TERMINATED, FAILED = StoredStatus.TERMINATED.value, StoredStatus.FAILED.value
 DEFAULT_TIMEOUTS = Timeouts()
 Row = dict[str, Any]
 
