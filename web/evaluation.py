@@ -1,6 +1,7 @@
 """Alert evaluation in the dashboard server: an AlertRunner as a background task.
 
-`wmon serve` and the demo start it (an app made for tests does not evaluate unless told to).
+`wmon serve`, gunicorn and the demo start it (web.background; an app made for tests does not
+evaluate unless told to).
 Every server runs one, and the lease in the store lets exactly one of them evaluate at a
 time; `wmon alerts run` takes part the same way. The rules file is read when the app is made,
 so a bad one stops the server from starting; a later edit that breaks it leaves the rules in

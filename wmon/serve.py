@@ -43,21 +43,12 @@ def dashboard(database_url: str | None, host: str | None = None) -> Flask:
 
 
 def start_beside(app: Flask) -> Callable[[], None]:
-    """Start what runs beside the server: the alert evaluation and, with a message queue, the
-    watcher of the store (a process with no browser of its own may watch for the others); the
-    function that stops them and hands their leases on."""
-    from web import evaluation, live
+    """Start what runs beside the server (web.background); the function that stops it, hands
+    the leases on and closes the store's connections."""
+    from web import background
 
-    evaluator, watcher = evaluation.evaluator(app), live.watcher(app)
-    evaluator.start()
-    if watcher.relay is not None:
-        watcher.start()
-
-    def stop() -> None:
-        evaluator.stop()
-        watcher.stop()
-
-    return stop
+    background.start(app)
+    return lambda: background.stop(app)
 
 
 def serve(args: argparse.Namespace) -> None:
