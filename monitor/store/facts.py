@@ -58,18 +58,13 @@ def fleet_facts(session: so.Session, asked: Sequence[Asked], now_ms: int) -> dic
     a query whose rows cannot be read has facts that say so (:func:`unreadable`)."""
     facts: dict[str, QueryFacts] = {}
     for chunk in chunks(asked):
-        apart = read_apart(
+        facts |= read_apart(
             session,
             chunk,
             lambda part: _read_facts(session, part, now_ms),
             lambda item: item.query.id,
+            unreadable,
         )
-        facts |= apart.found
-        facts |= {
-            item.query.id: unreadable(item, apart.unreadable[item.query.id])
-            for item in chunk
-            if item.query.id in apart.unreadable
-        }
     return facts
 
 

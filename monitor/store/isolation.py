@@ -11,8 +11,7 @@ for every query.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import TypeVar
 
 import sqlalchemy.exc as sa_exc
 import sqlalchemy.orm as so
@@ -51,33 +50,26 @@ def recover(session: so.Session, error: BaseException) -> None:
         session.rollback()
 
 
-@dataclass
-class Apart(Generic[Read]):
-    """What a fleet read found, by query id, and the queries it could not read, with why."""
-
-    found: dict[str, Read] = field(default_factory=dict)
-    unreadable: dict[str, str] = field(default_factory=dict)
-
-
 def read_apart(
     session: so.Session,
     items: Sequence[Item],
     read: Callable[[Sequence[Item]], Mapping[str, Read]],
     key: Callable[[Item], str],
-) -> Apart[Read]:
+    unreadable: Callable[[Item, str], Read],
+) -> dict[str, Read]:
     """`read(items)`, by query id; if that fails on a bad row, each item alone, so that only
-    the queries whose own read fails are set aside."""
+    the items whose own read fails are `unreadable(item, why)`."""
     try:
-        return Apart(dict(read(items)))
+        return dict(read(items))
     except Exception as error:  # any bad row; an outage goes up in recover
         recover(session, error)
         if len(items) == 1:
-            return Apart(unreadable={key(items[0]): unreadable_reason(error)})
-    apart: Apart[Read] = Apart()
+            return {key(items[0]): unreadable(items[0], unreadable_reason(error))}
+    found: dict[str, Read] = {}
     for item in items:
         try:
-            apart.found |= read([item])
+            found |= read([item])
         except Exception as error:  # as above, for one query
             recover(session, error)
-            apart.unreadable[key(item)] = unreadable_reason(error)
-    return apart
+            found[key(item)] = unreadable(item, unreadable_reason(error))
+    return found

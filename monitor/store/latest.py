@@ -67,11 +67,13 @@ def latest_states(session: so.Session, queries: Sequence[sa.Row[Any]]) -> list[Q
     rows = {query.id: query for query in queries}
     states: dict[str, QueryState] = {}
     for chunk in chunks(list(rows)):
-        apart = read_apart(session, chunk, lambda ids: _read_chunk(session, ids, rows), str)
-        states |= apart.found
-        states |= {
-            key: QueryState(rows[key], unreadable=why) for key, why in apart.unreadable.items()
-        }
+        states |= read_apart(
+            session,
+            chunk,
+            lambda ids: _read_chunk(session, ids, rows),
+            str,
+            lambda key, why: QueryState(rows[key], unreadable=why),
+        )
     return [states[query.id] for query in queries]
 
 

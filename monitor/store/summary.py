@@ -76,20 +76,19 @@ def summaries(session: so.Session, asked: Sequence[Asked], now_ms: int) -> list[
     read has only its stored state, and facts that say why."""
     found: list[QuerySummary] = []
     for chunk in chunks(asked):
-        apart = read_apart(
+        read = read_apart(
             session,
             chunk,
             lambda part: _summaries(session, part, now_ms),
             lambda item: item.query.id,
+            _unreadable,
         )
-        found += [
-            apart.found.get(item.query.id)
-            or QuerySummary(
-                item.query, None, unreadable(item, apart.unreadable[item.query.id]), None
-            )
-            for item in chunk
-        ]
+        found += [read[item.query.id] for item in chunk]
     return found
+
+
+def _unreadable(asked: Asked, reason: str) -> QuerySummary:
+    return QuerySummary(asked.query, None, unreadable(asked, reason), None)
 
 
 def _summaries(session: so.Session, asked: Sequence[Asked], now_ms: int) -> dict[str, QuerySummary]:
