@@ -4,7 +4,7 @@ their script errors, and a mark that shows a page was not reloaded. The fixtures
 
 import re
 
-from tests.helpers import ROOT
+from tests.support.paths import ROOT
 
 ARTIFACTS = ROOT / "build" / "artifacts"
 CHROMIUM = "/usr/bin/chromium"

@@ -9,8 +9,8 @@ import pytest
 from monitor.collect.progress import parse_progress
 from monitor.events import QueryIdle, QueryStarted, QueryTerminated, TimerSnapshot
 from monitor.store.writes import write_event, write_events
-from tests.helpers import closed_port, progress_doc
-from tests.web_events import batch_event, stamp
+from tests.support.network import closed_port
+from tests.support.progress import batch_event, progress_doc, stamp
 from web import create_app, db
 
 T0 = 1_795_316_400_000  # 2026-11-22T03:00:00Z

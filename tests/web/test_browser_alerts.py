@@ -22,8 +22,9 @@ from monitor.store.models import AlertEvent, AlertRow
 from streaming.demo import stop_between_batches
 from streaming.log import PartitionedLog
 from streaming.scenarios import STALLED, play
-from tests.helpers import start_query, unique_name, wait_until
 from tests.monitor.alerts.test_runner import RULES, rewrite
+from tests.support.spark_queries import start_query, unique_name
+from tests.support.waiting import wait_until
 from tests.web.browser import (
     ARTIFACTS,
     CHROMIUM,

@@ -9,8 +9,7 @@ import pytest
 
 from monitor.collect.progress import parse_progress
 from monitor.store.writes import write_events
-from tests.helpers import progress_doc
-from tests.web_events import batch_event, stamp
+from tests.support.progress import batch_event, progress_doc, stamp
 from web import create_app, db
 
 QUERY, NAME = "telemetry-id", "telemetry"

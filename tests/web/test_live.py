@@ -21,7 +21,8 @@ from werkzeug.serving import make_server
 
 from monitor.alerts.actions import lift_silence, silence
 from monitor.store.models import Silence
-from tests.helpers import ROOT, wait_until
+from tests.support.paths import ROOT
+from tests.support.waiting import wait_until
 from web import live
 
 T0 = 1_795_316_400_000
@@ -30,11 +31,11 @@ TOKEN = "s3cret"
 
 
 class Writer:
-    """tests/web_writer.py in its own process: the store's writes come from there."""
+    """tests/support/writer_process.py in its own process: the store's writes come from there."""
 
     def __init__(self, database_url):
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.web_writer", database_url],
+            [sys.executable, "-m", "tests.support.writer_process", database_url],
             cwd=ROOT,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

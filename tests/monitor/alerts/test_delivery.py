@@ -26,8 +26,9 @@ from monitor.store.models import (
     Query,
     Silence,
 )
-from tests.helpers import closed_port, wait_until
 from tests.monitor.alerts.test_evaluate import at, moves_again, stalled
+from tests.support.network import closed_port
+from tests.support.waiting import wait_until
 
 ONLY_STALLED = load_rules("""\
 queries:

@@ -13,8 +13,8 @@ from monitor.events import QueryStarted, QueryTerminated
 from monitor.store.engine import create_engine
 from monitor.store.models import AlertEvent, AlertRow, Base, Query
 from monitor.store.writes import write_event, write_events
-from tests.helpers import progress_doc
 from tests.monitor.store.test_health_flags import EPOCH, QUERY, stamp, write
+from tests.support.progress import progress_doc
 
 DEFAULTS = load_rules("")
 

@@ -9,8 +9,8 @@ import pytest
 from monitor.alerts.lease import acquire, release
 from monitor.alerts.runner import LEASE, AlertRunner
 from monitor.store.engine import create_engine
-from tests.helpers import wait_until
 from tests.monitor.alerts.test_evaluate import at, stalled
+from tests.support.waiting import wait_until
 
 
 def test_a_lease_has_one_holder_until_it_expires(engine):

@@ -13,7 +13,7 @@ from monitor.store.engine import create_engine
 from monitor.store.scratch import create_database, drop_database
 from monitor.store.writes import write_event, write_events
 from tests.conftest import POSTGRES_SERVER, _migrated
-from tests.helpers import stored_rows
+from tests.support.stores import stored_rows
 from wmon.bench.synthetic import synthetic_progress
 
 A, B = "aaaaaaaa-0000-0000-0000-000000000001", "bbbbbbbb-0000-0000-0000-000000000002"

@@ -10,7 +10,7 @@ from monitor.collect.progress import parse_progress
 from monitor.health.predicates import Timeouts
 from monitor.store.models import Batch, Partition, PartitionEventTime, Query
 from monitor.store.writes import write_event
-from tests.helpers import progress_doc
+from tests.support.progress import progress_doc
 
 QUERY = "33333333-3333-3333-3333-333333333333"
 T = Timeouts(idle_ms=10_000, stall_ms=20_000)

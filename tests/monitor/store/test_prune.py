@@ -29,8 +29,8 @@ from monitor.store.models import (
 from monitor.store.prune import MAX_PAUSE_S, TABLES, cutoff_ms, prune
 from monitor.store.synthetic import fill
 from monitor.store.writes import write_event
-from tests.helpers import wait_until
-from tests.web_events import batch_event
+from tests.support.progress import batch_event
+from tests.support.waiting import wait_until
 from wmon.main import main
 
 DAY = 86_400_000

@@ -1,12 +1,26 @@
-"""Progress events for the web tests, parsed from the canned Kafka fixture by the real parser."""
+"""Progress documents and events: canned listener events, and batches built from them."""
 
+import copy
 import json
 from datetime import datetime, timezone
+from typing import Any
 
 from monitor.collect.progress import parse_progress
-from tests.helpers import progress_doc
+from tests.support.paths import FIXTURES
 
 TOPIC = "t"
+
+
+def fixture(name: str) -> Any:
+    """A JSON document from tests/fixtures/ (a fresh copy each call)."""
+    return json.loads((FIXTURES / name).read_text())
+
+
+def progress_doc(name: str = "progress_kafka.json", **changes: Any) -> dict[str, Any]:
+    """The progress document of a fixture, with some top-level fields changed."""
+    doc = copy.deepcopy(fixture(name)["progress"])
+    doc.update(changes)
+    return doc
 
 
 def stamp(ms: int) -> str:
