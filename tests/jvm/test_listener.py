@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.jvm.receiver import Answer, Receiver
+from tests.support.collector_stub import Answer, Receiver
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.spark

@@ -6,7 +6,7 @@ import threading
 import pytest
 from werkzeug.serving import make_server
 
-from tests.web.browser import CHROMIUM, CHROMIUM_ARGS, SCREEN, WALL, open_page
+from tests.support.pages import CHROMIUM, CHROMIUM_ARGS, SCREEN, WALL, open_page
 from web import create_app, db, live, retention
 
 

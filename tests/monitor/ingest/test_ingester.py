@@ -19,7 +19,7 @@ from monitor.store.engine import create_engine
 from monitor.store.migrate import upgrade
 from monitor.store.models import Batch, LogPosition, Query, RejectedEvent
 from monitor.store.writes import write_events
-from tests.monitor.ingest.helpers import read_all
+from tests.support.event_logs import read_all
 from tests.support.waiting import wait_until
 
 VARIANTS = ("zstd", "lz4", "snappy", "plain")
