@@ -22,7 +22,7 @@ from monitor.store.models import AlertEvent, AlertRow
 from streaming.demo import stop_between_batches
 from streaming.log import PartitionedLog
 from streaming.scenarios import STALLED, play
-from tests.monitor.alerts.test_runner import RULES, rewrite
+from tests.support.alert_scenarios import RULES, rewrite
 from tests.support.pages import (
     ARTIFACTS,
     CHROMIUM,
