@@ -1,11 +1,28 @@
-"""Stores in tests: one query's stored rows, to compare two stores; a SQLite store held locked."""
+"""Stores in tests: where they are made, one query's rows to compare, a SQLite store held locked."""
 
 import contextlib
 import json
+import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+# The PostgreSQL server the tests' stores are made on.
+POSTGRES_SERVER = os.environ.get(
+    "WMON_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
+
+
+def migrated(url: str) -> str:
+    """`url`, its store migrated to the newest schema."""
+    from monitor.store.engine import create_engine
+    from monitor.store.migrate import upgrade
+
+    engine = create_engine(url)
+    upgrade(engine)
+    engine.dispose()
+    return url
 
 
 @contextlib.contextmanager
