@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.stores import POSTGRES_SERVER, migrated
+
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -79,21 +81,6 @@ def checkpoint(tmp_path: Path) -> str:
     return str(tmp_path / "checkpoint")
 
 
-POSTGRES_SERVER = os.environ.get(
-    "WMON_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
-)
-
-
-def _migrated(url: str) -> str:
-    from monitor.store.engine import create_engine
-    from monitor.store.migrate import upgrade
-
-    engine = create_engine(url)
-    upgrade(engine)
-    engine.dispose()
-    return url
-
-
 @pytest.fixture(scope="session")
 def postgres_template() -> Iterator[str]:
     """A migrated PostgreSQL database that each test copies; unreachable PostgreSQL fails."""
@@ -103,7 +90,7 @@ def postgres_template() -> Iterator[str]:
     from monitor.store.scratch import create_database, drop_database
 
     try:
-        url = _migrated(create_database(POSTGRES_SERVER, "wmon_template"))
+        url = migrated(create_database(POSTGRES_SERVER, "wmon_template"))
     except sqlalchemy.exc.OperationalError as error:
         pytest.fail(f"PostgreSQL at {POSTGRES_SERVER} is required and unreachable: {error}")
     yield parse_url(url).database
@@ -127,7 +114,7 @@ def _postgres_database(template: str | None) -> Iterator[str]:
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """The URL of a migrated, empty store: once on SQLite, once on PostgreSQL."""
     if request.param == "sqlite":
-        yield _migrated(f"sqlite:///{tmp_path / 'wmon.db'}")
+        yield migrated(f"sqlite:///{tmp_path / 'wmon.db'}")
     else:
         yield from _postgres_database(request.getfixturevalue("postgres_template"))
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import wait_until
-from tests.jvm.receiver import Answer, Receiver
+from tests.support.collector_stub import Answer, Receiver
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.spark
 

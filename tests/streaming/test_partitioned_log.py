@@ -21,7 +21,7 @@ from streaming.partitioned_log import (
     plan_batch,
 )
 from streaming.scenarios import stalled_partition
-from tests.helpers import unique_name
+from tests.support.spark_queries import unique_name
 
 WAIT_SECONDS = 120
 

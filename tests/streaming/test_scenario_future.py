@@ -12,7 +12,8 @@ import monitor
 from monitor.store.models import Batch, PartitionEventTime
 from streaming.log import PartitionedLog
 from streaming.scenarios import play
-from tests.helpers import start_query, unique_name, wait_until
+from tests.support.spark_queries import start_query, unique_name
+from tests.support.waiting import wait_until
 
 pytestmark = [
     pytest.mark.spark,

@@ -8,7 +8,8 @@ import monitor
 from monitor.store.models import Batch, Partition, PartitionEventTime
 from streaming.log import PartitionedLog
 from streaming.scenarios import play
-from tests.helpers import start_partition_counts, wait_until
+from tests.support.spark_queries import start_partition_counts
+from tests.support.waiting import wait_until
 
 # Spark's side; the health derivation in the store runs on both stores in test_health_store.py.
 pytestmark = [

@@ -15,7 +15,7 @@ import monitor
 from monitor.store.models import PartitionEventTime
 from streaming.log import PartitionedLog
 from streaming.scenarios import FAST, LATE, SLOW, play
-from tests.helpers import read_by_spark, unique_name
+from tests.support.spark_queries import read_by_spark, unique_name
 
 pytestmark = [pytest.mark.spark, pytest.mark.e2e]
 SCENARIOS = [

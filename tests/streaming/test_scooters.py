@@ -17,7 +17,7 @@ from streaming.scooters import (
     replay,
     scooter_pipeline,
 )
-from tests.helpers import records_read, unique_name
+from tests.support.spark_queries import records_read, unique_name
 
 MINUTE = 60_000
 OFFLINE_AFTER = 30 * MINUTE

@@ -1,12 +1,14 @@
-"""The dashboard app over a migrated store (SQLite and PostgreSQL), for every web test; and,
-for the browser tests, Debian's Chromium, the dashboard served on a free port and pages."""
+"""The dashboard app over a migrated store (SQLite and PostgreSQL), for every web test; for
+the browser tests, Debian's Chromium, the dashboard served on a free port and pages; for the
+live tests, the app served and Socket.IO clients on it."""
 
 import threading
 
 import pytest
 from werkzeug.serving import make_server
 
-from tests.web.browser import CHROMIUM, CHROMIUM_ARGS, SCREEN, WALL, open_page
+from tests.support.live import WAIT_S, Browser
+from tests.support.pages import CHROMIUM, CHROMIUM_ARGS, SCREEN, WALL, open_page
 from web import create_app, db, live, retention
 
 
@@ -72,3 +74,34 @@ def page(chromium, request):
 def screen(chromium, request):
     """A page of the README's screenshot's size, 1,400 × 900."""
     yield from open_page(chromium, request, SCREEN)
+
+
+@pytest.fixture
+def server(app):
+    """The app served on a free port by Werkzeug's threaded server, as `wmon serve` does."""
+    http = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=http.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{http.server_port}"
+    live.watcher(app).stop()
+    http.shutdown()
+    thread.join(timeout=10)
+
+
+@pytest.fixture
+def browsers(server):
+    """A function that connects one more Socket.IO client to `server`; all closed afterwards."""
+    opened = []
+
+    def open_browser():
+        opened.append(Browser(server))
+        return opened[-1]
+
+    yield open_browser
+    # A client's disconnect waits up to 3 s for the server's WebSocket close frame, which
+    # Werkzeug's server does not send: close them all at once.
+    closing = [threading.Thread(target=browser.close) for browser in opened]
+    for thread in closing:
+        thread.start()
+    for thread in closing:
+        thread.join(timeout=WAIT_S)

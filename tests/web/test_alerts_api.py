@@ -7,9 +7,8 @@ import sqlalchemy.orm as so
 from monitor.alerts.evaluate import evaluate
 from monitor.alerts.rulefile import Receiver, RuleSet, RulesFileError
 from monitor.store.models import AlertEvent, Delivery, Silence
-from tests.helpers import wait_until
-from tests.monitor.alerts.test_evaluate import at, moves_again, stalled
-from tests.monitor.alerts.test_runner import RULES, rewrite
+from tests.support.alert_scenarios import RULES, at, moves_again, rewrite, stalled
+from tests.support.waiting import wait_until
 from web import create_app, db, evaluation
 
 TOKEN = "s3cret"

@@ -10,8 +10,8 @@ import pytest
 from monitor.collect.progress import parse_progress
 from monitor.events import QueryIdle, QueryStarted, QueryTerminated, TimerSnapshot
 from monitor.store.writes import write_event, write_events
-from tests.helpers import closed_port, progress_doc
-from tests.web_events import batch_event, stamp
+from tests.support.network import closed_port
+from tests.support.progress import batch_event, progress_doc, stamp
 from web import create_app, db
 from wmon.main import main
 

@@ -19,9 +19,11 @@ from monitor.spark.instrument import instrument
 from monitor.store.models import Batch
 from monitor.store.writes import write_event, write_events
 from streaming.log import LogRecord, PartitionedLog
-from tests.helpers import ROOT, unique_name, wait_until
-from tests.web.browser import SCREEN, assert_not_reloaded, mark_page
-from tests.web_events import batch_event
+from tests.support.pages import SCREEN, assert_not_reloaded, mark_page
+from tests.support.paths import ROOT
+from tests.support.progress import batch_event
+from tests.support.spark_queries import unique_name
+from tests.support.waiting import wait_until
 
 pytestmark = [
     pytest.mark.e2e,

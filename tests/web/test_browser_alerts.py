@@ -22,9 +22,8 @@ from monitor.store.models import AlertEvent, AlertRow
 from streaming.demo import stop_between_batches
 from streaming.log import PartitionedLog
 from streaming.scenarios import STALLED, play
-from tests.helpers import start_query, unique_name, wait_until
-from tests.monitor.alerts.test_runner import RULES, rewrite
-from tests.web.browser import (
+from tests.support.alert_scenarios import RULES, rewrite
+from tests.support.pages import (
     ARTIFACTS,
     CHROMIUM,
     CHROMIUM_ARGS,
@@ -32,6 +31,8 @@ from tests.web.browser import (
     assert_not_reloaded,
     mark_page,
 )
+from tests.support.spark_queries import start_query, unique_name
+from tests.support.waiting import wait_until
 from web import create_app, db, evaluation, live
 
 pytestmark = [

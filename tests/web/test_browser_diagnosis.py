@@ -6,7 +6,7 @@ drawn, and a key with HTML in it shows as text. Screenshots in build/artifacts/.
 import pytest
 from playwright.sync_api import expect
 
-from tests.web.test_diagnosis_api import NAME, at, write_telemetry
+from tests.support.diagnosis_scenario import NAME, at, write_telemetry
 
 pytestmark = [
     pytest.mark.e2e,

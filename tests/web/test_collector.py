@@ -11,7 +11,8 @@ from monitor.collect.writer import StoreWriter
 from monitor.spark.listener import WatermarkListener
 from monitor.store.engine import create_engine
 from monitor.store.models import Batch, Query, RejectedEvent, Sender
-from tests.helpers import fixture, progress_doc, stored_rows
+from tests.support.progress import fixture, progress_doc
+from tests.support.stores import stored_rows
 
 TOKEN = "ingest-secret"
 NOW_MS = 1_795_316_300_500

@@ -5,102 +5,22 @@ These tests check what arrives, in which order and how often; how fast it arrive
 `wmon bench` (wmon/bench/live.py), not asserted on a loaded test machine."""
 
 import json
-import select
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
-from functools import partial
 
 import pytest
-import socketio
 import sqlalchemy as sa
 import sqlalchemy.orm as so
-from werkzeug.serving import make_server
 
 from monitor.alerts.actions import lift_silence, silence
 from monitor.store.models import Silence
-from tests.helpers import ROOT, wait_until
-from web import live
+from tests.support.live import T0, WAIT_S, Writer
+from tests.support.paths import ROOT
+from tests.support.waiting import wait_until
 
-T0 = 1_795_316_400_000
-WAIT_S = 10.0
 TOKEN = "s3cret"
-
-
-class Writer:
-    """tests/web_writer.py in its own process: the store's writes come from there."""
-
-    def __init__(self, database_url):
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.web_writer", database_url],
-            cwd=ROOT,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-
-    def write(self, kind, **fields):
-        """Send one event and wait until it is stored; the wall-clock time it was."""
-        self.process.stdin.write(json.dumps({"kind": kind} | fields) + "\n")
-        self.process.stdin.flush()
-        ready, _, _ = select.select([self.process.stdout], [], [], 30)
-        assert ready, f"the writer process stored nothing within 30 s ({kind} {fields})"
-        return json.loads(self.process.stdout.readline())["written_at"]
-
-    def batch(self, batch_id, **fields):
-        """Write batch `batch_id` of query q, a second after the one before."""
-        fields = {"query_id": "q", "name": "orders", "at_ms": T0 + batch_id * 1_000} | fields
-        return self.write("batch", batch_id=batch_id, **fields)
-
-    def close(self):
-        self.process.stdin.close()
-        assert self.process.wait(timeout=30) == 0
-
-
-class Browser:
-    """A Socket.IO client that records each event with the time it arrived."""
-
-    EVENTS = ("batch", "timers", "summary", "overview", "alert", "silences")
-
-    def __init__(self, url):
-        self.received = []
-        self.client = socketio.Client(reconnection=False)
-        for event in self.EVENTS:
-            self.client.on(event, partial(self._record, event))
-        self.client.connect(url, wait_timeout=WAIT_S)
-
-    def _record(self, event, data):
-        self.received.append((event, time.time(), data))
-
-    def subscribe(self, query, after_batch=None):
-        payload = {"query": query, "after_batch": after_batch}
-        return self.client.call("subscribe", payload, timeout=WAIT_S)
-
-    def events(self, name):
-        return [(at, data) for event, at, data in self.received if event == name]
-
-    def batch_ids(self):
-        return [data["batch"]["batch_id"] for _, data in self.events("batch")]
-
-    def arrival(self, batch_id, run_id="run-1"):
-        """When the batch arrived, waiting for it; fails if it never does."""
-
-        def arrived():
-            return next(
-                (
-                    at
-                    for at, data in self.events("batch")
-                    if data["batch"]["batch_id"] == batch_id and data["batch"]["run_id"] == run_id
-                ),
-                None,
-            )
-
-        return wait_until(arrived, WAIT_S, f"batch {batch_id} of {run_id} to reach the client")
-
-    def close(self):
-        self.client.disconnect()
 
 
 @pytest.fixture
@@ -113,36 +33,6 @@ def writer(database_url):
 @pytest.fixture
 def app_config():
     return {"POLL_INTERVAL_S": 0.2, "API_TOKEN": TOKEN}
-
-
-@pytest.fixture
-def server(app):
-    """The app served on a free port by Werkzeug's threaded server, as `wmon serve` does."""
-    http = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=http.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{http.server_port}"
-    live.watcher(app).stop()
-    http.shutdown()
-    thread.join(timeout=10)
-
-
-@pytest.fixture
-def browsers(server):
-    opened = []
-
-    def open_browser():
-        opened.append(Browser(server))
-        return opened[-1]
-
-    yield open_browser
-    # A client's disconnect waits up to 3 s for the server's WebSocket close frame, which
-    # Werkzeug's server does not send: close them all at once.
-    closing = [threading.Thread(target=browser.close) for browser in opened]
-    for thread in closing:
-        thread.start()
-    for thread in closing:
-        thread.join(timeout=WAIT_S)
 
 
 def test_batches_from_another_process_reach_a_subscriber_each_once_in_order(writer, browsers):

@@ -14,15 +14,12 @@ from werkzeug.serving import make_server
 
 from monitor.numbers import INT64_MAX, INT64_MIN
 from monitor.store.writes import write_events
-from tests.helpers import closed_port, wait_until
-from tests.web import test_live
-from tests.web.test_live import WAIT_S, Browser
-from tests.web_events import batch_event
+from tests.support.live import WAIT_S, Browser
+from tests.support.network import closed_port
+from tests.support.progress import batch_event
+from tests.support.waiting import wait_until
 from web import create_app, db, live, retention, sockets
 from web.sockets import TokenBucket, own_origin
-
-# The live tests' server and clients (their fixtures belong in tests/web/conftest.py).
-server, browsers = test_live.server, test_live.browsers
 
 T0 = 1_795_316_400_000
 QUERIES = ("q0", "q1", "q2")

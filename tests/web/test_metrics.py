@@ -12,7 +12,7 @@ from monitor.alerts.runner import AlertRunner
 from monitor.events import QueryStarted, QueryTerminated, TimerSnapshot
 from monitor.store.models import AlertRow, Batch
 from monitor.store.writes import write_event, write_events
-from tests.web_events import batch_event
+from tests.support.progress import batch_event
 from web import create_app, db, retention
 
 T0 = 1_795_316_400_000  # 2026-11-22T03:00:00Z

@@ -7,8 +7,9 @@ import pytest
 
 from monitor.events import QueryTerminated
 from monitor.store.writes import write_events
-from tests.helpers import ROOT, closed_port
-from tests.web_events import batch_event
+from tests.support.network import closed_port
+from tests.support.paths import ROOT
+from tests.support.progress import batch_event
 from web import create_app, db, vendor
 
 T0 = 1_795_316_400_000

@@ -5,7 +5,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from monitor.store.writes import write_event
-from tests.web_events import batch_event
+from tests.support.progress import batch_event
 from web.params import MAX_EPOCH_MS, BadParameter, bounded, epoch_ms, time_range
 
 NOW = 1_700_000_000_000

@@ -6,7 +6,7 @@ import threading
 import pytest
 import sqlalchemy.exc as sa_exc
 
-from tests.helpers import wait_until
+from tests.support.waiting import wait_until
 from web import create_app
 from web.periodic import Periodic, Task
 

@@ -6,8 +6,8 @@ import pytest
 import sqlalchemy as sa
 
 from monitor.store.models import Batch, TimerSnapshotRow
-from tests.helpers import wait_until
-from tests.monitor.store.test_prune import CUTOFF, NEW, NOW, OLD, write_batch, write_snapshot
+from tests.support.retention import CUTOFF, NEW, NOW, OLD, write_batch, write_snapshot
+from tests.support.waiting import wait_until
 from web import create_app, db, retention
 
 

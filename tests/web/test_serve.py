@@ -10,8 +10,9 @@ import urllib.request
 import pytest
 
 from monitor.store.writes import write_event
-from tests.helpers import closed_port, wait_until
-from tests.web_events import batch_event
+from tests.support.network import closed_port
+from tests.support.progress import batch_event
+from tests.support.waiting import wait_until
 from wmon import serve
 from wmon.main import main
 

@@ -20,9 +20,11 @@ import sqlalchemy.orm as so
 
 from monitor.alerts.runner import LEASE
 from monitor.store.models import AlertEvent, Lease
-from tests.helpers import ROOT, closed_port, wait_until
-from tests.monitor.alerts.test_delivery import LocalReceiver
-from tests.web.test_live import WAIT_S, Browser, Writer
+from tests.support.live import WAIT_S, Browser, Writer
+from tests.support.network import closed_port
+from tests.support.paths import ROOT
+from tests.support.receivers import LocalReceiver
+from tests.support.waiting import wait_until
 from web.live import LIVE_LEASE
 
 pytestmark = pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)

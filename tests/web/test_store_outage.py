@@ -17,8 +17,9 @@ from monitor.store.engine import create_engine
 from monitor.store.migrate import upgrade
 from monitor.store.scratch import create_database
 from monitor.store.writes import write_event
-from tests.helpers import closed_port, fixture, wait_until
-from tests.web_events import batch_event
+from tests.support.network import closed_port
+from tests.support.progress import batch_event, fixture
+from tests.support.waiting import wait_until
 from web import create_app, db, retention
 
 TOKEN = "s3cret"

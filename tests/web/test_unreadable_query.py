@@ -13,7 +13,7 @@ from monitor.alerts.rulefile import load_rules
 from monitor.collect.spark_events import PROGRESS, TERMINATED, named, spark_event
 from monitor.store.models import AlertRow, Batch, Partition, PartitionEventTime
 from monitor.store.writes import write_event
-from tests.helpers import fixture, progress_doc
+from tests.support.progress import fixture, progress_doc
 
 BROKEN = "cccccccc-0000-0000-0000-000000000000"
 FAILED = "dddddddd-0000-0000-0000-000000000000"

@@ -7,7 +7,7 @@ import pytest
 from monitor.collect.progress import parse_progress
 from monitor.store.engine import create_engine
 from monitor.store.writes import write_event
-from tests.helpers import progress_doc
+from tests.support.progress import progress_doc
 from wmon.main import main
 
 QUERY = "33333333-3333-3333-3333-333333333333"

@@ -10,8 +10,8 @@ import pytest
 from monitor.alerts.rulefile import MAX_FILE_BYTES
 from monitor.alerts.runner import AlertRunner
 from monitor.store.engine import display_url
-from tests.monitor.alerts.test_delivery import LocalReceiver
-from tests.monitor.alerts.test_evaluate import stalled
+from tests.support.alert_scenarios import stalled
+from tests.support.receivers import LocalReceiver
 from wmon.main import build_parser, main
 
 

@@ -16,7 +16,8 @@ import sqlalchemy.orm as so
 
 from monitor.store.engine import create_engine
 from monitor.store.models import Batch, Partition, PartitionEventTime, Query
-from tests.helpers import closed_port, wait_until
+from tests.support.network import closed_port
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 SCENARIOS = ("skewed_backfill", "stalled_partition")

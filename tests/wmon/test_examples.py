@@ -32,8 +32,8 @@ from monitor.ingest.logfiles import discover
 from monitor.store.engine import create_engine
 from monitor.store.migrate import upgrade
 from monitor.store.models import Query, Sender
-from tests.helpers import closed_port, wait_until
-from tests.spark_submit import (
+from tests.support.network import closed_port
+from tests.support.spark_submit import (
     LineServer,
     batch_figures,
     end,
@@ -44,6 +44,7 @@ from tests.spark_submit import (
     streaming_events,
     tail,
 )
+from tests.support.waiting import wait_until
 from wmon.main import main
 from wmon.submit import spark_submit
 

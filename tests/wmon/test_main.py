@@ -17,7 +17,8 @@ from monitor.store.engine import create_engine, display_url, parse_url
 from monitor.store.migrate import current_revision, head_revision
 from monitor.store.writes import write_event
 from streaming.log import PartitionedLog
-from tests.helpers import closed_port, progress_doc
+from tests.support.network import closed_port
+from tests.support.progress import progress_doc
 from wmon.main import build_parser, main
 
 QUERY, RUN = "11111111-1111-1111-1111-111111111111", "run-1"

@@ -9,7 +9,7 @@ import sqlalchemy.orm as so
 from monitor.collect.spark_events import PROGRESS, named
 from monitor.store.models import Batch, RejectedEvent
 from monitor.store.rejected import set_aside
-from tests.helpers import progress_doc
+from tests.support.progress import progress_doc
 from wmon.main import main
 
 pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)

@@ -12,7 +12,7 @@ from monitor.events import QueryStarted
 from monitor.store.engine import create_engine
 from monitor.store.migrate import upgrade
 from monitor.store.writes import write_event
-from tests.helpers import progress_doc
+from tests.support.progress import progress_doc
 from wmon.ingest import Progress
 from wmon.main import main
 from wmon.render import Column, printable, render_table

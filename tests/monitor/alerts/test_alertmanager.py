@@ -21,11 +21,11 @@ from monitor.alerts.evaluate import evaluate
 from monitor.alerts.receivers.alertmanager import ENDS_AFTER_MS, RESEND_MS
 from monitor.alerts.rulefile import Receiver
 from monitor.store.models import AlertRow, Delivery
-from tests.daemons import installed, running
-from tests.helpers import closed_port, wait_until
-from tests.monitor.alerts.test_delivery import rules_with
-from tests.monitor.alerts.test_evaluate import moves_again, stalled
-from tests.monitor.store.test_health_flags import QUERY
+from tests.support.alert_scenarios import moves_again, rules_with, stalled
+from tests.support.network import closed_port
+from tests.support.progress import QUERY
+from tests.support.prometheus import installed, running
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 

@@ -1,10 +1,8 @@
 """Notifications to a real local HTTP receiver: delivered once each, in order, after outages."""
 
-import json
 import socket
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import sqlalchemy as sa
@@ -14,7 +12,7 @@ from monitor.alerts import delivery as notify  # the sender, whose internals tes
 from monitor.alerts.actions import lift_silence, silence
 from monitor.alerts.delivery import CLAIM_MS, GIVE_UP_AFTER_MS, deliver_due
 from monitor.alerts.evaluate import evaluate
-from monitor.alerts.rulefile import Receiver, RuleSet, load_rules
+from monitor.alerts.rulefile import Receiver
 from monitor.alerts.runner import AlertRunner
 from monitor.alerts.silences import silenced
 from monitor.alerts.transport import Sent, http_post
@@ -26,57 +24,9 @@ from monitor.store.models import (
     Query,
     Silence,
 )
-from tests.helpers import closed_port, wait_until
-from tests.monitor.alerts.test_evaluate import at, moves_again, stalled
-
-ONLY_STALLED = load_rules("""\
-queries:
-  - match: "*"
-    rules:
-      no_progress: {enabled: false}
-      watermark_age: {enabled: false}
-""")
-
-
-class LocalReceiver:
-    """A local HTTP server that records what it is sent; it can answer 503 for a while."""
-
-    def __init__(self):
-        self.received, self.failures_left, self.failure_status = [], 0, 503
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                if outer.failures_left > 0:
-                    outer.failures_left -= 1
-                    self.send_response(outer.failure_status)
-                else:
-                    outer.received.append((self.path, body))
-                    self.send_response(204)
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-
-@pytest.fixture
-def receiver():
-    server = LocalReceiver()
-    yield server
-    server.close()
-
-
-def rules_with(*receivers):
-    return RuleSet(ONLY_STALLED.everywhere, ONLY_STALLED.per_query, tuple(receivers))
+from tests.support.alert_scenarios import at, moves_again, rules_with, stalled
+from tests.support.network import closed_port
+from tests.support.waiting import wait_until
 
 
 def evaluate_at(engine, rules, seconds):

@@ -13,32 +13,10 @@ from monitor.events import QueryStarted, QueryTerminated
 from monitor.store.engine import create_engine
 from monitor.store.models import AlertEvent, AlertRow, Base, Query
 from monitor.store.writes import write_event, write_events
-from tests.helpers import progress_doc
-from tests.monitor.store.test_health_flags import EPOCH, QUERY, stamp, write
+from tests.support.alert_scenarios import at, healthy, moves_again, stalled
+from tests.support.progress import QUERY, progress_doc, stamp, write
 
 DEFAULTS = load_rules("")
-
-
-def healthy(engine):
-    """Two partitions moving along, watermark advancing: nothing to say."""
-    for batch_id in range(3):
-        ends = [10 * (batch_id + 1)] * 2
-        write(engine, batch_id, 5 * batch_id, ends=ends, latests=ends, watermark_s=5 * batch_id)
-
-
-def stalled(engine, epoch=EPOCH):
-    """t/1 has a backlog and stays at offset 10 from 0 s to 25 s: stalled in batch 2."""
-    write(engine, 0, 0, ends=[10, 10], latests=[10, 50], watermark_s=0, epoch=epoch)
-    write(engine, 1, 10, ends=[20, 10], latests=[20, 50], watermark_s=10, epoch=epoch)
-    write(engine, 2, 25, ends=[30, 10], latests=[30, 50], watermark_s=25, epoch=epoch)
-
-
-def moves_again(engine, epoch=EPOCH):
-    write(engine, 3, 30, ends=[40, 20], latests=[40, 50], watermark_s=30, epoch=epoch)
-
-
-def at(seconds):
-    return EPOCH + seconds * 1000
 
 
 def run(engine, seconds, rules=DEFAULTS):

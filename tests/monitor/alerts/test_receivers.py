@@ -12,8 +12,7 @@ from monitor.alerts.receivers.slack import Slack
 from monitor.alerts.receivers.webhook import Webhook
 from monitor.alerts.rulefile import RulesFileError, load_rules
 from monitor.store.models import AlertEvent, AlertRow, Delivery, Query
-from tests.monitor.alerts.test_delivery import LocalReceiver
-from tests.monitor.alerts.test_evaluate import at, stalled
+from tests.support.alert_scenarios import at, stalled
 
 
 class Echo:
@@ -34,13 +33,6 @@ def echo_kind():
     registered = register(Echo())
     yield registered
     unregister("echo")
-
-
-@pytest.fixture
-def receiver():
-    server = LocalReceiver()
-    yield server
-    server.close()
 
 
 def rules_file(kind, url="http://127.0.0.1:9/"):

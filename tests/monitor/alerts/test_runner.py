@@ -1,6 +1,5 @@
 """The evaluator on a schedule: exactly one of several evaluates; rules files reloaded safely."""
 
-import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -9,8 +8,8 @@ import pytest
 from monitor.alerts.lease import acquire, release
 from monitor.alerts.runner import LEASE, AlertRunner
 from monitor.store.engine import create_engine
-from tests.helpers import wait_until
-from tests.monitor.alerts.test_evaluate import at, stalled
+from tests.support.alert_scenarios import RULES, at, rewrite, stalled
+from tests.support.waiting import wait_until
 
 
 def test_a_lease_has_one_holder_until_it_expires(engine):
@@ -75,16 +74,6 @@ def test_a_failing_pass_is_logged_and_the_runner_goes_on(engine, caplog):
     runner._pass(broken)
     assert "a pass failed" in caplog.text
     assert runner.run_once() == []
-
-
-RULES = "rules:\n  partition_stalled: {for: 1h}\n"
-
-
-def rewrite(path, text, seconds_later):
-    """Write the file and move its time on, as a later edit would."""
-    before = path.stat().st_mtime
-    path.write_text(text)
-    os.utime(path, (before + seconds_later, before + seconds_later))
 
 
 def test_a_changed_rules_file_is_used_and_a_bad_one_is_not(engine, tmp_path):

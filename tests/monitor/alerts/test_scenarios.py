@@ -25,7 +25,8 @@ from monitor.store.models import (
 from streaming.demo import stop_between_batches
 from streaming.log import PartitionedLog
 from streaming.scenarios import FAST, IDLE, LATE, SLOW, STALLED, play
-from tests.helpers import start_query, unique_name, wait_until
+from tests.support.spark_queries import start_query, unique_name
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.e2e]
 # What happens here is Spark's and the evaluator's; the store path runs on both stores elsewhere.

@@ -60,7 +60,7 @@ from monitor.store.engine import create_engine
 from monitor.store.lineage import CLOCK_SKEW_MS
 from monitor.store.models import Base, Batch, Partition, PartitionEventTime, RejectedEvent
 from monitor.store.writes import write_events
-from tests.helpers import progress_doc
+from tests.support.progress import progress_doc
 
 QUERY_IDS = ("q1", "q2")
 PARTITIONS = (0, 1)

@@ -6,7 +6,7 @@ from monitor.collect.progress import (
     parse_progress_json,
     parse_time_ms,
 )
-from tests.helpers import fixture, progress_doc
+from tests.support.progress import fixture, progress_doc
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from monitor.collect.progress import ProgressError, parse_progress, parse_progress_json
 from monitor.events import BatchProgress
 from monitor.numbers import INT64_MAX, INT64_MIN
-from tests.helpers import fixture, progress_doc
+from tests.support.progress import fixture, progress_doc
 
 TEMPLATES = [
     fixture(name)["progress"]

@@ -8,8 +8,10 @@ from monitor.collect.sender import HttpSender
 from monitor.collect.spark_events import PROGRESS, STARTED, named
 from monitor.store.engine import create_engine
 from monitor.store.models import Batch, Sender
-from tests.collector import INGEST_TOKEN, serving_collector
-from tests.helpers import closed_port, fixture, progress_doc, wait_until
+from tests.support.collector import INGEST_TOKEN, serving_collector
+from tests.support.network import closed_port
+from tests.support.progress import fixture, progress_doc
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 

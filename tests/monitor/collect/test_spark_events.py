@@ -18,7 +18,7 @@ from monitor.collect.spark_events import (
     timestamp_text,
 )
 from monitor.events import QueryStarted, QueryTerminated
-from tests.helpers import fixture, progress_doc
+from tests.support.progress import fixture, progress_doc
 
 TASK = json.dumps({"batch": 2, "delay_ms": 10_000, "late_watermark_ms": None, "partitions": {}})
 

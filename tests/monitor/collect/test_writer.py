@@ -20,7 +20,10 @@ from monitor.store.engine import create_engine
 from monitor.store.migrate import is_current, upgrade
 from monitor.store.models import Batch, Query, RejectedEvent, Run
 from monitor.store.writes import write_events
-from tests.helpers import closed_port, progress_doc, sqlite_locked, wait_until
+from tests.support.network import closed_port
+from tests.support.progress import progress_doc
+from tests.support.stores import sqlite_locked
+from tests.support.waiting import wait_until
 
 QUERY, RUN = "11111111-1111-1111-1111-111111111111", "run-1"
 WAIT_S = 10.0  # generous upper bound for anything that should take milliseconds

@@ -10,9 +10,8 @@ from monitor.alerts.rulefile import load_rules, load_rules_file
 from monitor.health.predicates import Timeouts
 from monitor.store.models import LIVE_ALERT_STATES, AlertRow
 from monitor.store.writes import write_event
-from tests.monitor.alerts.test_evaluate import at, healthy, moves_again, stalled
-from tests.monitor.store.test_health_flags import QUERY
-from tests.web_events import batch_event
+from tests.support.alert_scenarios import at, healthy, moves_again, stalled
+from tests.support.progress import QUERY, batch_event
 from web import create_app
 
 STALLED_RULES = {"watermark_stalled", "partition_stalled", "no_progress"}

@@ -12,8 +12,6 @@ from pathlib import Path
 import pytest
 
 JOB = Path(__file__).resolve().parents[2] / "jobs" / "write_event_logs.py"
-# The variants the job writes, by codec; "plain" is spark.eventLog.compress=false.
-CODEC_VARIANTS = {"zstd": "zstd", "lz4": "lz4", "snappy": "snappy", "plain": None}
 
 
 @dataclass(frozen=True)

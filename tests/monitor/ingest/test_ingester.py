@@ -19,8 +19,8 @@ from monitor.store.engine import create_engine
 from monitor.store.migrate import upgrade
 from monitor.store.models import Batch, LogPosition, Query, RejectedEvent
 from monitor.store.writes import write_events
-from tests.helpers import wait_until
-from tests.monitor.ingest.helpers import read_all
+from tests.support.event_logs import read_all
+from tests.support.waiting import wait_until
 
 VARIANTS = ("zstd", "lz4", "snappy", "plain")
 WMON = str(Path(sys.executable).with_name("wmon"))

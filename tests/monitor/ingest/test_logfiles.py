@@ -12,8 +12,7 @@ from monitor.ingest.logfiles import (
     key_of,
     split_single_name,
 )
-
-from .conftest import CODEC_VARIANTS
+from tests.support.event_logs import CODEC_VARIANTS
 
 
 @pytest.mark.parametrize(

@@ -6,9 +6,7 @@ import pytest
 
 from monitor.ingest.logfiles import LogError, discover
 from monitor.ingest.reader import LogLine, LogReader, Position
-
-from .conftest import CODEC_VARIANTS
-from .helpers import only_file, read_all, summary
+from tests.support.event_logs import CODEC_VARIANTS, only_file, read_all, summary
 
 VARIANTS = [*CODEC_VARIANTS, "single_zstd"]
 

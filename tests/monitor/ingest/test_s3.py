@@ -5,8 +5,7 @@ import pytest
 
 from monitor.ingest.logfiles import LogError, discover
 from monitor.ingest.reader import LogReader
-
-from .helpers import only_file, read_all
+from tests.support.event_logs import only_file, read_all
 
 BUCKET = "wmon-event-logs"
 

@@ -18,8 +18,9 @@ from monitor.store.engine import parse_url
 from monitor.store.models import Batch, Partition, Query, Run
 from streaming.generator import DEFAULT_START_MS, generate
 from streaming.log import PartitionedLog
-from tests.helpers import unique_name, wait_until
-from tests.tcp_proxy import TcpProxy
+from tests.support.network import TcpProxy
+from tests.support.spark_queries import unique_name
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.spark
 WAIT = 180

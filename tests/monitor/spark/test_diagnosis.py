@@ -27,7 +27,7 @@ from monitor.store.models import Batch
 from monitor.store.writes import write_events
 from streaming.log import LogRecord
 from streaming.partitioned_log import PartitionedLog
-from tests.helpers import records_read, unique_name
+from tests.support.spark_queries import records_read, unique_name
 
 pytestmark = pytest.mark.spark
 WAIT = 120

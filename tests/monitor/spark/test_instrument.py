@@ -19,7 +19,14 @@ import sqlalchemy.orm as so
 import monitor
 from monitor.spark.instrument import instrument
 from monitor.store.models import Batch, PartitionEventTime
-from tests.helpers import ROOT, START_MS, expected_late, read_by_spark, skewed_log, unique_name
+from tests.support.paths import ROOT
+from tests.support.spark_queries import (
+    START_MS,
+    expected_late,
+    read_by_spark,
+    skewed_log,
+    unique_name,
+)
 
 pytestmark = pytest.mark.spark
 WAIT = 180

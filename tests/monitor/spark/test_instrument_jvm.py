@@ -16,7 +16,7 @@ from monitor.collect.progress import parse_progress
 from monitor.config import load_settings
 from monitor.spark.instrument import chosen_operator, instrument
 from monitor.spark.operator_jvm import JVM_CLASS
-from tests.helpers import read_by_spark, skewed_log, unique_name
+from tests.support.spark_queries import read_by_spark, skewed_log, unique_name
 
 pytestmark = pytest.mark.spark
 WAIT = 120
@@ -71,9 +71,11 @@ SHAPES = {
     ),
     # Event times as epoch milliseconds in a long column; the partition a short.
     "millisecond-times": (
-        lambda df: df.withColumn("ms", F.unix_millis("timestamp"))
-        .withColumn("partition", F.col("partition").cast("short"))
-        .drop("topic"),
+        lambda df: (
+            df.withColumn("ms", F.unix_millis("timestamp"))
+            .withColumn("partition", F.col("partition").cast("short"))
+            .drop("topic")
+        ),
         {"event_time": "ms"},
     ),
 }

@@ -25,7 +25,7 @@ from monitor.spark.operator_python import (
     measure,
     partition_keys,
 )
-from tests.helpers import progress_doc
+from tests.support.progress import progress_doc
 
 T0 = 1_700_000_000_000
 MINUTE = 1_700_000_040_000  # a whole minute since the epoch

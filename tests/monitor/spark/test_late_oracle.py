@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 
 import monitor
 from monitor.store.models import PartitionEventTime
-from tests.helpers import skewed_log, unique_name
+from tests.support.spark_queries import skewed_log, unique_name
 
 pytestmark = pytest.mark.spark
 WAIT = 120

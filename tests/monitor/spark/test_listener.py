@@ -19,7 +19,8 @@ from monitor.events import BatchProgress, QueryIdle, QueryStarted, QueryTerminat
 from monitor.spark.attach import MonitorHandle
 from monitor.spark.listener import CallbackTimes, JavaEventBridge, WatermarkListener
 from monitor.store.engine import create_engine
-from tests.helpers import FIXTURES, fixture, progress_doc
+from tests.support.paths import FIXTURES
+from tests.support.progress import fixture, progress_doc
 
 NOW_S = 1_795_316_300.5  # exact in binary, so the terminated time is exactly ..._500 ms
 NOW_MS = 1_795_316_300_500

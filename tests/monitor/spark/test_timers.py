@@ -8,7 +8,7 @@ import monitor
 from monitor.store.models import TimerSnapshotRow
 from streaming.log import LogRecord, PartitionedLog
 from streaming.scooters import OFFLINE_EVENTS, NaiveOfflineDetector
-from tests.helpers import unique_name
+from tests.support.spark_queries import unique_name
 from wmon.main import main
 
 pytestmark = pytest.mark.spark

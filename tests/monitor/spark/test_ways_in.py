@@ -15,8 +15,10 @@ from monitor.store.engine import create_engine
 from monitor.store.migrate import upgrade
 from streaming.log import PartitionedLog
 from streaming.scenarios import play
-from tests.collector import INGEST_TOKEN, serving_collector
-from tests.helpers import row_differences, start_partition_counts, stored_rows, wait_until
+from tests.support.collector import INGEST_TOKEN, serving_collector
+from tests.support.spark_queries import start_partition_counts
+from tests.support.stores import row_differences, stored_rows
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.spark
 WAIT = 180

@@ -7,7 +7,7 @@ from monitor.events import QueryTerminated, TimerSnapshot
 from monitor.store.changes import batch_watch, query_watch, timer_watch
 from monitor.store.models import Batch
 from monitor.store.writes import write_event
-from tests.web_events import batch_event
+from tests.support.progress import batch_event
 
 T0 = 1_795_316_400_000
 

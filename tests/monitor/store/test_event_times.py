@@ -10,7 +10,7 @@ import sqlalchemy.orm as so
 from monitor.collect.progress import parse_progress
 from monitor.store.models import Batch, PartitionEventTime
 from monitor.store.writes import write_event
-from tests.helpers import progress_doc
+from tests.support.progress import progress_doc
 
 QUERY, OTHER_QUERY, RUN = "22222222-2222-2222-2222-222222222222", "other-query", "run-1"
 T0 = 1_700_000_000_000

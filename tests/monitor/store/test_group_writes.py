@@ -12,8 +12,7 @@ from monitor.events import QueryIdle, QueryStarted, QueryTerminated, TimerSnapsh
 from monitor.store.engine import create_engine
 from monitor.store.scratch import create_database, drop_database
 from monitor.store.writes import write_event, write_events
-from tests.conftest import POSTGRES_SERVER, _migrated
-from tests.helpers import stored_rows
+from tests.support.stores import POSTGRES_SERVER, migrated, stored_rows
 from wmon.bench.synthetic import synthetic_progress
 
 A, B = "aaaaaaaa-0000-0000-0000-000000000001", "bbbbbbbb-0000-0000-0000-000000000002"
@@ -75,7 +74,7 @@ def events():
 def store_urls(request, tmp_path, postgres_template) -> Iterator[list[str]]:
     """Three migrated, empty stores on one backend."""
     if request.param == "sqlite":
-        yield [_migrated(f"sqlite:///{tmp_path / f'store{n}.db'}") for n in range(3)]
+        yield [migrated(f"sqlite:///{tmp_path / f'store{n}.db'}") for n in range(3)]
         return
     urls = [
         create_database(POSTGRES_SERVER, "wmon_test", template=postgres_template) for _ in range(3)

@@ -1,76 +1,10 @@
 """Health derived as batches are stored: idle, stalled, rewound, skew, Flink's watermark."""
 
-import json
-from datetime import datetime, timezone
-
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.collect.progress import parse_progress
-from monitor.health.predicates import Timeouts
 from monitor.store.models import Batch, Partition, PartitionEventTime, Query
-from monitor.store.writes import write_event
-from tests.helpers import progress_doc
-
-QUERY = "33333333-3333-3333-3333-333333333333"
-T = Timeouts(idle_ms=10_000, stall_ms=20_000)
-EPOCH = 1_700_000_000_000
-
-
-def stamp(ms):
-    at = datetime.fromtimestamp(ms / 1000, timezone.utc)
-    return at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
-
-
-def write(
-    engine,
-    batch_id,
-    at_s,
-    ends,
-    latests,
-    watermark_s=0,
-    rows=10,
-    event_max=None,
-    starts=None,
-    epoch=EPOCH,
-    run="r",
-):
-    """A batch at `at_s` seconds after `epoch` with per-partition start/end/latest offsets of
-    topic t, reported by `run`."""
-    at = epoch + at_s * 1000
-    tasks = []
-    if event_max:
-        tasks = [
-            json.dumps(
-                {
-                    "batch": batch_id,
-                    "delay_ms": 1_000,
-                    "late_watermark_ms": None,
-                    "partitions": {
-                        f"t/{p}": {"records": 1, "min_ms": m, "max_ms": m, "late": 0, "samples": []}
-                        for p, m in event_max.items()
-                    },
-                }
-            )
-        ]
-    doc = progress_doc(
-        id=QUERY,
-        runId=run,
-        batchId=batch_id,
-        timestamp=stamp(at),
-        numInputRows=rows,
-        eventTime={"watermark": stamp(epoch + watermark_s * 1000)},
-        sources=[
-            {
-                "description": "KafkaV2[Subscribe[t]]",
-                "startOffset": starts and {"t": {str(p): s for p, s in enumerate(starts)}},
-                "endOffset": {"t": {str(p): e for p, e in enumerate(ends)}},
-                "latestOffset": {"t": {str(p): v for p, v in enumerate(latests)}},
-            }
-        ],
-        observedMetrics={"wmon": {"tasks": tasks}} if tasks else {},
-    )
-    write_event(engine, parse_progress(doc), T)
+from tests.support.progress import EPOCH, QUERY, write
 
 
 def flags(engine, batch_id):

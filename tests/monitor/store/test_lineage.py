@@ -15,7 +15,7 @@ from monitor.store.engine import create_engine
 from monitor.store.lineage import Placement, RunSpan, Verdict, place
 from monitor.store.models import Batch, Partition, PartitionEventTime, Query, Run
 from monitor.store.writes import write_event, write_events
-from tests.helpers import progress_doc
+from tests.support.progress import progress_doc
 
 QUERY = "44444444-4444-4444-4444-444444444444"
 T0 = 1_795_316_400_000  # 2026-11-22T03:00:00Z

@@ -11,7 +11,7 @@ from monitor.store.engine import create_engine
 from monitor.store.models import Query
 from monitor.store.notify import ChangeSignal, announce
 from monitor.store.writes import write_event
-from tests.helpers import progress_doc
+from tests.support.progress import progress_doc
 
 LONG_S = 30.0
 

@@ -9,7 +9,6 @@ import pytest
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.events import TimerSnapshot
 from monitor.store.engine import create_engine
 from monitor.store.models import (
     AlertEvent,
@@ -26,18 +25,12 @@ from monitor.store.models import (
     StateOperator,
     TimerSnapshotRow,
 )
-from monitor.store.prune import MAX_PAUSE_S, TABLES, cutoff_ms, prune
+from monitor.store.prune import MAX_PAUSE_S, TABLES, prune
 from monitor.store.synthetic import fill
-from monitor.store.writes import write_event
-from tests.helpers import wait_until
-from tests.web_events import batch_event
+from tests.support.retention import CUTOFF, DAY, NEW, NOW, OLD, write_batch, write_snapshot
+from tests.support.waiting import wait_until
 from wmon.main import main
 
-DAY = 86_400_000
-NOW = 1_795_316_400_000
-CUTOFF = cutoff_ms(30, NOW)
-OLD = CUTOFF - DAY
-NEW = CUTOFF + DAY
 BATCH_TABLES = (Batch, StateOperator, Source, Partition, PartitionEventTime)
 BATCH_TABLE_NAMES = [table.__tablename__ for table in BATCH_TABLES]
 ALERT_TABLES = ("alerts", "alert_events", "deliveries", "delivery_attempts")
@@ -55,18 +48,6 @@ def alert_counts(alerts, events, deliveries, attempts):
 RESOLVED_ALERT_ROWS = alert_counts(1, 3, 2, 2)
 CANCELLED_ALERT_ROWS = alert_counts(1, 2, 0, 0)
 NO_ROWS = alert_counts(0, 0, 0, 0)
-
-
-def write_batch(engine, query_id, batch_id, at_ms, late=0):
-    """A batch with one operator, one source, two partitions and their event times."""
-    event_times = {0: (5, at_ms - 3_000, at_ms - 1_000, late), 1: (5, at_ms - 4_000, at_ms, 0)}
-    ends = (10 * batch_id, 10 * batch_id)
-    event = batch_event(query_id, batch_id, at_ms, ends=ends, dropped=1, event_times=event_times)
-    write_event(engine, event)
-
-
-def write_snapshot(engine, query_id, at_ms):
-    write_event(engine, TimerSnapshot(query_id, "run-1", at_ms, None, 3, None, 60_000, 0))
 
 
 def batch_ids(engine, query_id):

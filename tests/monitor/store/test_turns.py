@@ -13,7 +13,8 @@ from monitor.store import turns
 from monitor.store.engine import create_engine
 from monitor.store.models import Batch
 from monitor.store.writes import write_event
-from tests.helpers import progress_doc, wait_until
+from tests.support.progress import progress_doc
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 

@@ -6,7 +6,7 @@ from monitor.events import QueryIdle, QueryStarted, QueryTerminated
 from monitor.store.models import Batch, Partition, Query, Run, Source, StateOperator
 from monitor.store.reads import batch_partitions, find_query, list_queries, recent_batches
 from monitor.store.writes import write_event
-from tests.helpers import progress_doc
+from tests.support.progress import progress_doc
 
 QUERY, RUN, RUN2 = "11111111-1111-1111-1111-111111111111", "run-1", "run-2"
 

@@ -1,13 +1,7 @@
-"""Helpers shared by tests: fixture files, synthetic progress documents, waiting, and a
-monitored query over a scenario."""
+"""Real streaming queries over partitioned logs in tests, and what each batch of one read."""
 
-import contextlib
-import copy
 import json
 import os
-import socket
-import sqlite3
-import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -17,55 +11,12 @@ from typing import Any
 import monitor
 from streaming.log import LogRecord, PartitionedLog
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "tests" / "fixtures"
 START_MS = 1_700_000_000_000  # event times of the generated logs start here
-
-
-def fixture(name: str) -> Any:
-    """A JSON document from tests/fixtures/ (a fresh copy each call)."""
-    return json.loads((FIXTURES / name).read_text())
-
-
-def progress_doc(name: str = "progress_kafka.json", **changes: Any) -> dict[str, Any]:
-    """The progress document of a fixture, with some top-level fields changed."""
-    doc = copy.deepcopy(fixture(name)["progress"])
-    doc.update(changes)
-    return doc
 
 
 def unique_name(prefix: str = "q") -> str:
     """A query name that no other test uses."""
     return f"{prefix}_{uuid.uuid4().hex[:8]}"
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    """Poll until `predicate` returns something true; fail loudly naming `what` on timeout."""
-    deadline = time.monotonic() + timeout
-    while not (result := predicate()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(0.2)
-    return result
-
-
-@contextlib.contextmanager
-def sqlite_locked(path: str | Path) -> Iterator[None]:
-    """Hold an exclusive lock on a SQLite store, as another writer would, for a with-block."""
-    lock = sqlite3.connect(path, isolation_level=None)
-    lock.execute("BEGIN EXCLUSIVE")
-    try:
-        yield
-    finally:
-        lock.execute("ROLLBACK")
-        lock.close()
-
-
-def closed_port() -> int:
-    """A local TCP port with nothing listening on it."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def offset_log(checkpoint: str) -> dict[int, tuple[int, dict[int, int]]]:
@@ -168,61 +119,3 @@ def start_partition_counts(spark: Any, scenario: Any, log_dir: Path, checkpoint:
         .trigger(processingTime="300 milliseconds")
         .start()
     )
-
-
-# What each of a query's history tables holds, in a stable order, for comparing two stores.
-_STORED_TABLES = ("queries", "runs", "batches", "sources", "partitions", "partition_event_times")
-# Columns that say when and how this store got a row, not what the query did: never compared
-# (the application's log a run was read from is known to `wmon ingest` alone).
-_STORE_CLOCK = ("stored_at_ms", "first_stored_ms", "app_id")
-
-
-def stored_rows(
-    engine: Any,
-    query_id: str,
-    leave_out: tuple[str, ...] = (),
-    tables: tuple[str, ...] = _STORED_TABLES,
-) -> dict[str, list[dict[str, Any]]]:
-    """Every stored row of one query in `tables` (by default its progress history), without
-    the columns in `leave_out` (and without generated row ids or the store's own clock),
-    sorted so two stores compare row by row."""
-    import sqlalchemy as sa
-
-    from monitor.store.models import Base
-
-    rows: dict[str, list[dict[str, Any]]] = {}
-    with engine.connect() as connection:
-        for name in tables:
-            table = Base.metadata.tables[name]
-            key = table.c.id if name == "queries" else table.c.query_id
-            found = connection.execute(sa.select(table).where(key == query_id)).mappings()
-            kept = [
-                {
-                    k: v
-                    for k, v in row.items()
-                    if k not in leave_out + _STORE_CLOCK and not (k == "id" and name != "queries")
-                }
-                for row in found
-            ]
-            rows[name] = sorted(kept, key=lambda row: json.dumps(row, sort_keys=True, default=str))
-    return rows
-
-
-def row_differences(
-    ours: dict[str, list[dict[str, Any]]], theirs: dict[str, list[dict[str, Any]]]
-) -> list[tuple[str, int, str, Any, Any]]:
-    """Where two results of `stored_rows` differ: (table, row, column, ours, theirs); a
-    table of different lengths is one difference with the lengths."""
-    found = []
-    for table in ours.keys() | theirs.keys():
-        mine, other = ours.get(table, []), theirs.get(table, [])
-        if len(mine) != len(other):
-            found.append((table, -1, "rows", len(mine), len(other)))
-            continue
-        for index, (row, twin) in enumerate(zip(mine, other, strict=True)):
-            found += [
-                (table, index, column, row.get(column), twin.get(column))
-                for column in sorted(row.keys() | twin.keys())
-                if row.get(column) != twin.get(column)
-            ]
-    return sorted(found, key=str)

@@ -1,5 +1,4 @@
-"""Running Spark jobs as their own spark-submit JVMs in tests, and reading back what Spark itself
-wrote about them: the progress its driver log prints and the events its event log holds."""
+"""Spark jobs run by spark-submit in tests, and what their driver and event logs say of them."""
 
 import json
 import os

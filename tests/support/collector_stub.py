@@ -1,6 +1,8 @@
-"""A stand-in for the collector (`POST /api/ingest`): records every request and answers with
-the status a test sets, or as a test's own function decides; it can be stopped and started
-again on the same port."""
+"""A stand-in for the collector (`POST /api/ingest`) that records requests and answers as told.
+
+It answers with the status a test sets, or as a test's own function decides; it can be
+stopped and started again on the same port.
+"""
 
 import json
 import threading

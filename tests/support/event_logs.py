@@ -1,10 +1,14 @@
-"""What the ingest tests compare: a log's lines as event kinds and batch ids."""
+"""Spark event logs in the ingest tests: the codecs written; a log's lines read and summed up."""
 
 import json
 from pathlib import Path
 
 from monitor.ingest.logfiles import LogFile, discover
 from monitor.ingest.reader import LogReader
+
+# The variants tests/jobs/write_event_logs.py writes, by codec; "plain" is
+# spark.eventLog.compress=false.
+CODEC_VARIANTS = {"zstd": "zstd", "lz4": "lz4", "snappy": "snappy", "plain": None}
 
 
 def only_file(url: str | Path) -> LogFile:

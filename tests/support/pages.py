@@ -1,10 +1,11 @@
-"""What the browser tests share: Debian's Chromium, where screenshots go, pages that record
-their script errors, and a mark that shows a page was not reloaded. The fixtures over these
-(`chromium`, `serve`, `page`, `screen`) are in conftest.py."""
+"""Browser tests' pages: Debian's Chromium, screenshots, script errors, a mark against reloads.
+
+The fixtures over these (`chromium`, `serve`, `page`, `screen`) are in tests/web/conftest.py.
+"""
 
 import re
 
-from tests.helpers import ROOT
+from tests.support.paths import ROOT
 
 ARTIFACTS = ROOT / "build" / "artifacts"
 CHROMIUM = "/usr/bin/chromium"

@@ -1,6 +1,6 @@
 """A listener's write path in a process of its own, for the live tests.
 
-Run as `python -m tests.web_writer DATABASE_URL`. Each line on stdin is a JSON command
+Run as `python -m tests.support.writer_process DATABASE_URL`. Each line on stdin is a JSON command
 (`{"kind": "batch" | "timers" | "terminated", ...fields}`); the event goes through the real
 StoreWriter, and once it is stored one line `{"written_at": <epoch seconds>}` goes to stdout.
 """
@@ -12,7 +12,7 @@ import time
 from monitor.collect.writer import StoreWriter
 from monitor.events import QueryTerminated, TimerSnapshot
 from monitor.store.engine import create_engine
-from tests.web_events import batch_event
+from tests.support.progress import batch_event
 
 KINDS = {"batch": batch_event, "timers": TimerSnapshot, "terminated": QueryTerminated}
 
@@ -23,7 +23,7 @@ def main(database_url):
         command = json.loads(line)
         writer.submit(KINDS[command.pop("kind")](**command))
         if not writer.flush(timeout=30):
-            sys.exit(f"web_writer: not stored within 30 s: {writer.stats()}")
+            sys.exit(f"writer_process: not stored within 30 s: {writer.stats()}")
         print(json.dumps({"written_at": time.time()}), flush=True)
     writer.close(timeout=30)
 

@@ -1,5 +1,4 @@
-"""A real collector for tests: the dashboard app over a store, served over HTTP on a free port
-by Werkzeug's threaded server, as `wmon serve` serves it."""
+"""A real collector for tests: the dashboard app over a store, served as `wmon serve` does."""
 
 from contextlib import AbstractContextManager
 

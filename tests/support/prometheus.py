@@ -1,5 +1,4 @@
-"""Prometheus' own programs for the tests (Debian's `prometheus` and
-`prometheus-alertmanager`, which `make setup` installs), each started on a free port."""
+"""Prometheus and Alertmanager (Debian's, as `make setup` installs them) run for tests."""
 
 import shutil
 import subprocess
@@ -10,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import wait_until
+from tests.support.waiting import wait_until
 
 
 def installed(program: str, package: str) -> str:

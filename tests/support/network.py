@@ -1,7 +1,14 @@
-"""A TCP proxy on 127.0.0.1 that a test can cut (close every connection) and restore."""
+"""Local networking in tests: a port nothing listens on; a TCP proxy a test can cut and restore."""
 
 import socket
 import threading
+
+
+def closed_port() -> int:
+    """A local TCP port with nothing listening on it."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 class TcpProxy:

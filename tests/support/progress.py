@@ -1,12 +1,28 @@
-"""Progress events for the web tests, parsed from the canned Kafka fixture by the real parser."""
+"""Progress documents and events: canned listener events, and batches built from them."""
 
+import copy
 import json
 from datetime import datetime, timezone
+from typing import Any
 
 from monitor.collect.progress import parse_progress
-from tests.helpers import progress_doc
+from monitor.health.predicates import Timeouts
+from monitor.store.writes import write_event
+from tests.support.paths import FIXTURES
 
 TOPIC = "t"
+
+
+def fixture(name: str) -> Any:
+    """A JSON document from tests/fixtures/ (a fresh copy each call)."""
+    return json.loads((FIXTURES / name).read_text())
+
+
+def progress_doc(name: str = "progress_kafka.json", **changes: Any) -> dict[str, Any]:
+    """The progress document of a fixture, with some top-level fields changed."""
+    doc = copy.deepcopy(fixture(name)["progress"])
+    doc.update(changes)
+    return doc
 
 
 def stamp(ms: int) -> str:
@@ -91,3 +107,60 @@ def batch_event(
     )
     doc["name"] = name  # progress_doc's own `name` is the fixture's
     return parse_progress(doc)
+
+
+# The query, the health timeouts and the epoch of `write`'s batches.
+QUERY = "33333333-3333-3333-3333-333333333333"
+T = Timeouts(idle_ms=10_000, stall_ms=20_000)
+EPOCH = 1_700_000_000_000
+
+
+def write(
+    engine,
+    batch_id,
+    at_s,
+    ends,
+    latests,
+    watermark_s=0,
+    rows=10,
+    event_max=None,
+    starts=None,
+    epoch=EPOCH,
+    run="r",
+):
+    """A batch at `at_s` seconds after `epoch` with per-partition start/end/latest offsets of
+    topic t, reported by `run`."""
+    at = epoch + at_s * 1000
+    tasks = []
+    if event_max:
+        tasks = [
+            json.dumps(
+                {
+                    "batch": batch_id,
+                    "delay_ms": 1_000,
+                    "late_watermark_ms": None,
+                    "partitions": {
+                        f"t/{p}": {"records": 1, "min_ms": m, "max_ms": m, "late": 0, "samples": []}
+                        for p, m in event_max.items()
+                    },
+                }
+            )
+        ]
+    doc = progress_doc(
+        id=QUERY,
+        runId=run,
+        batchId=batch_id,
+        timestamp=stamp(at),
+        numInputRows=rows,
+        eventTime={"watermark": stamp(epoch + watermark_s * 1000)},
+        sources=[
+            {
+                "description": "KafkaV2[Subscribe[t]]",
+                "startOffset": starts and {"t": {str(p): s for p, s in enumerate(starts)}},
+                "endOffset": {"t": {str(p): e for p, e in enumerate(ends)}},
+                "latestOffset": {"t": {str(p): v for p, v in enumerate(latests)}},
+            }
+        ],
+        observedMetrics={"wmon": {"tasks": tasks}} if tasks else {},
+    )
+    write_event(engine, parse_progress(doc), T)

@@ -1,0 +1,1 @@
+"""Shared test support: event and store builders, scenarios, servers and processes."""

@@ -1,0 +1,95 @@
+"""Stores in tests: where they are made, one query's rows to compare, a SQLite store held locked."""
+
+import contextlib
+import json
+import os
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+# The PostgreSQL server the tests' stores are made on.
+POSTGRES_SERVER = os.environ.get(
+    "WMON_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
+
+
+def migrated(url: str) -> str:
+    """`url`, its store migrated to the newest schema."""
+    from monitor.store.engine import create_engine
+    from monitor.store.migrate import upgrade
+
+    engine = create_engine(url)
+    upgrade(engine)
+    engine.dispose()
+    return url
+
+
+@contextlib.contextmanager
+def sqlite_locked(path: str | Path) -> Iterator[None]:
+    """Hold an exclusive lock on a SQLite store, as another writer would, for a with-block."""
+    lock = sqlite3.connect(path, isolation_level=None)
+    lock.execute("BEGIN EXCLUSIVE")
+    try:
+        yield
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+
+
+# What each of a query's history tables holds, in a stable order, for comparing two stores.
+_STORED_TABLES = ("queries", "runs", "batches", "sources", "partitions", "partition_event_times")
+# Columns that say when and how this store got a row, not what the query did: never compared
+# (the application's log a run was read from is known to `wmon ingest` alone).
+_STORE_CLOCK = ("stored_at_ms", "first_stored_ms", "app_id")
+
+
+def stored_rows(
+    engine: Any,
+    query_id: str,
+    leave_out: tuple[str, ...] = (),
+    tables: tuple[str, ...] = _STORED_TABLES,
+) -> dict[str, list[dict[str, Any]]]:
+    """Every stored row of one query in `tables` (by default its progress history), without
+    the columns in `leave_out` (and without generated row ids or the store's own clock),
+    sorted so two stores compare row by row."""
+    import sqlalchemy as sa
+
+    from monitor.store.models import Base
+
+    rows: dict[str, list[dict[str, Any]]] = {}
+    with engine.connect() as connection:
+        for name in tables:
+            table = Base.metadata.tables[name]
+            key = table.c.id if name == "queries" else table.c.query_id
+            found = connection.execute(sa.select(table).where(key == query_id)).mappings()
+            kept = [
+                {
+                    k: v
+                    for k, v in row.items()
+                    if k not in leave_out + _STORE_CLOCK and not (k == "id" and name != "queries")
+                }
+                for row in found
+            ]
+            rows[name] = sorted(kept, key=lambda row: json.dumps(row, sort_keys=True, default=str))
+    return rows
+
+
+def row_differences(
+    ours: dict[str, list[dict[str, Any]]], theirs: dict[str, list[dict[str, Any]]]
+) -> list[tuple[str, int, str, Any, Any]]:
+    """Where two results of `stored_rows` differ: (table, row, column, ours, theirs); a
+    table of different lengths is one difference with the lengths."""
+    found = []
+    for table in ours.keys() | theirs.keys():
+        mine, other = ours.get(table, []), theirs.get(table, [])
+        if len(mine) != len(other):
+            found.append((table, -1, "rows", len(mine), len(other)))
+            continue
+        for index, (row, twin) in enumerate(zip(mine, other, strict=True)):
+            found += [
+                (table, index, column, row.get(column), twin.get(column))
+                for column in sorted(row.keys() | twin.keys())
+                if row.get(column) != twin.get(column)
+            ]
+    return sorted(found, key=str)
