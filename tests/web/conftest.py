@@ -9,7 +9,7 @@ from werkzeug.serving import make_server
 
 from tests.support.live import WAIT_S, Browser
 from tests.support.pages import CHROMIUM, CHROMIUM_ARGS, SCREEN, WALL, open_page
-from web import create_app, db, live, retention
+from web import background, create_app
 
 
 @pytest.fixture
@@ -23,8 +23,7 @@ def app(database_url, app_config):
     """The app over the test's store; its background tasks are stopped afterwards."""
     app = create_app({"DATABASE_URL": database_url} | app_config)
     yield app
-    retention.pruner(app).stop()
-    db.dispose(app)
+    background.stop(app)
 
 
 @pytest.fixture
@@ -58,10 +57,9 @@ def serve(database_url):
 
     yield start
     for app, http, thread in running:
-        live.watcher(app).stop()
         http.shutdown()
         thread.join(timeout=10)
-        db.dispose(app)
+        background.stop(app)
 
 
 @pytest.fixture
@@ -83,8 +81,7 @@ def server(app):
     thread = threading.Thread(target=http.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{http.server_port}"
-    live.watcher(app).stop()
-    http.shutdown()
+    http.shutdown()  # the app's own fixture stops its background work
     thread.join(timeout=10)
 
 

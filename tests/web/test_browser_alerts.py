@@ -33,7 +33,7 @@ from tests.support.pages import (
 )
 from tests.support.spark_queries import start_query, unique_name
 from tests.support.waiting import wait_until
-from web import create_app, db, evaluation, live
+from web import background, create_app
 
 pytestmark = [
     pytest.mark.e2e,
@@ -63,15 +63,13 @@ def served(database_url, **config):
     http = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=http.serve_forever, daemon=True)
     thread.start()
-    evaluation.evaluator(app).start()
+    background.start(app)
     try:
         yield f"http://127.0.0.1:{http.server_port}"
     finally:
-        evaluation.evaluator(app).stop()
-        live.watcher(app).stop()
         http.shutdown()
         thread.join(timeout=10)
-        db.dispose(app)
+        background.stop(app)
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from tests.support.live import WAIT_S, Browser
 from tests.support.network import closed_port
 from tests.support.progress import batch_event
 from tests.support.waiting import wait_until
-from web import create_app, db, live, retention, sockets
+from web import background, create_app, db, live, sockets
 from web.sockets import TokenBucket, own_origin
 
 T0 = 1_795_316_400_000
@@ -359,8 +359,7 @@ def broken_app(request):
     }[request.param]
     app = create_app({"DATABASE_URL": url, "POLL_INTERVAL_S": 0.1})
     yield app
-    retention.pruner(app).stop()
-    db.dispose(app)
+    background.stop(app)
 
 
 def test_each_request_is_answered_when_the_store_cannot_be_used(broken_app):
@@ -378,7 +377,6 @@ def test_each_request_is_answered_when_the_store_cannot_be_used(broken_app):
             assert ack["error"].startswith("cannot use the store: "), (event, ack)
     finally:
         browser.close()
-        live.watcher(broken_app).stop()
         http.shutdown()
         thread.join(timeout=10)
 

@@ -13,7 +13,7 @@ from monitor.events import QueryStarted, QueryTerminated, TimerSnapshot
 from monitor.store.models import AlertRow, Batch
 from monitor.store.writes import write_event, write_events
 from tests.support.progress import batch_event
-from web import create_app, db, retention
+from web import background, create_app
 
 T0 = 1_795_316_400_000  # 2026-11-22T03:00:00Z
 NOW = T0 + 600_000
@@ -199,8 +199,7 @@ def test_a_store_that_cannot_be_read_is_a_503_with_the_monitor_s_own_series(tmp_
     try:
         response = app.test_client().get("/metrics")
     finally:
-        retention.pruner(app).stop()
-        db.dispose(app)
+        background.stop(app)
     assert response.status_code == 503
     text = response.get_data(as_text=True)
     assert text.startswith("# wmon: cannot use the store: no store at")

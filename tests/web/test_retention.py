@@ -8,7 +8,7 @@ import sqlalchemy as sa
 from monitor.store.models import Batch, TimerSnapshotRow
 from tests.support.retention import CUTOFF, NEW, NOW, OLD, write_batch, write_snapshot
 from tests.support.waiting import wait_until
-from web import create_app, db, retention
+from web import background, create_app
 
 
 @pytest.fixture
@@ -45,8 +45,7 @@ def test_a_failed_prune_is_logged_and_the_next_one_still_runs(tmp_path, caplog):
             10,
             "two failed prunes",
         )
-    retention.pruner(app).stop()
-    db.dispose(app)
+    background.stop(app)
 
 
 def test_the_retention_period_comes_from_the_environment(monkeypatch, tmp_path):

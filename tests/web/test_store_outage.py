@@ -20,7 +20,7 @@ from monitor.store.writes import write_event
 from tests.support.network import closed_port
 from tests.support.progress import batch_event, fixture
 from tests.support.waiting import wait_until
-from web import create_app, db, retention
+from web import background, create_app
 
 TOKEN = "s3cret"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -39,8 +39,7 @@ def _app(url: str):
 
 
 def _close(app) -> None:
-    retention.pruner(app).stop()
-    db.dispose(app)
+    background.stop(app)
 
 
 def _store(url: str) -> None:
