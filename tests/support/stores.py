@@ -25,6 +25,16 @@ def migrated(url: str) -> str:
     return url
 
 
+def emptied(engine: Any) -> None:
+    """Delete every row of the store behind `engine` (DELETE, not TRUNCATE: on a few rows it is
+    a hundred times faster)."""
+    from monitor.store.models import Base
+
+    with engine.begin() as connection:
+        for table in reversed(Base.metadata.sorted_tables):
+            connection.execute(table.delete())
+
+
 @contextlib.contextmanager
 def sqlite_locked(path: str | Path) -> Iterator[None]:
     """Hold an exclusive lock on a SQLite store, as another writer would, for a with-block."""

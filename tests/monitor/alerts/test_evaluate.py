@@ -11,10 +11,11 @@ from monitor.alerts.rulefile import load_rules
 from monitor.collect.progress import parse_progress
 from monitor.events import QueryStarted, QueryTerminated
 from monitor.store.engine import create_engine
-from monitor.store.models import AlertEvent, AlertRow, Base, Query
+from monitor.store.models import AlertEvent, AlertRow, Query
 from monitor.store.writes import write_event, write_events
 from tests.support.alert_scenarios import at, healthy, moves_again, stalled
 from tests.support.progress import QUERY, progress_doc, stamp, write
+from tests.support.stores import emptied
 
 DEFAULTS = load_rules("")
 
@@ -187,9 +188,7 @@ def test_a_pass_writes_a_fleet_s_alerts_in_as_many_statements_for_50_queries_as_
     counts = []
     for count in (5, 50):
         engine = create_engine(database_url)
-        with engine.begin() as connection:
-            for table in reversed(Base.metadata.sorted_tables):
-                connection.execute(table.delete())
+        emptied(engine)
         counts.append(_statements_of_passes(engine, count))
         engine.dispose()
     assert counts[0] == counts[1], counts

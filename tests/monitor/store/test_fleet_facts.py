@@ -9,7 +9,6 @@ from monitor.health.facts import Thresholds
 from monitor.store.engine import create_engine
 from monitor.store.facts import Asked, fleet_facts, latest_batch, read_facts
 from monitor.store.models import (
-    Base,
     Batch,
     Partition,
     PartitionEventTime,
@@ -17,6 +16,7 @@ from monitor.store.models import (
     TimerSnapshotRow,
 )
 from monitor.store.summary import summaries, summarize
+from tests.support.stores import emptied
 
 NOW = 1_795_000_000_000
 MINUTE = 60_000
@@ -199,9 +199,7 @@ def test_a_fleet_is_read_in_as_many_statements_for_50_queries_as_for_5(
     counts = []
     for count in (5, 50):
         engine = create_engine(database_url)
-        with engine.begin() as connection:
-            for table in reversed(Base.metadata.sorted_tables):
-                connection.execute(table.delete())
+        emptied(engine)
         _store(engine, count)
         counts.append(_statements(engine, read))
         engine.dispose()
