@@ -5,7 +5,7 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
-from monitor.collect.progress import parse_progress
+from monitor.collect.progress import parse_progress, parse_time_ms
 from monitor.health.predicates import Timeouts
 from monitor.store.writes import write_event
 from tests.support.paths import FIXTURES
@@ -23,6 +23,12 @@ def progress_doc(name: str = "progress_kafka.json", **changes: Any) -> dict[str,
     doc = copy.deepcopy(fixture(name)["progress"])
     doc.update(changes)
     return doc
+
+
+def stored_watermark(reported: dict[str, Any]) -> int | None:
+    """The watermark of one of Spark's progress documents as the store keeps it: its "no
+    watermark yet" (1970) is none."""
+    return parse_time_ms(reported["eventTime"]["watermark"]) or None
 
 
 def stamp(ms: int) -> str:

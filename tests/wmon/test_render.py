@@ -100,13 +100,13 @@ CLI_TABLES = [
         ["partitions", QUERY],
         table(
             "batch  partition                  start  end   latest  offset lag  state  records"
-            "  max event time  partition watermark  time lag s  late  late total",
+            "  max event time  partition watermark  time lag s  late  late total  future  lead s",
             f"0      {SHOWN_TOPIC}/0  1000   1020  1024    4           ok     -        -"
-            "               -                    -           -     -",
+            "               -                    -           -     -           -       -",
             f"0      {SHOWN_TOPIC}/1  940    960   960     0           ok     -        -"
-            "               -                    -           -     -",
+            "               -                    -           -     -           -       -",
             f"0      {SHOWN_TOPIC}/2  880    900   1500    600         ok     -        -"
-            "               -                    -           -     -",
+            "               -                    -           -     -           -       -",
         ),
     ),
 ]

@@ -19,6 +19,7 @@ from monitor.store.models import Batch, Partition, Query, Run
 from streaming.generator import DEFAULT_START_MS, generate
 from streaming.log import PartitionedLog
 from tests.support.network import TcpProxy
+from tests.support.progress import stored_watermark
 from tests.support.spark_queries import unique_name
 from tests.support.waiting import wait_until
 
@@ -99,7 +100,7 @@ def test_every_batch_is_stored_as_spark_reported_it(spark, monitored, engine, lo
     assert [b.batch_id for b in batches] == [p["batchId"] for p in progress]
     assert [b.batch_id for b in batches] == list(range(len(progress)))
     for row, reported in zip(batches, progress, strict=True):
-        assert row.watermark_ms == parse_time_ms(reported["eventTime"]["watermark"])
+        assert row.watermark_ms == stored_watermark(reported)
         assert row.num_input_rows == reported["numInputRows"]
         assert row.run_id == str(query.runId)
         if "max" in reported["eventTime"]:
@@ -144,7 +145,7 @@ def test_rate_source_watermarks_and_offsets_are_stored(spark, monitored, engine,
     batches = {b.batch_id: b for b in stored_batches(engine, query.id)}
     assert set(batches) == set(progress)
     for batch_id, reported in progress.items():
-        assert batches[batch_id].watermark_ms == parse_time_ms(reported["eventTime"]["watermark"])
+        assert batches[batch_id].watermark_ms == stored_watermark(reported)
     partitions = stored_partitions(engine, query.id)
     for batch_id, reported in progress.items():
         end_offset = json.loads(reported["sources"][0]["endOffset"])

@@ -95,7 +95,7 @@ LIFECYCLE_IDS = ["started", "idle", "terminated", "terminated with an exception"
 PROGRESS_CASES = [
     (
         "progress_first_batch.json",
-        (RATE_QUERY, RATE_RUN, "rate_window", 0, 1_795_316_245_595, 0, 0),
+        (RATE_QUERY, RATE_RUN, "rate_window", 0, 1_795_316_245_595, None, 0),
     ),
     (
         "progress_kafka.json",
