@@ -108,7 +108,8 @@ def query_families(states: Iterable[QueryState], now_ms: int, families: Families
             except Exception as error:  # a bad row of this query: its figures alone
                 if is_outage(error):
                     raise
-                state.unreadable, samples = unreadable_reason(error), Samples()
+                state.unreadable = unreadable_reason(error)
+                samples = Samples()
         for stored in StoredStatus:
             samples.add(status, [*labels, stored.value], query.status == stored)
         samples.add(unreadable, labels, state.unreadable is not None)

@@ -68,7 +68,9 @@ def _write_alerts(session: so.Session) -> None:
     """Store every alert the pass changed, in a few statements however large the fleet: the
     changed ones in one UPDATE of many rows, the new ones in batched INSERTs. (The ORM sends
     an UPDATE per row whenever a row's changed columns differ from the one before it's.)"""
-    changed = [row for row in session.dirty if isinstance(row, AlertRow)]
+    changed = [
+        row for row in session.dirty if isinstance(row, AlertRow) and session.is_modified(row)
+    ]
     updates = [{"id": row.id} | {name: getattr(row, name) for name in _STEPPED} for row in changed]
     for row in changed:
         for name in _STEPPED:  # written by the UPDATE below: nothing left for a flush
