@@ -21,7 +21,7 @@ from monitor.health.facts import FutureDated, PartitionFacts, QueryFacts, Thresh
 from monitor.store.isolation import read_apart
 from monitor.store.lateness import future_dated_since
 from monitor.store.models import Batch, Partition, Query
-from monitor.store.reads import chunks, newest_of
+from monitor.store.reads import among, chunks, newest_of
 from monitor.store.sums import whole_sum
 from monitor.store.windows import late_by_partitions, rewinds_since
 
@@ -214,7 +214,7 @@ def trends(
     queries = Query.__table__
     start = (
         sa.select(queries.c.id.label("query_id"), _trend_start(points).label("start"))
-        .where(queries.c.id.in_(query_ids))
+        .where(among(queries.c.id, query_ids))
         .subquery()
     )
     rows = session.execute(
@@ -252,11 +252,14 @@ def latest_batch(session: so.Session, query_id: str) -> Batch | None:
 
 
 def latest_batches(session: so.Session, query_ids: Sequence[str]) -> dict[str, Batch]:
-    """Each query's batch with the highest batch id, by query id; those with none left out."""
+    """Each query's batch with the highest batch id, by query id; those with none left out.
+    Their observed metrics (the raw JSON, kilobytes a batch) are not read."""
     newest = newest_of(Batch.__table__, "batch_id", query_ids)
     batches = session.scalars(
-        sa.select(Batch).join(
+        sa.select(Batch)
+        .join(
             newest, sa.and_(Batch.query_id == newest.c.query_id, Batch.batch_id == newest.c.newest)
         )
+        .options(so.defer(Batch.observed_metrics, raiseload=True))
     )
     return {batch.query_id: batch for batch in batches}

@@ -15,7 +15,7 @@ from monitor.events import SAMPLES_PER_PARTITION, Record
 from monitor.health.facts import FutureDated
 from monitor.health.lateness import SHARES, Histogram, difference, smallest_delay, summed
 from monitor.store.models import Batch, PartitionEventTime
-from monitor.store.reads import per_query
+from monitor.store.reads import among, per_query
 from monitor.store.sums import whole_sum
 
 
@@ -178,7 +178,7 @@ def _future_rows(from_ms: Mapping[str, int], to_ms: int | None) -> list[sa.Colum
     """The rows with future-dated records of the range: conditions their own index serves."""
     table = PartitionEventTime
     conditions = [
-        table.query_id.in_(list(from_ms)),
+        among(table.query_id, list(from_ms)),
         table.future_records > 0,
         table.batch_time_ms >= per_query(table.query_id, from_ms),
     ]

@@ -8,6 +8,9 @@ from typing import Any, TypeVar
 
 import sqlalchemy as sa
 import sqlalchemy.orm as so
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.visitors import InternalTraversal
 
 from monitor.numbers import shown
 from monitor.store.models import (
@@ -80,7 +83,42 @@ def per_query(
         by_value.setdefault(value, []).append(key)
     if len(by_value) == 1:
         return sa.literal(next(iter(by_value)), sa.BigInteger)
-    return sa.case(*((query_id.in_(keys), value) for value, keys in by_value.items()))
+    return sa.case(*((among(query_id, keys), value) for value, keys in by_value.items()))
+
+
+class _Among(sa.ColumnElement[Any]):
+    """`column IN (values)`; on PostgreSQL `column = ANY(values)`. Both parameters are kept,
+    so that a statement compiled once is reused with the values of each execution."""
+
+    type = sa.types.NullType()  # a condition: no "= 1" after it where booleans are numbers
+    _traverse_internals = [
+        ("column", InternalTraversal.dp_clauseelement),
+        ("listed", InternalTraversal.dp_clauseelement),
+        ("array", InternalTraversal.dp_clauseelement),
+    ]
+
+    def __init__(self, column: sa.ColumnElement[Any], values: Sequence[Any]) -> None:
+        values = list(values)
+        self.column = column
+        self.listed: sa.BindParameter[Any] = sa.bindparam(None, values, expanding=True)
+        self.array = sa.bindparam(None, values, type_=postgresql.ARRAY(column.type))
+
+
+@compiles(_Among)
+def _in_list(among: _Among, compiler: Any, **options: Any) -> str:
+    return str(compiler.process(among.column.in_(among.listed), **options))
+
+
+@compiles(_Among, "postgresql")
+def _any_of(among: _Among, compiler: Any, **options: Any) -> str:
+    return str(compiler.process(among.column == sa.any_(among.array), **options))
+
+
+def among(column: Any, values: Sequence[Any]) -> sa.ColumnElement[bool]:
+    """Whether `column` holds one of `values`. On PostgreSQL the values go as one array
+    (`= ANY(:values)`): a statement with hundreds of parameters would cost its driver more to
+    parse than the store to run."""
+    return _Among(column, values)
 
 
 def stored_query_ids(session: so.Session, query_ids: Sequence[str]) -> set[str]:
@@ -104,7 +142,7 @@ def newest_of(
         newest = newest.where(table.c[column] < below)
     return (
         sa.select(queries.c.id.label("query_id"), newest.scalar_subquery().label("newest"))
-        .where(queries.c.id.in_(query_ids))
+        .where(among(queries.c.id, query_ids))
         .subquery()
     )
 

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.store.models import Batch, Partition, PartitionEventTime, Query
-from monitor.store.reads import per_query
+from monitor.store.reads import among, per_query
 from monitor.store.sums import whole_sum
 
 
@@ -33,7 +33,7 @@ def first_since(since_ms: Mapping[str, int]) -> sa.Subquery:
     )
     return (
         sa.select(queries.c.id.label("query_id"), first.scalar_subquery().label("first_batch"))
-        .where(queries.c.id.in_(list(since_ms)))
+        .where(among(queries.c.id, list(since_ms)))
         .subquery()
     )
 

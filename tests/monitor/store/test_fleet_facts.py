@@ -15,6 +15,7 @@ from monitor.store.models import (
     Query,
     TimerSnapshotRow,
 )
+from monitor.store.reads import among
 from monitor.store.summary import summaries, summarize
 from tests.support.stores import emptied
 
@@ -204,3 +205,22 @@ def test_a_fleet_is_read_in_as_many_statements_for_50_queries_as_for_5(
         counts.append(_statements(engine, read))
         engine.dispose()
     assert counts[0] == counts[1], counts
+
+
+def test_a_statement_over_a_list_of_queries_runs_with_each_call_s_own_list(engine):
+    """`among` is compiled once and cached, like any statement; each run has its own values,
+    on PostgreSQL as one array, however many."""
+    _store(engine, 12)
+    statements: list[str] = []
+    listener = lambda *args: statements.append(args[2])  # noqa: E731
+    with so.Session(engine) as session:
+        ids = session.scalars(sa.select(Query.id).order_by(Query.id)).all()
+        sa.event.listen(engine, "before_cursor_execute", listener)
+        try:
+            for wanted in (ids[:2], ids[3:10], ids[11:], [], ["no-such-query"], ids[:2]):
+                found = session.scalars(sa.select(Query.id).where(among(Query.id, wanted)))
+                assert sorted(found) == sorted(set(wanted) & set(ids))
+        finally:
+            sa.event.remove(engine, "before_cursor_execute", listener)
+    if engine.dialect.name == "postgresql":
+        assert {statement.count("%(") for statement in statements} == {1}, statements
