@@ -10,7 +10,7 @@ from typing import Any
 import sqlalchemy.orm as so
 from flask import Flask
 
-from monitor.alerts.rulefile import RuleSet
+from monitor.alerts.rulefile import RuleSet, thresholds_of
 from monitor.health.status import Status, query_status
 from monitor.store.facts import Asked, unreadable
 from monitor.store.isolation import recover, unreadable_reason
@@ -77,7 +77,11 @@ class Lens:
 
     def summaries(self, session: so.Session, queries: Sequence[Query]) -> list[QuerySummary]:
         """The summaries of `queries`, in their order, read together."""
-        asked = [Asked(query, self.rules.thresholds_for(query.name)) for query in queries]
+        configs = self.rules.for_queries(query.name for query in queries)
+        asked = [
+            Asked(query, thresholds_of(config))
+            for query, config in zip(queries, configs, strict=True)
+        ]
         return summaries(session, asked, self.now_ms)
 
 

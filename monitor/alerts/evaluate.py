@@ -9,6 +9,10 @@ same transaction as the alerts it changes.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
@@ -29,12 +33,10 @@ UNREADABLE = query_unreadable.__name__
 def evaluate(session: so.Session, rules: RuleSet, now_ms: int) -> list[AlertEvent]:
     """Evaluate every rule on every query at `now_ms`; the transitions, stored and committed
     with the notifications they call for."""
-    live = {
-        (row.rule, row.query_id, row.partition): row
-        for row in session.scalars(sa.select(AlertRow).where(AlertRow.state.in_(LIVE_ALERT_STATES)))
-    }
+    live = _live_alerts(session)
     queries = list_queries(session)
-    configs = {query.id: rules.for_query(query.name) for query in queries}
+    each = rules.for_queries(query.name for query in queries)
+    configs = {query.id: config for query, config in zip(queries, each, strict=True)}
     alerting = _alerting(live)
     asked = [
         Asked(query, thresholds_of(configs[query.id]), alerting.get(query.id, frozenset()))
@@ -43,16 +45,15 @@ def evaluate(session: so.Session, rules: RuleSet, now_ms: int) -> list[AlertEven
     # Every query's facts first, in a few statements per chunk of queries, not per query.
     facts = fleet_facts(session, asked, now_ms)
     known = _known(live)
-    changed: list[tuple[AlertRow, Transition]] = []
+    changes = _Changes()
     for query, item in zip(queries, asked, strict=True):
         for name, findings in _judge(item, facts[query.id], configs[query.id], now_ms).items():
-            subjects = known.get((name, query.id), set())
-            config = configs[query.id][name]
-            changed += _apply(session, live, query.id, name, findings, subjects, config, now_ms)
-    _write_alerts(session)
-    events = [_event(row, transition, now_ms) for row, transition in changed]
-    session.add_all(events)
-    session.flush()
+            subjects = set(findings) | known.get((name, query.id), set())
+            for_ms = configs[query.id][name].for_ms
+            for partition in sorted(subjects):
+                key = (name, query.id, partition)
+                changes.step(key, live.get(key), findings.get(partition), now_ms, for_ms)
+    events = changes.store(session, now_ms)
     enqueue(session, events, rules.receivers, now_ms)
     if events:
         announce(session)
@@ -60,27 +61,166 @@ def evaluate(session: so.Session, rules: RuleSet, now_ms: int) -> list[AlertEven
     return events
 
 
+@dataclass(frozen=True)
+class _Stored:
+    """A live alert as stored: its row's id, and the alert."""
+
+    id: int
+    alert: Alert
+
+
 # What a pass changes in a stored alert.
 _STEPPED = ("state", "value", "message", "fired_at_ms", "resolved_at_ms")
 
 
-def _write_alerts(session: so.Session) -> None:
-    """Store every alert the pass changed, in a few statements however large the fleet: the
-    changed ones in one UPDATE of many rows, the new ones in batched INSERTs. (The ORM sends
-    an UPDATE per row whenever a row's changed columns differ from the one before it's.)"""
-    changed = [
-        row for row in session.dirty if isinstance(row, AlertRow) and session.is_modified(row)
-    ]
-    updates = [{"id": row.id} | {name: getattr(row, name) for name in _STEPPED} for row in changed]
-    for row in changed:
-        for name in _STEPPED:  # written by the UPDATE below: nothing left for a flush
-            so.attributes.set_committed_value(row, name, getattr(row, name))
-    if updates:
-        session.execute(sa.update(AlertRow), updates)
-    session.flush()
+@dataclass(frozen=True)
+class _Recorded:
+    """A transition to record: of the stored alert `row_id`, or else of a new one, `alert`
+    being the alert as it stands after it."""
+
+    row_id: int | None
+    alert: Alert
+    transition: Transition
 
 
-def _alerting(live: dict[tuple[str, str, str], AlertRow]) -> dict[str, frozenset[str]]:
+@dataclass
+class _Changes:
+    """What one pass changes: the stored alerts it moves or brings up to date, the new ones,
+    and the transitions to record, written in a few statements however large the fleet."""
+
+    updated: list[dict[str, Any]] = field(default_factory=list)
+    new: list[Alert] = field(default_factory=list)
+    recorded: list[_Recorded] = field(default_factory=list)
+
+    def step(
+        self,
+        key: tuple[str, str, str],
+        stored: _Stored | None,
+        finding: Finding | None,
+        now_ms: int,
+        for_ms: int,
+    ) -> None:
+        """Step the alert on `key` (rule, query id, subject) with what its rule found now."""
+        alert, transition = step(stored.alert if stored else None, finding, now_ms, for_ms, key)
+        row_id = stored.id if stored else None
+        if transition is Transition.CANCELLED and stored is not None:
+            ended = _columns(replace(stored.alert, resolved_at_ms=now_ms))
+            self.updated.append(ended | {"state": transition.value, "row_id": row_id})
+            self.recorded.append(_Recorded(row_id, stored.alert, transition))
+            return
+        if alert is None:
+            return
+        if stored is None:
+            self.new.append(alert)
+        elif alert != stored.alert:
+            self.updated.append(_columns(alert) | {"row_id": row_id})
+        if transition is not None:
+            self.recorded.append(_Recorded(row_id, alert, transition))
+
+    def store(self, session: so.Session, now_ms: int) -> list[AlertEvent]:
+        """Write the changed alerts, the new ones and the transitions, each kind in one
+        statement run for many rows; the transitions as stored.
+
+        New rows are not asked back with RETURNING (drivers write that as one long statement
+        per thousand rows, which psycopg parses afresh: seconds for a fleet's alerts) but read
+        after: new alerts are live and unique by rule and subject, and the transitions are
+        those at `now_ms` past the newest stored before (an acknowledgement is no transition
+        of a rule's)."""
+        # On the connection: plain statements, not the ORM's per-row bookkeeping.
+        connection = session.connection()
+        if self.updated:
+            update = sa.update(AlertRow).where(AlertRow.id == sa.bindparam("row_id"))
+            values: dict[str, Any] = {name: sa.bindparam(name) for name in _STEPPED}
+            connection.execute(update.values(values), self.updated)
+        if self.new:
+            connection.execute(sa.insert(AlertRow), [_new_row(alert) for alert in self.new])
+        if not self.recorded:
+            return []
+        made = _new_ids(session, now_ms) if self.new else {}
+        before = session.scalar(sa.select(sa.func.max(AlertEvent.id))) or 0
+        connection.execute(
+            sa.insert(AlertEvent),
+            [
+                {
+                    "alert_id": made[item.alert.key] if item.row_id is None else item.row_id,
+                    "transition": item.transition.value,
+                    "at_ms": now_ms,
+                    "value": item.alert.value,
+                    "message": item.alert.message,
+                }
+                for item in self.recorded
+            ],
+        )
+        stepped = [transition.value for transition in Transition]
+        return list(
+            session.scalars(
+                sa.select(AlertEvent)
+                .where(
+                    AlertEvent.id > before,
+                    AlertEvent.at_ms == now_ms,
+                    AlertEvent.transition.in_(stepped),
+                )
+                .order_by(AlertEvent.id)
+            )
+        )
+
+
+def _new_ids(session: so.Session, now_ms: int) -> dict[tuple[str, str, str], int]:
+    """The row ids of the live alerts that became active at `now_ms`, by rule and subject."""
+    rows = session.execute(
+        sa.select(AlertRow.id, AlertRow.rule, AlertRow.query_id, AlertRow.partition).where(
+            AlertRow.active_since_ms == now_ms, AlertRow.state.in_(LIVE_ALERT_STATES)
+        )
+    )
+    return {(row.rule, row.query_id, row.partition): row.id for row in rows}
+
+
+def _columns(alert: Alert) -> dict[str, Any]:
+    """The stored columns a pass may change, as `alert` has them."""
+    return {
+        "state": alert.state.value,
+        "value": alert.value,
+        "message": alert.message,
+        "fired_at_ms": alert.fired_at_ms,
+        "resolved_at_ms": alert.resolved_at_ms,
+    }
+
+
+def _new_row(alert: Alert) -> dict[str, Any]:
+    """The columns of a new alert's row."""
+    return {
+        "rule": alert.rule,
+        "query_id": alert.query_id,
+        "partition": alert.partition,
+        "severity": RULES[alert.rule].severity.value,
+        "active_since_ms": alert.active_since_ms,
+    } | _columns(alert)
+
+
+def _live_alerts(session: so.Session) -> dict[tuple[str, str, str], _Stored]:
+    """Every pending or firing alert, by rule and subject: read as plain rows, not objects."""
+    table = AlertRow.__table__
+    rows = session.execute(sa.select(table).where(table.c.state.in_(LIVE_ALERT_STATES)))
+    return {
+        (row.rule, row.query_id, row.partition): _Stored(
+            row.id,
+            Alert(
+                row.rule,
+                row.query_id,
+                row.partition,
+                State(row.state),
+                row.active_since_ms,
+                row.value,
+                row.message,
+                row.fired_at_ms,
+                row.resolved_at_ms,
+            ),
+        )
+        for row in rows
+    }
+
+
+def _alerting(live: Mapping[tuple[str, str, str], _Stored]) -> dict[str, frozenset[str]]:
     """By query id, the rules with a live alert on the query itself."""
     rules: dict[str, set[str]] = {}
     for rule, query_id, partition in live:
@@ -89,7 +229,7 @@ def _alerting(live: dict[tuple[str, str, str], AlertRow]) -> dict[str, frozenset
     return {query_id: frozenset(found) for query_id, found in rules.items()}
 
 
-def _known(live: dict[tuple[str, str, str], AlertRow]) -> dict[tuple[str, str], set[str]]:
+def _known(live: Mapping[tuple[str, str, str], _Stored]) -> dict[tuple[str, str], set[str]]:
     """By rule and query id, the subjects ("" or a partition) of their live alerts."""
     known: dict[tuple[str, str], set[str]] = {}
     for rule, query_id, partition in live:
@@ -121,82 +261,3 @@ def _findings(name: str, config: RuleConfig, facts: QueryFacts, now_ms: int) -> 
         return {}
     found = RULES[name].check(facts, now_ms, config.params)
     return {finding.partition or "": finding for finding in found}
-
-
-def _apply(
-    session: so.Session,
-    live: dict[tuple[str, str, str], AlertRow],
-    query_id: str,
-    rule: str,
-    findings: dict[str, Finding],
-    known: set[str],
-    config: RuleConfig,
-    now_ms: int,
-) -> list[tuple[AlertRow, Transition]]:
-    """Step every alert of one rule on one query (`known`, the subjects of its live alerts);
-    the rows that changed, with how, added to the session and not yet flushed."""
-    subjects = set(findings) | known
-    changed = []
-    for partition in sorted(subjects):
-        key = (rule, query_id, partition)
-        row = live.get(key)
-        alert, transition = step(_alert(row), findings.get(partition), now_ms, config.for_ms, key)
-        row = _store(session, row, alert, transition, rule, now_ms)
-        if transition is not None and row is not None:
-            changed.append((row, transition))
-    return changed
-
-
-def _event(row: AlertRow, transition: Transition, now_ms: int) -> AlertEvent:
-    """The stored record of one transition of the alert in `row`."""
-    return AlertEvent(
-        alert_id=row.id,
-        transition=transition.value,
-        at_ms=now_ms,
-        value=row.value,
-        message=row.message,
-    )
-
-
-def _alert(row: AlertRow | None) -> Alert | None:
-    if row is None:
-        return None
-    return Alert(
-        row.rule,
-        row.query_id,
-        row.partition,
-        State(row.state),
-        row.active_since_ms,
-        row.value,
-        row.message,
-        row.fired_at_ms,
-        row.resolved_at_ms,
-    )
-
-
-def _store(
-    session: so.Session,
-    row: AlertRow | None,
-    alert: Alert | None,
-    transition: Transition | None,
-    rule: str,
-    now_ms: int,
-) -> AlertRow | None:
-    """The alert's row, created or brought up to date; None when nothing was ever stored."""
-    if transition is Transition.CANCELLED and row is not None:
-        row.state, row.resolved_at_ms = Transition.CANCELLED.value, now_ms
-        return row
-    if alert is None:
-        return row
-    if row is None:
-        row = AlertRow(
-            rule=rule,
-            query_id=alert.query_id,
-            partition=alert.partition,
-            severity=RULES[rule].severity.value,
-            active_since_ms=alert.active_since_ms,
-        )
-        session.add(row)
-    row.state, row.value, row.message = alert.state.value, alert.value, alert.message
-    row.fired_at_ms, row.resolved_at_ms = alert.fired_at_ms, alert.resolved_at_ms
-    return row

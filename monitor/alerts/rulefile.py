@@ -22,7 +22,7 @@ from __future__ import annotations
 import fnmatch
 import re
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -99,10 +99,29 @@ class RuleSet:
 
     def for_query(self, name: str | None) -> dict[str, RuleConfig]:
         """Each rule's settings for the query called `name`."""
+        return self.for_queries([name])[0]
+
+    def for_queries(self, names: Iterable[str | None]) -> list[dict[str, RuleConfig]]:
+        """Each rule's settings for each of the queries called `names`, in order: worked out
+        once for each set of patterns the names match, as a fleet's queries mostly share
+        theirs, and shared by those queries (not to be changed)."""
+        made: dict[tuple[int, ...], dict[str, RuleConfig]] = {}
+        found = []
+        for name in names:
+            matched = tuple(
+                index
+                for index, (pattern, _) in enumerate(self.per_query)
+                if fnmatch.fnmatchcase(name or "", pattern)
+            )
+            if matched not in made:
+                made[matched] = self._configs([self.per_query[index][1] for index in matched])
+            found.append(made[matched])
+        return found
+
+    def _configs(self, matched: list[Patches]) -> dict[str, RuleConfig]:
+        """Each rule's settings: the defaults, then everywhere's patches, then `matched`."""
         configs = {n: RuleConfig(True, r.for_ms, r.defaults()) for n, r in RULES.items()}
-        layers = [self.everywhere]
-        layers += [p for pattern, p in self.per_query if fnmatch.fnmatchcase(name or "", pattern)]
-        for patches in layers:
+        for patches in [self.everywhere, *matched]:
             for rule_name, patch in patches.items():
                 configs[rule_name] = patch.applied(configs[rule_name])
         return configs

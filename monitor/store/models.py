@@ -271,6 +271,8 @@ class AlertRow(Base):
 
     At most one alert per rule and subject is live (pending or firing); resolved and
     cancelled ones stay as history, and the next time the condition holds a new alert starts.
+    On PostgreSQL its pages are kept half full (migration 0016), as each evaluation rewrites
+    every live alert.
     """
 
     __tablename__ = "alerts"

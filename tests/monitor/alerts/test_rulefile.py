@@ -46,6 +46,14 @@ def test_settings_for_every_query_then_per_name_in_order():
     assert not rules.for_query(None)["partition_idle"].enabled
 
 
+def test_a_fleet_s_settings_are_each_query_s_own():
+    rules = load_rules(GOOD)
+    names = ["orders", "scooters_a", None, "scooters_stalled_b", "scooters_b", "orders"]
+    assert rules.for_queries(names) == [rules.for_query(name) for name in names]
+    first, *_, last = rules.for_queries(names)
+    assert first is last, "worked out once for the queries that match the same patterns"
+
+
 @pytest.mark.parametrize(
     "text, message",
     [
