@@ -1,4 +1,4 @@
-"""GET /metrics: the store's latest state in Prometheus' text format, made by prometheus_client.
+"""GET /metrics: the store's latest state in Prometheus' text format.
 
 Every scrape reads the store afresh (a custom collector; nothing is kept between scrapes):
 each running query, and each query that ended within METRICS_KEEP_ENDED_S, with its newest
@@ -12,13 +12,13 @@ how long its newest batch took to reach the store.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from flask import Blueprint, Response, current_app
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
+from prometheus_client import CONTENT_TYPE_LATEST
+from prometheus_client.utils import floatToGoString
 
 from monitor.alerts.runner import LEASE
 from monitor.health.facts import StoredStatus
@@ -45,21 +45,37 @@ def _seconds(ms: int | None) -> float | None:
     return None if ms is None else ms / 1000
 
 
+@dataclass
+class Family:
+    """One metric family of a scrape: a gauge or a counter, its label names, and its samples
+    as label values and a value, in the order they were added."""
+
+    name: str
+    documentation: str
+    type: str
+    labels: list[str]
+    samples: list[tuple[tuple[str, ...], float]] = field(default_factory=list)
+
+    def add_sample(self, labels: Sequence[str], value: float) -> None:
+        """A sample with these label values, in the order of the family's label names."""
+        self.samples.append((tuple(labels), value))
+
+
 class Families:
     """The metric families of one scrape, filled query by query."""
 
     def __init__(self) -> None:
-        self.all: list[Metric] = []
+        self.all: list[Family] = []
 
-    def gauge(self, name: str, documentation: str, labels: list[str]) -> GaugeMetricFamily:
+    def gauge(self, name: str, documentation: str, labels: list[str]) -> Family:
         """A new gauge family of this scrape."""
-        family = GaugeMetricFamily(name, documentation, labels=labels)
-        self.all.append(family)
-        return family
+        return self._new(Family(name, documentation, "gauge", labels))
 
-    def counter(self, name: str, documentation: str, labels: list[str]) -> CounterMetricFamily:
-        """A new counter family of this scrape."""
-        family = CounterMetricFamily(name, documentation, labels=labels)
+    def counter(self, name: str, documentation: str, labels: list[str]) -> Family:
+        """A new counter family of this scrape (its samples are named with `_total`)."""
+        return self._new(Family(name, documentation, "counter", labels))
+
+    def _new(self, family: Family) -> Family:
         self.all.append(family)
         return family
 
@@ -69,11 +85,9 @@ class Samples:
     row of the query leaves none of its figures half written."""
 
     def __init__(self) -> None:
-        self.made: list[tuple[GaugeMetricFamily | CounterMetricFamily, list[str], float]] = []
+        self.made: list[tuple[Family, Sequence[str], float]] = []
 
-    def add(
-        self, family: GaugeMetricFamily | CounterMetricFamily, labels: list[str], value: Any
-    ) -> None:
+    def add(self, family: Family, labels: Sequence[str], value: Any) -> None:
         """A sample, unless the value is unknown: Prometheus has no null."""
         if value is not None:
             self.made.append((family, labels, float(value)))
@@ -81,7 +95,7 @@ class Samples:
     def commit(self) -> None:
         """Add the samples to their families."""
         for family, labels, value in self.made:
-            family.add_metric(labels, value)
+            family.add_sample(labels, value)
 
 
 def query_families(states: Iterable[QueryState], now_ms: int, families: Families) -> None:
@@ -303,7 +317,7 @@ def alert_family(counts: dict[tuple[str, str, str], int], families: Families) ->
         ["rule", "severity", "state"],
     )
     for (rule, severity, state), count in sorted(counts.items()):
-        alerts.add_metric([rule, severity, state], float(count))
+        alerts.add_sample([rule, severity, state], float(count))
 
 
 def own_families(
@@ -316,7 +330,7 @@ def own_families(
 ) -> None:
     """The monitor's own health; `evaluated_ms`, when the alert rules were last evaluated;
     `rejected`, how many refused events are set aside."""
-    families.gauge("wmon_store_up", "1 when the store could be read", []).add_metric(
+    families.gauge("wmon_store_up", "1 when the store could be read", []).add_sample(
         [], 1.0 if store_up else 0.0
     )
     aside = families.gauge(
@@ -325,34 +339,45 @@ def own_families(
         [],
     )
     if rejected is not None:
-        aside.add_metric([], float(rejected))
+        aside.add_sample([], float(rejected))
     families.gauge(
         "wmon_exported_queries", "Queries in this scrape: running, or recently ended", []
-    ).add_metric([], float(exported))
+    ).add_sample([], float(exported))
     evaluation_lag = families.gauge(
         "wmon_alert_evaluation_lag_seconds",
         "How long ago the alert rules were last evaluated, by whichever process evaluates",
         [],
     )
     if evaluated_ms is not None:
-        evaluation_lag.add_metric([], max(now_ms - evaluated_ms, 0) / 1000)
+        evaluation_lag.add_sample([], max(now_ms - evaluated_ms, 0) / 1000)
 
 
-class _Scraped(Collector):
-    """What one scrape read, for prometheus_client to render."""
+def exposition(families: Families) -> bytes:
+    """The families in Prometheus' text format (0.0.4), byte for byte as prometheus_client's
+    `generate_latest` writes them (label names sorted, a counter named with `_total`). The
+    labels of a series are written once a scrape: a partition's are in a dozen families."""
+    written: dict[tuple[tuple[str, ...], tuple[str, ...]], str] = {}
+    lines: list[str] = []
+    for family in families.all:
+        name = f"{family.name}_total" if family.type == "counter" else family.name
+        documentation = family.documentation.replace("\\", r"\\").replace("\n", r"\n")
+        lines += [f"# HELP {name} {documentation}", f"# TYPE {name} {family.type}"]
+        names = tuple(family.labels)
+        for labels, value in family.samples:
+            pairs = written.get((names, labels))
+            if pairs is None:
+                pairs = written[names, labels] = _label_pairs(names, labels)
+            lines.append(f"{name}{pairs} {floatToGoString(value)}")
+    return "".join(f"{line}\n" for line in lines).encode()
 
-    def __init__(self, families: Families) -> None:
-        self.families = families
 
-    def collect(self) -> Iterator[Metric]:
-        """The families, in the order they were made."""
-        return iter(self.families.all)
-
-
-def _render(families: Families) -> bytes:
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Scraped(families))
-    return generate_latest(registry)
+def _label_pairs(names: tuple[str, ...], values: tuple[str, ...]) -> str:
+    """`{name="value",...}` in the order of the names, values quoted; "" with no labels."""
+    if not names:
+        return ""
+    quoted = (v.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"") for v in values)
+    pairs = sorted(zip(names, quoted, strict=True))
+    return "{" + ",".join(f'{name}="{value}"' for name, value in pairs) + "}"
 
 
 @bp.get("/metrics")
@@ -371,11 +396,11 @@ def metrics() -> Response:
     except STORE_FAILURES as error:
         own_families(False, 0, None, None, now_ms, families)
         reason = " ".join(unusable(error).split())
-        body = f"# wmon: {reason}\n".encode() + _render(families)
+        body = f"# wmon: {reason}\n".encode() + exposition(families)
         response = Response(body, status=503, content_type=CONTENT_TYPE_LATEST)
         response.headers["Retry-After"] = str(RETRY_AFTER_S)
         return response
     query_families(states, now_ms, families)
     alert_family(counts, families)
     own_families(True, len(states), evaluated_ms, rejected, now_ms, families)
-    return Response(_render(families), content_type=CONTENT_TYPE_LATEST)
+    return Response(exposition(families), content_type=CONTENT_TYPE_LATEST)
