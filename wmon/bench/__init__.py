@@ -1,6 +1,7 @@
 """`wmon bench`: the listener's time per progress event, the store's sustained ingest rate, the
 instrumented operator's overhead, writes beside a prune, the three ways in (the JVM listener, the
-collector over HTTP, an event-log backfill), and the dashboard's latency and history.
+collector over HTTP, an event-log backfill), the dashboard's latency and history, a fleet
+and a flood of queries.
 
 The benchmarks wire Spark, the store and the dashboard together, so they live with the command,
 not in the library; each module is imported only when its measurement runs.
@@ -107,6 +108,14 @@ def _add_selection(parser: argparse.ArgumentParser) -> None:
         "(--fleet-seconds, --fleet-writers, --clients)",
     )
     only.add_argument(
+        "--flood",
+        type=fleet_sizes,
+        metavar="N[,N…]",
+        help="measure only a flood of N new queries (several sizes, comma-separated) on a fresh "
+        "SQLite store and, unless --no-postgres, a scratch PostgreSQL database: the overview, "
+        "/metrics and an evaluation pass",
+    )
+    only.add_argument(
         "--operator",
         action="store_true",
         help="measure only the instrumented operator, in the JVM and in Python: on the JVM-only "
@@ -178,6 +187,7 @@ def run(args: argparse.Namespace) -> None:
     """Run every measurement asked for and print the figures the docs quote."""
     from wmon.bench.collector import collector_figures
     from wmon.bench.fleet import fleet_figures
+    from wmon.bench.flood import flood_figures
     from wmon.bench.history import history_figures
     from wmon.bench.live import live_figures
     from wmon.bench.operator import operator_figures
@@ -190,6 +200,9 @@ def run(args: argparse.Namespace) -> None:
         return
     if args.fleet:
         fleet_figures(args)
+        return
+    if args.flood:
+        flood_figures(args)
         return
     if args.operator:
         operator_figures(args)

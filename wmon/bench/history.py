@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from monitor.store.engine import create_engine, display_url
 from monitor.store.migrate import upgrade
 from monitor.store.scratch import scratch_database
 from monitor.store.synthetic import fill
-from wmon.bench.serving import served
+from wmon.bench.serving import fetched, served
 
 QUERY = "bench-history"
 START_MS = 1_795_000_000_000
@@ -63,22 +62,14 @@ def fill_store(database_url: str, hours: int, partitions: int) -> float:
     return time.perf_counter() - started
 
 
-def _get(url: str) -> float:
-    """Seconds until the whole answer arrived."""
-    started = time.perf_counter()
-    with urllib.request.urlopen(url, timeout=120) as answer:
-        answer.read()
-    return time.perf_counter() - started
-
-
 def open_day(base: str, hours: int, points: int) -> dict[str, float]:
     """Open the History page on the whole range, as the browser does; seconds per request."""
     query = f"{base}/api/queries/{QUERY}"
     span = f"from={START_MS}&to={START_MS + hours * 3_600_000}&points={points}"
     started = time.perf_counter()
-    timings = {"page": _get(f"{base}/queries/{QUERY}/history"), "query": _get(query)}
+    timings = {"page": fetched(f"{base}/queries/{QUERY}/history"), "query": fetched(query)}
     with ThreadPoolExecutor(2) as pool:
-        both = pool.map(_get, [f"{query}/batches?{span}", f"{query}/partitions/history?{span}"])
+        both = pool.map(fetched, [f"{query}/batches?{span}", f"{query}/partitions/history?{span}"])
         timings["batches"], timings["partitions/history"] = both
     timings["total"] = time.perf_counter() - started
     return timings

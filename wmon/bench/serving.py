@@ -1,14 +1,17 @@
 """The dashboard app served over real HTTP for a benchmark (and for the collector of the
-tests), as `wmon serve` serves it."""
+tests), as `wmon serve` serves it, and a request's time."""
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
+import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from flask import Flask
 from werkzeug.serving import make_server
 
 
@@ -17,9 +20,17 @@ def served(config: Mapping[str, Any], port: int = 0) -> Iterator[str]:
     """The app made with `config` in a threaded HTTP server on `port` (by default a free one),
     for a with-block; its base URL. Its background tasks are stopped and its connections
     closed afterwards."""
-    from web import create_app, db, live, retention
+    from web import create_app
 
-    app = create_app(config)
+    with serving(create_app(config), port) as url:
+        yield url
+
+
+@contextmanager
+def serving(app: Flask, port: int = 0) -> Iterator[str]:
+    """`app` in a threaded HTTP server, as :func:`served` serves the app it makes."""
+    from web import background
+
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # not a line per request
     server = make_server("127.0.0.1", port, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -29,6 +40,12 @@ def served(config: Mapping[str, Any], port: int = 0) -> Iterator[str]:
     finally:
         server.shutdown()
         thread.join(timeout=10)
-        live.watcher(app).stop()
-        retention.pruner(app).stop()
-        db.dispose(app)
+        background.stop(app)
+
+
+def fetched(url: str) -> float:
+    """Seconds a GET of `url` takes, until the whole answer arrived."""
+    started = time.perf_counter()
+    with urllib.request.urlopen(url, timeout=600) as answer:
+        answer.read()
+    return time.perf_counter() - started

@@ -1,0 +1,124 @@
+"""`wmon bench --flood N`: does the dashboard stay up when a store holds N queries?
+
+A flood of new query ids (a misconfigured job, a sender with a bug) leaves a store with
+thousands of queries, each with a batch or two. What must hold then is that the fleet's reads
+take a bounded number of statements: the overview (`GET /api/queries`) and the scrape
+(`GET /metrics`) answer over HTTP from the real app in a threaded server, and an evaluation
+pass of the default rules runs as the dashboard's evaluator runs it, first an hour later (each
+query's `no_progress` fires and its `watermark_age` is pending: two new alerts and their
+transitions a query), then a second after that (no transitions, every live alert's value
+brought up to date). Each store is fresh: a temporary SQLite file, a scratch PostgreSQL
+database; the pruner is not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import sqlalchemy.orm as so
+
+from monitor.alerts.evaluate import evaluate
+from monitor.alerts.rulefile import RuleSet
+from monitor.collect.progress import parse_progress
+from monitor.store.engine import create_engine
+from monitor.store.migrate import upgrade
+from monitor.store.scratch import scratch_database
+from monitor.store.writes import write_events
+from web import create_app, retention
+from wmon.bench.serving import fetched, serving
+from wmon.bench.synthetic import synthetic_progress
+
+PARTITIONS = 4  # each flooded query's source partitions: a flood's events are small
+GROUP_SIZE = 500  # events stored in one transaction while filling
+HOUR_MS = 3_600_000
+TARGETS_S = {1_000: 1.0, 10_000: 5.0}  # docs/benchmarks.md: under 1 s, and a few seconds
+
+
+def flood(database_url: str, size: int, now_ms: int) -> float:
+    """Store one batch of each of `size` new queries, at `now_ms`; seconds it took."""
+    engine = create_engine(database_url)
+    upgrade(engine)
+    started = time.perf_counter()
+    try:
+        for start in range(0, size, GROUP_SIZE):
+            events = [
+                parse_progress(
+                    synthetic_progress(str(uuid.uuid4()), str(uuid.uuid4()), 0, PARTITIONS, now_ms)
+                )
+                for _ in range(min(GROUP_SIZE, size - start))
+            ]
+            write_events(engine, events)
+    finally:
+        engine.dispose()
+    return time.perf_counter() - started
+
+
+def evaluated(database_url: str, now_ms: int) -> tuple[float, int]:
+    """Seconds one evaluation pass of the default rules takes at `now_ms`, and the alerts'
+    transitions it stored."""
+    engine = create_engine(database_url)
+    try:
+        with so.Session(engine) as session:
+            started = time.perf_counter()
+            events = evaluate(session, RuleSet(), now_ms)
+            return time.perf_counter() - started, len(events)
+    finally:
+        engine.dispose()
+
+
+def measure(kind: str, database_url: str, size: int) -> None:
+    """Flood one store with `size` queries and print what each read and pass took, and whether
+    the slowest met the target for that size."""
+    now_ms = time.time_ns() // 1_000_000
+    filled = flood(database_url, size, now_ms)
+    app = create_app({"DATABASE_URL": database_url})
+    # Pruning has a measurement of its own (--prune-hours); stopped before a first request
+    # starts it, its pass over every query does not share the cores with what is measured.
+    retention.pruner(app).stop()
+    with serving(app) as url:
+        overview = [fetched(f"{url}/api/queries") for _ in range(3)]
+        scrape = [fetched(f"{url}/metrics") for _ in range(3)]
+    firing, fired = evaluated(database_url, now_ms + HOUR_MS)
+    quiet, moved = evaluated(database_url, now_ms + HOUR_MS + 1_000)
+    target = TARGETS_S.get(size)
+    slowest = max(overview + scrape + [firing, quiet])
+    print(
+        f"  {kind}, {size:,} queries (stored in {filled:.1f} s): overview "
+        f"{_seconds(overview)}, /metrics {_seconds(scrape)}; evaluation {firing:.2f} s "
+        f"({fired:,} transitions), then {quiet:.2f} s ({moved:,} transitions)"
+        + (
+            "" if target is None else f": {'meets' if slowest <= target else 'misses'} {target:g} s"
+        ),
+        flush=True,
+    )
+
+
+def _seconds(timings: list[float]) -> str:
+    """The first of `timings` (cold) and the best of the rest (warm)."""
+    return f"{timings[0]:.2f} s cold, {min(timings[1:]):.2f} s warm"
+
+
+def flood_figures(args: argparse.Namespace) -> None:
+    """Each flood size on a fresh SQLite store and a fresh PostgreSQL database."""
+    print(
+        f"a flood of new queries ({PARTITIONS} partitions, one batch each): the overview and "
+        "/metrics over HTTP (3 requests each), then two evaluation passes of the default rules:",
+        flush=True,
+    )
+    for size in args.flood:
+        for kind, database_url in _each_store(args):
+            measure(kind, database_url, size)
+
+
+def _each_store(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
+    """A fresh store for one size at a time: (its kind, its URL), SQLite then PostgreSQL."""
+    with tempfile.TemporaryDirectory(prefix="wmon-flood-") as folder:
+        yield "SQLite", f"sqlite:///{Path(folder) / 'flood.db'}"
+    if not args.no_postgres:
+        with scratch_database(args.postgres_url, "wmon_bench_flood") as url:
+            yield "PostgreSQL", url
