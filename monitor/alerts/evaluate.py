@@ -42,15 +42,18 @@ def evaluate(session: so.Session, rules: RuleSet, now_ms: int) -> list[AlertEven
         Asked(query, thresholds_of(configs[query.id]), alerting.get(query.id, frozenset()))
         for query in queries
     ]
-    # Every query's facts first, in a few statements per chunk of queries, not per query.
-    facts = fleet_facts(session, asked, now_ms)
+    # Every query's facts first, in a few statements per chunk of queries, not per query; no
+    # rule looks at a query's trend (the dashboard's status does), so it is not read.
+    facts = fleet_facts(session, asked, now_ms, trend=False)
     known = _known(live)
     changes = _Changes()
     for query, item in zip(queries, asked, strict=True):
         for name, findings in _judge(item, facts[query.id], configs[query.id], now_ms).items():
-            subjects = set(findings) | known.get((name, query.id), set())
+            alerted = known.get((name, query.id))
+            if not findings and not alerted:
+                continue  # nothing found, nothing to resolve: most rules on most queries
             for_ms = configs[query.id][name].for_ms
-            for partition in sorted(subjects):
+            for partition in sorted(set(findings) | (alerted or set())):
                 key = (name, query.id, partition)
                 changes.step(key, live.get(key), findings.get(partition), now_ms, for_ms)
     events = changes.store(session, now_ms)
@@ -199,24 +202,26 @@ def _new_row(alert: Alert) -> dict[str, Any]:
 
 def _live_alerts(session: so.Session) -> dict[tuple[str, str, str], _Stored]:
     """Every pending or firing alert, by rule and subject: read as plain rows, not objects."""
-    table = AlertRow.__table__
-    rows = session.execute(sa.select(table).where(table.c.state.in_(LIVE_ALERT_STATES)))
+    rows = session.execute(
+        sa.select(
+            AlertRow.id,
+            AlertRow.rule,
+            AlertRow.query_id,
+            AlertRow.partition,
+            AlertRow.state,
+            AlertRow.active_since_ms,
+            AlertRow.value,
+            AlertRow.message,
+            AlertRow.fired_at_ms,
+            AlertRow.resolved_at_ms,
+        ).where(AlertRow.state.in_(LIVE_ALERT_STATES))
+    )
     return {
-        (row.rule, row.query_id, row.partition): _Stored(
-            row.id,
-            Alert(
-                row.rule,
-                row.query_id,
-                row.partition,
-                State(row.state),
-                row.active_since_ms,
-                row.value,
-                row.message,
-                row.fired_at_ms,
-                row.resolved_at_ms,
-            ),
+        (rule, query_id, partition): _Stored(
+            row_id,
+            Alert(rule, query_id, partition, State(state), since, value, message, fired, ended),
         )
-        for row in rows
+        for row_id, rule, query_id, partition, state, since, value, message, fired, ended in rows
     }
 
 

@@ -53,24 +53,29 @@ def read_facts(
     return facts_of(session, [Asked(query, thresholds, alerting)], latest, now_ms)[query.id]
 
 
-def fleet_facts(session: so.Session, asked: Sequence[Asked], now_ms: int) -> dict[str, QueryFacts]:
+def fleet_facts(
+    session: so.Session, asked: Sequence[Asked], now_ms: int, trend: bool = True
+) -> dict[str, QueryFacts]:
     """The facts of every asked query at `now_ms`, by query id, a chunk of queries at a time;
-    a query whose rows cannot be read has facts that say so (:func:`unreadable`)."""
+    a query whose rows cannot be read has facts that say so (:func:`unreadable`). Without
+    `trend`, their trends are left empty, not read (up to 30 batches of every query)."""
     facts: dict[str, QueryFacts] = {}
     for chunk in chunks(asked):
         facts |= read_apart(
             session,
             chunk,
-            lambda part: _read_facts(session, part, now_ms),
+            lambda part: _read_facts(session, part, now_ms, trend),
             lambda item: item.query.id,
             unreadable,
         )
     return facts
 
 
-def _read_facts(session: so.Session, asked: Sequence[Asked], now_ms: int) -> dict[str, QueryFacts]:
+def _read_facts(
+    session: so.Session, asked: Sequence[Asked], now_ms: int, trend: bool
+) -> dict[str, QueryFacts]:
     latest = latest_batches(session, [item.query.id for item in asked])
-    return facts_of(session, asked, latest, now_ms)
+    return facts_of(session, asked, latest, now_ms, trend)
 
 
 def unreadable(asked: Asked, reason: str) -> QueryFacts:
@@ -108,17 +113,22 @@ class _Windows:
 
 
 def facts_of(
-    session: so.Session, asked: Sequence[Asked], latest: Mapping[str, Batch], now_ms: int
+    session: so.Session,
+    asked: Sequence[Asked],
+    latest: Mapping[str, Batch],
+    now_ms: int,
+    trend: bool = True,
 ) -> dict[str, QueryFacts]:
     """The facts of at most IN_CHUNK queries at `now_ms`, by query id, `latest` holding their
-    latest batches (:func:`latest_batches`): each query over its own thresholds' windows."""
+    latest batches (:func:`latest_batches`): each query over its own thresholds' windows;
+    their trends only with `trend`."""
     ids = [item.query.id for item in asked]
     found = _Windows(
         rewinds_since(session, _bounds(asked, now_ms, "rewound")),
         late_by_partitions(session, _bounds(asked, now_ms, "late")),
         future_dated_since(session, _bounds(asked, now_ms, "future")),
         latest_partitions(session, ids),
-        trends(session, ids),
+        trends(session, ids) if trend else {},
     )
     return {item.query.id: _facts(item, latest.get(item.query.id), found) for item in asked}
 
