@@ -87,7 +87,7 @@ def postgres_template() -> Iterator[str]:
     import sqlalchemy.exc
 
     from monitor.store.engine import parse_url
-    from monitor.store.scratch import create_database, drop_database
+    from wmon.bench.scratch import create_database, drop_database
 
     try:
         url = migrated(create_database(POSTGRES_SERVER, "wmon_template"))
@@ -100,7 +100,7 @@ def postgres_template() -> Iterator[str]:
 def _postgres_database(template: str | None) -> Iterator[str]:
     import sqlalchemy.exc
 
-    from monitor.store.scratch import create_database, drop_database
+    from wmon.bench.scratch import create_database, drop_database
 
     try:
         url = create_database(POSTGRES_SERVER, "wmon_test", template=template)

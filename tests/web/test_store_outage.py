@@ -15,12 +15,12 @@ import sqlalchemy as sa
 from monitor.collect.spark_events import STARTED, named
 from monitor.store.engine import create_engine
 from monitor.store.migrate import upgrade
-from monitor.store.scratch import create_database
 from monitor.store.writes import write_event
 from tests.support.network import closed_port
 from tests.support.progress import batch_event, fixture
 from tests.support.waiting import wait_until
 from web import background, create_app
+from wmon.bench.scratch import create_database
 
 TOKEN = "s3cret"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

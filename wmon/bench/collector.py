@@ -17,7 +17,7 @@ from monitor.collect.writer import StoreWriter
 from monitor.spark.listener import WatermarkListener
 from monitor.store.engine import create_engine
 from monitor.store.migrate import upgrade
-from monitor.store.scratch import scratch_database
+from wmon.bench.scratch import scratch_database
 from wmon.bench.synthetic import progress_events
 
 

@@ -19,9 +19,9 @@ from monitor.collect.progress import parse_progress
 from monitor.events import BatchProgress
 from monitor.store.engine import create_engine
 from monitor.store.migrate import upgrade
-from monitor.store.scratch import scratch_database
 from monitor.store.writes import write_events
 from wmon.bench.live import QUERY, Deliveries, delivered, percentiles, served, watching
+from wmon.bench.scratch import scratch_database
 from wmon.bench.synthetic import synthetic_progress
 
 GROUP_SIZE = 100  # events a writer stores in one transaction, as the writer's group

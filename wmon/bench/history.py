@@ -1,6 +1,6 @@
 """`wmon bench`, history: the time a History page takes to open a day of 64 partitions.
 
-The store is filled in bulk (monitor/store/synthetic.py) with one query's 1-second batches; the
+The store is filled in bulk (wmon/bench/bulk_history.py) with one query's 1-second batches; the
 SQLite file is kept under var/bench/ and reused, migrated when the schema changed. The page's
 requests go over HTTP to the real app in a threaded server, as a browser sends them: the page,
 the query (to find the newest batch), then the batches and the partition history at once.
@@ -18,8 +18,8 @@ import sqlalchemy as sa
 
 from monitor.store.engine import create_engine, display_url
 from monitor.store.migrate import upgrade
-from monitor.store.scratch import scratch_database
-from monitor.store.synthetic import fill
+from wmon.bench.bulk_history import fill
+from wmon.bench.scratch import scratch_database
 from wmon.bench.serving import fetched, served
 
 QUERY = "bench-history"

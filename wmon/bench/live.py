@@ -30,8 +30,8 @@ from typing import IO, Any
 from monitor.collect.progress import parse_progress
 from monitor.store.engine import create_engine
 from monitor.store.migrate import upgrade
-from monitor.store.scratch import scratch_database
 from monitor.store.writes import write_events
+from wmon.bench.scratch import scratch_database
 from wmon.bench.synthetic import synthetic_progress
 
 QUERY = "bench-live"

@@ -1,7 +1,7 @@
 """`wmon bench`, pruning: how long a listener's writes wait while a prune deletes hours of
 history, with the pruner's pauses between its transactions and without them.
 
-Each run fills a fresh store in bulk (monitor/store/synthetic.py) with one query's 1-second
+Each run fills a fresh store in bulk (wmon/bench/bulk_history.py) with one query's 1-second
 batches, all older than the cutoff; while `prune` deletes them, a writer stores another query's
 batches through the real write path, ten a second, on an engine of its own, as a listener in
 another process would. A write's time runs from its start to its commit.
@@ -21,9 +21,9 @@ from monitor.collect.progress import parse_progress
 from monitor.store.engine import create_engine
 from monitor.store.migrate import upgrade
 from monitor.store.prune import prune
-from monitor.store.scratch import scratch_database
-from monitor.store.synthetic import fill
 from monitor.store.writes import write_event
+from wmon.bench.bulk_history import fill
+from wmon.bench.scratch import scratch_database
 from wmon.bench.synthetic import synthetic_progress
 
 OLD, LIVE = "bench-prune-old", "bench-prune-live"

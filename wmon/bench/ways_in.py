@@ -8,8 +8,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from monitor.store.scratch import scratch_database
 from wmon.bench.collector import milliseconds
+from wmon.bench.scratch import scratch_database
 
 MB = 1_000_000
 

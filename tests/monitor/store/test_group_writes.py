@@ -10,9 +10,9 @@ import sqlalchemy as sa
 from monitor.collect.progress import parse_progress
 from monitor.events import QueryIdle, QueryStarted, QueryTerminated, TimerSnapshot
 from monitor.store.engine import create_engine
-from monitor.store.scratch import create_database, drop_database
 from monitor.store.writes import write_event, write_events
 from tests.support.stores import POSTGRES_SERVER, migrated, stored_rows
+from wmon.bench.scratch import create_database, drop_database
 from wmon.bench.synthetic import synthetic_progress
 
 A, B = "aaaaaaaa-0000-0000-0000-000000000001", "bbbbbbbb-0000-0000-0000-000000000002"

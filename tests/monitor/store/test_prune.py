@@ -26,9 +26,9 @@ from monitor.store.models import (
     TimerSnapshotRow,
 )
 from monitor.store.prune import MAX_PAUSE_S, TABLES, prune
-from monitor.store.synthetic import fill
 from tests.support.retention import CUTOFF, DAY, NEW, NOW, OLD, write_batch, write_snapshot
 from tests.support.waiting import wait_until
+from wmon.bench.bulk_history import fill
 from wmon.main import main
 
 BATCH_TABLES = (Batch, StateOperator, Source, Partition, PartitionEventTime)

@@ -1,4 +1,5 @@
-"""Throwaway PostgreSQL databases for tests and benchmarks, created and dropped on one server."""
+"""Throwaway PostgreSQL databases for the benchmarks and the tests, created and dropped on one
+server."""
 
 from __future__ import annotations
 

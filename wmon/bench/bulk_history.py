@@ -1,4 +1,4 @@
-"""Synthetic history inserted in bulk, for benchmarks and tests that need volume.
+"""Synthetic history inserted in bulk, for the benchmarks and the tests that need volume.
 
 A day of 1-second batches × 64 partitions is 11 million rows: plain multi-row inserts of
 plausible values, without the writer's per-batch reads and derivations, fill it in minutes.
