@@ -7,8 +7,8 @@ import threading
 import pytest
 from werkzeug.serving import make_server
 
-from tests.support.live import WAIT_S, Browser
 from tests.support.pages import CHROMIUM, CHROMIUM_ARGS, SCREEN, WALL, open_page
+from tests.support.push_clients import WAIT_S, Browser
 from web import background, create_app
 
 

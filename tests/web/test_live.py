@@ -2,7 +2,7 @@
 thread watches the store, and real Socket.IO clients receive what was written.
 
 These tests check what arrives, in which order and how often; how fast it arrives is measured by
-`wmon bench` (wmon/bench/live.py), not asserted on a loaded test machine."""
+`wmon bench` (wmon/bench/push.py), not asserted on a loaded test machine."""
 
 import json
 import subprocess
@@ -16,8 +16,8 @@ import sqlalchemy.orm as so
 
 from monitor.alerts.actions import lift_silence, silence
 from monitor.store.models import Silence
-from tests.support.live import T0, WAIT_S, Writer
 from tests.support.paths import ROOT
+from tests.support.push_clients import T0, WAIT_S, Writer
 from tests.support.waiting import wait_until
 
 TOKEN = "s3cret"

@@ -14,9 +14,9 @@ from werkzeug.serving import make_server
 
 from monitor.numbers import INT64_MAX, INT64_MIN
 from monitor.store.writes import write_events
-from tests.support.live import WAIT_S, Browser
 from tests.support.network import closed_port
 from tests.support.progress import batch_event
+from tests.support.push_clients import WAIT_S, Browser
 from tests.support.waiting import wait_until
 from web import background, create_app, db, live, sockets
 from web.sockets import TokenBucket, own_origin

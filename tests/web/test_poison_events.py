@@ -15,8 +15,8 @@ from monitor.numbers import INT64_MAX
 from monitor.store.engine import create_engine
 from monitor.store.models import Partition, Query, RejectedEvent
 from monitor.store.writes import write_event
-from tests.support.collector import INGEST_TOKEN, serving_collector
 from tests.support.progress import fixture, progress_doc
+from tests.support.real_collector import INGEST_TOKEN, serving_collector
 
 T0 = 1_795_316_300_000
 HEALTHY = "aaaaaaaa-0000-0000-0000-000000000000"

@@ -20,9 +20,9 @@ import sqlalchemy.orm as so
 
 from monitor.alerts.runner import LEASE
 from monitor.store.models import AlertEvent, Lease
-from tests.support.live import WAIT_S, Browser, Writer
 from tests.support.network import closed_port
 from tests.support.paths import ROOT
+from tests.support.push_clients import WAIT_S, Browser, Writer
 from tests.support.receivers import LocalReceiver
 from tests.support.waiting import wait_until
 from web.live import LIVE_LEASE

@@ -185,13 +185,13 @@ def _add_dashboard_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> None:
     """Run every measurement asked for and print the figures the docs quote."""
-    from wmon.bench.collector import collector_figures
+    from wmon.bench.collect_path import collector_figures
     from wmon.bench.fleet import fleet_figures
     from wmon.bench.flood import flood_figures
     from wmon.bench.history import history_figures
-    from wmon.bench.live import live_figures
     from wmon.bench.operator import operator_figures
     from wmon.bench.prune import prune_figures
+    from wmon.bench.push import live_figures
     from wmon.bench.spark import spark_figures
     from wmon.bench.ways_in import ways_in_figures
 

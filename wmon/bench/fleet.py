@@ -20,7 +20,7 @@ from monitor.events import BatchProgress
 from monitor.store.engine import create_engine
 from monitor.store.migrate import upgrade
 from monitor.store.writes import write_events
-from wmon.bench.live import QUERY, Deliveries, delivered, percentiles, served, watching
+from wmon.bench.push import QUERY, Deliveries, delivered, percentiles, served, watching
 from wmon.bench.scratch import scratch_database
 from wmon.bench.synthetic import synthetic_progress
 

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from wmon.bench.collector import milliseconds
+from wmon.bench.collect_path import milliseconds
 from wmon.bench.operator import operator_figures
 
 

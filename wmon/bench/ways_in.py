@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from wmon.bench.collector import milliseconds
+from wmon.bench.collect_path import milliseconds
 from wmon.bench.scratch import scratch_database
 
 MB = 1_000_000

@@ -8,9 +8,9 @@ from monitor.collect.sender import HttpSender
 from monitor.collect.spark_events import PROGRESS, STARTED, named
 from monitor.store.engine import create_engine
 from monitor.store.models import Batch, Sender
-from tests.support.collector import INGEST_TOKEN, serving_collector
 from tests.support.network import closed_port
 from tests.support.progress import fixture, progress_doc
+from tests.support.real_collector import INGEST_TOKEN, serving_collector
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)

@@ -15,7 +15,7 @@ from monitor.store.engine import create_engine
 from monitor.store.migrate import upgrade
 from streaming.log import PartitionedLog
 from streaming.scenarios import play
-from tests.support.collector import INGEST_TOKEN, serving_collector
+from tests.support.real_collector import INGEST_TOKEN, serving_collector
 from tests.support.spark_queries import start_partition_counts
 from tests.support.stores import row_differences, stored_rows
 from tests.support.waiting import wait_until
