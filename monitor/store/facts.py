@@ -1,6 +1,6 @@
 """The one reader of the facts about queries (:class:`~monitor.health.facts.QueryFacts`), which
 the dashboard's status and the alert rules both decide on: one query's, or a fleet's in a fixed
-number of statements per :data:`~monitor.store.reads.IN_CHUNK` queries, the same facts either
+number of statements per :data:`~monitor.store.sql.IN_CHUNK` queries, the same facts either
 way (:func:`read_facts` reads a fleet of one).
 
 Windows over time are turned into batch id ranges first (:mod:`monitor.store.windows`), so that
@@ -21,7 +21,7 @@ from monitor.health.facts import FutureDated, PartitionFacts, QueryFacts, Thresh
 from monitor.store.isolation import read_apart
 from monitor.store.lateness import future_dated_since
 from monitor.store.models import Batch, Partition, Query
-from monitor.store.reads import among, chunks, newest_of
+from monitor.store.sql import among, chunks, newest_of
 from monitor.store.sums import whole_sum
 from monitor.store.windows import late_by_partitions, rewinds_since
 

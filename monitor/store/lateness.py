@@ -15,7 +15,7 @@ from monitor.events import SAMPLES_PER_PARTITION, Record
 from monitor.health.facts import FutureDated
 from monitor.health.lateness import SHARES, Histogram, difference, smallest_delay, summed
 from monitor.store.models import Batch, PartitionEventTime
-from monitor.store.reads import among, per_query
+from monitor.store.sql import among, per_query
 from monitor.store.sums import whole_sum
 
 

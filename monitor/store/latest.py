@@ -28,7 +28,7 @@ from monitor.store.models import (
     Query,
     TimerSnapshotRow,
 )
-from monitor.store.reads import chunks, newest_of, rows_at_newest
+from monitor.store.sql import chunks, newest_of, rows_at_newest
 
 
 @dataclass

@@ -22,7 +22,7 @@ from monitor.store.models import (
     StateOperator,
     TimerSnapshotRow,
 )
-from monitor.store.reads import chunks, newest_of
+from monitor.store.sql import chunks, newest_of
 from monitor.store.sums import whole_sum
 from monitor.store.windows import first_batch_since, late_by_partition
 

@@ -3,7 +3,7 @@ records per partition and rewinds, over the batches stored from each query's own
 
 A window over time is turned into a batch id bound first (:func:`first_since`), so that every
 read uses the `(query_id, batch_id, ...)` indexes however long the stored history is. Each
-function reads at most :data:`~monitor.store.reads.IN_CHUNK` queries in a fixed number of
+function reads at most :data:`~monitor.store.sql.IN_CHUNK` queries in a fixed number of
 statements.
 """
 
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.store.models import Batch, Partition, PartitionEventTime, Query
-from monitor.store.reads import among, per_query
+from monitor.store.sql import among, per_query
 from monitor.store.sums import whole_sum
 
 

@@ -52,7 +52,7 @@ from monitor.store.models import (
     TimerSnapshotRow,
 )
 from monitor.store.notify import announce
-from monitor.store.reads import chunks, newest_of, rows_at_newest
+from monitor.store.sql import chunks, newest_of, rows_at_newest
 from monitor.store.turns import take_turn
 
 ACTIVE, IDLE = StoredStatus.ACTIVE.value, StoredStatus.IDLE.value

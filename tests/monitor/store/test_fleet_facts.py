@@ -15,7 +15,7 @@ from monitor.store.models import (
     Query,
     TimerSnapshotRow,
 )
-from monitor.store.reads import among
+from monitor.store.sql import among
 from monitor.store.summary import summaries, summarize
 from tests.support.stores import emptied
 
