@@ -1,12 +1,13 @@
 """GET /metrics: the store's latest state in Prometheus' text format.
 
-Every scrape reads the store afresh (a custom collector; nothing is kept between scrapes):
-each running query, and each query that ended within METRICS_KEEP_ENDED_S, with its newest
-batch, partitions, event times and timers, and the live alerts. Times are seconds since the
-epoch, durations seconds, as Prometheus' conventions have them. A store that cannot be read is
-a 503 saying why, which still carries the monitor's own series (`wmon_store_up 0`). The
-monitor's own health also says how long ago the alert rules were evaluated and, per query,
-how long its newest batch took to reach the store.
+Every scrape reads the store afresh (nothing is kept between scrapes): each running query, and
+each query that ended within METRICS_KEEP_ENDED_S, with its newest batch, partitions, event
+times and timers, and the live alerts. The text is written here, as prometheus_client writes
+it (:func:`exposition`). Times are seconds since the epoch, durations seconds, as Prometheus'
+conventions have them. A store that cannot be read is a 503 saying why, which still carries
+the monitor's own series (`wmon_store_up 0`). The monitor's own health also says how long ago
+the alert rules were evaluated and, per query, how long its newest batch took to reach the
+store.
 [Prometheus](../docs/prometheus.md) lists every series.
 """
 
