@@ -179,14 +179,9 @@ def _new_ids(session: so.Session, now_ms: int) -> dict[tuple[str, str, str], int
 
 
 def _columns(alert: Alert) -> dict[str, Any]:
-    """The stored columns a pass may change, as `alert` has them."""
-    return {
-        "state": alert.state.value,
-        "value": alert.value,
-        "message": alert.message,
-        "fired_at_ms": alert.fired_at_ms,
-        "resolved_at_ms": alert.resolved_at_ms,
-    }
+    """The stored columns a pass may change (:data:`_STEPPED`), as `alert` has them."""
+    columns = {name: getattr(alert, name) for name in _STEPPED}
+    return columns | {"state": alert.state.value}
 
 
 def _new_row(alert: Alert) -> dict[str, Any]:

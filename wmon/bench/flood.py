@@ -24,6 +24,7 @@ import sqlalchemy.orm as so
 
 from monitor.alerts.evaluate import evaluate
 from monitor.alerts.rulefile import RuleSet
+from monitor.alerts.runner import now_ms as wall_clock_ms
 from monitor.collect.progress import parse_progress
 from monitor.store.engine import create_engine
 from monitor.store.migrate import upgrade
@@ -74,7 +75,7 @@ def evaluated(database_url: str, now_ms: int) -> tuple[float, int]:
 def measure(kind: str, database_url: str, size: int) -> None:
     """Flood one store with `size` queries and print what each read and pass took, and whether
     the slowest met the target for that size."""
-    now_ms = time.time_ns() // 1_000_000
+    now_ms = wall_clock_ms()
     filled = flood(database_url, size, now_ms)
     app = create_app({"DATABASE_URL": database_url})
     # Pruning has a measurement of its own (--prune-hours); stopped before a first request
