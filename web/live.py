@@ -32,7 +32,7 @@ from flask import Flask, current_app, request
 from flask_socketio import ConnectionRefusedError as ConnectionRefused
 from flask_socketio import leave_room, rooms
 
-from monitor.alerts.lease import acquire, new_holder, release
+from monitor.store.leases import acquire, new_holder, release
 from monitor.alerts.silences import active_silences
 from monitor.numbers import json_whole
 from monitor.store.changes import (

@@ -19,10 +19,10 @@ import sqlalchemy.orm as so
 
 from monitor.alerts.delivery import deliver_due
 from monitor.alerts.evaluate import evaluate
-from monitor.alerts.lease import acquire, done, new_holder, release
 from monitor.alerts.rulefile import RuleSet, RulesFileError, load_rules_file
 from monitor.alerts.transport import Post, http_post
 from monitor.store.engine import error_reason
+from monitor.store.leases import acquire, done, new_holder, release
 from monitor.store.models import AlertEvent, DeliveryAttempt
 
 LEASE = "alert-evaluation"

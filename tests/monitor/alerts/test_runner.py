@@ -5,9 +5,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from monitor.alerts.lease import acquire, release
 from monitor.alerts.runner import LEASE, AlertRunner
 from monitor.store.engine import create_engine
+from monitor.store.leases import acquire, release
 from tests.support.alert_scenarios import RULES, at, rewrite, stalled
 from tests.support.waiting import wait_until
 

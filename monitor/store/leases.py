@@ -1,4 +1,5 @@
-"""A lease in the store, so that of several processes exactly one evaluates the alert rules.
+"""Leases in the store, so that of several processes exactly one does a job: evaluates the
+alert rules or watches the store for the dashboard's live push.
 
 The holder renews it on every pass; another process takes it over only once it has expired
 (a holder that died). The lease's row also keeps when a holder last finished the job, through
