@@ -18,7 +18,7 @@ DEFAULT_ALERT_INTERVAL_S = 10
 DEFAULT_FUTURE_TOLERANCE_S = 300
 # How long an ended query's series stay in GET /metrics.
 DEFAULT_METRICS_KEEP_ENDED_S = 3600
-# New queries one sender may create through the collector in an hour (web.budget).
+# New queries one sender may create through the collector in an hour (web.guards.budget).
 DEFAULT_NEW_QUERIES_PER_HOUR = 1_000
 # Where `instrument()` measures: the JVM when the session has wmon-spark.jar, else Python.
 OPERATORS = ("auto", "jvm", "python")

@@ -1,4 +1,23 @@
-"""The dashboard server: a Flask app with the JSON API and live push over Socket.IO."""
+"""The dashboard server: a Flask app with the JSON API and live push over Socket.IO, and the
+one owner of its background work.
+
+- :mod:`web.api`: the HTTP API (queries, alerts, diagnosis, ingest, `/metrics`) and the
+  payloads it shares with the live push;
+- :mod:`web.live`: live push over Socket.IO;
+- :mod:`web.background`: the alert evaluator and the pruner, as periodic tasks;
+- :mod:`web.pages`: the HTML pages and the front-end libraries they load;
+- :mod:`web.guards`: what every request passes: allowed host names, tokens, parameters, the
+  budget of new queries, one answer per failure;
+- :mod:`web.db` and :mod:`web.sockets`: the app's store engine and its Socket.IO server.
+
+:func:`start` starts the background work as a server does (`wmon serve`, gunicorn through
+`wmon.wsgi`, the demo): the evaluator, the pruner and, with a message queue, the watcher of the
+store (a process with no browser of its own may watch for the others). :func:`stop` stops
+whatever of them runs, hands their leases on and closes the store's connections: the one call
+every server and every test harness makes at its end. Without :func:`start`, as in an app a
+test makes, the pruner starts with the first request and the watcher with the first browser;
+the evaluator only when asked.
+"""
 
 from __future__ import annotations
 
@@ -10,27 +29,16 @@ from flask import Flask
 
 from monitor.config import load_settings
 from monitor.health.predicates import Timeouts
-from web import (
-    alerts_api,
-    api,
-    budget,
-    collector,
-    db,
-    errors,
-    evaluation,
-    live,
-    metrics,
-    pages,
-    retention,
-    sockets,
-    tokens,
-    vendor,
-)
-from web.hosts import allowed_hosts
-from web.params import MAX_BODY_BYTES, IdConverter
+from web import db, live, sockets
+from web.api import alerts, ingest, metrics, queries
+from web.background import evaluation, retention
+from web.guards import budget, errors, tokens
+from web.guards.hosts import allowed_hosts
+from web.guards.params import MAX_BODY_BYTES, IdConverter
+from web.pages import vendor, views
 from web.sockets import socketio
 
-__all__ = ["create_app", "socketio"]
+__all__ = ["create_app", "socketio", "start", "stop"]
 
 POLL_INTERVAL_S = 0.25
 OVERVIEW_REFRESH_S = 5.0
@@ -93,11 +101,29 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     retention.init_app(app)
     evaluation.init_app(app)
     budget.init_app(app)
-    app.register_blueprint(api.bp)
-    app.register_blueprint(alerts_api.bp)
-    app.register_blueprint(collector.bp)
+    app.register_blueprint(queries.bp)
+    app.register_blueprint(alerts.bp)
+    app.register_blueprint(ingest.bp)
     app.register_blueprint(metrics.bp)
-    app.register_blueprint(pages.bp)
+    app.register_blueprint(views.bp)
     app.register_blueprint(vendor.bp)
     sockets.init_app(app)
     return app
+
+
+def start(app: Flask) -> None:
+    """Start the app's background work, as a server does."""
+    evaluation.evaluator(app).start()
+    retention.pruner(app).start()
+    watcher = live.watcher(app)
+    if watcher.fanout.shared:
+        watcher.start()
+
+
+def stop(app: Flask) -> None:
+    """Stop every background task of the app that runs, hand the leases on, and close the
+    app's connections to the store."""
+    evaluation.evaluator(app).stop()
+    live.watcher(app).stop()
+    retention.pruner(app).stop()
+    db.dispose(app)

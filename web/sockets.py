@@ -19,8 +19,7 @@ from flask_socketio import SocketIO
 
 from monitor.store.engine import STORE_FAILURES, unusable
 from monitor.store.reads import QueryNotFound
-from web.hosts import is_trusted
-from web.relay import Relay
+from web.guards.hosts import is_trusted
 
 SUBSCRIBE_BURST = 20
 SUBSCRIBE_RATE_PER_S = 2.0
@@ -32,20 +31,14 @@ log = logging.getLogger(__name__)
 
 def init_app(app: Flask) -> None:
     """Bind the Socket.IO server to `app`, with a rate limit on each connection's
-    subscriptions (SUBSCRIBE_BURST at once, then SUBSCRIBE_RATE_PER_S a second), through the
-    app's MESSAGE_QUEUE (a Redis URL, web.relay) when it has one."""
+    subscriptions (SUBSCRIBE_BURST at once, then SUBSCRIBE_RATE_PER_S a second). Several
+    processes share the live push through web.live.relay, not through the server."""
     app.extensions["wmon.subscribe_limit"] = RateLimit(
         app.config.get("SUBSCRIBE_RATE_PER_S", SUBSCRIBE_RATE_PER_S),
         app.config.get("SUBSCRIBE_BURST", SUBSCRIBE_BURST),
     )
-    queue: dict[str, Any] = {}
-    if app.config.get("MESSAGE_QUEUE"):
-        url, channel = app.config["MESSAGE_QUEUE"], app.config["MESSAGE_QUEUE_CHANNEL"]
-        relay = app.extensions["wmon.relay"] = Relay(url, channel)
-        queue = {"client_manager": relay}
     socketio.init_app(
         app,
-        **queue,
         async_mode="threading",
         # Each connection's events run one after another on the thread that reads them, rather
         # than on a new thread each: a client flooding events costs no more threads than one
@@ -59,7 +52,7 @@ def init_app(app: Flask) -> None:
 
 def own_origin(origin: str, environ: Mapping[str, Any], allowed: Collection[str]) -> bool:
     """Whether a Socket.IO request's Origin is this server's own: a web page served under the
-    request's Host, which must be a name the server answers to (`web.hosts`).
+    request's Host, which must be a name the server answers to (`web.guards.hosts`).
 
     A page of another site whose name was made to resolve to this server (DNS rebinding) sends
     its own name as both Host and Origin: the two agree, but the name is not trusted. The

@@ -101,14 +101,15 @@ class DemoDashboard:
         """Serve the demo's store at the demo's address, with the demo's stall timeout."""
         from werkzeug.serving import make_server
 
-        from web import background, create_app
+        import web
+        from web import create_app
 
         config: dict[str, Any] = {}
         if options.database_url:
             config["DATABASE_URL"] = options.database_url
         listener = _bound_socket(options.host, options.port)
         app = create_app(config)
-        background.start(app)
+        web.start(app)
         server = make_server(options.host, options.port, app, threaded=True, fd=listener.fileno())
         threading.Thread(target=server.serve_forever, name="dashboard", daemon=True).start()
         return cls(app, server)
@@ -120,10 +121,10 @@ class DemoDashboard:
 
     def stop(self) -> None:
         """Stop serving, and the background work."""
-        from web import background
+        import web
 
         self.server.shutdown()
-        background.stop(self.app)
+        web.stop(self.app)
 
 
 def _bound_socket(host: str, port: int) -> socket.socket:

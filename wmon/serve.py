@@ -32,7 +32,7 @@ def dashboard(database_url: str | None, host: str | None = None) -> Flask:
     """The dashboard app on the store named (or configured), which must exist and be
     migrated, answering to `host` besides the configured names."""
     from web import create_app
-    from web.hosts import allowed_hosts
+    from web.guards.hosts import allowed_hosts
 
     engine = open_store(database_url)
     url = engine.url.render_as_string(hide_password=False)
@@ -43,12 +43,12 @@ def dashboard(database_url: str | None, host: str | None = None) -> Flask:
 
 
 def start_beside(app: Flask) -> Callable[[], None]:
-    """Start what runs beside the server (web.background); the function that stops it, hands
+    """Start what runs beside the server (web.start); the function that stops it, hands
     the leases on and closes the store's connections."""
-    from web import background
+    import web
 
-    background.start(app)
-    return lambda: background.stop(app)
+    web.start(app)
+    return lambda: web.stop(app)
 
 
 def serve(args: argparse.Namespace) -> None:

@@ -3,6 +3,8 @@
 A row counts as new when its key was not seen before or its content changed. Content matters:
 SQLite gives a replayed latest batch the primary key of the row it replaced (the largest id
 plus one, and the largest was just deleted), so a growing maximum id alone would miss it.
+Then the rows a look reported are read in full, and a query's batches after a given one for a
+reader catching up.
 """
 
 from __future__ import annotations
@@ -13,8 +15,11 @@ from typing import Any
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.store.models import AlertEvent, Batch, Query, TimerSnapshotRow
+from monitor.store.facts import latest_batch
+from monitor.store.models import AlertEvent, AlertRow, Batch, Query, TimerSnapshotRow
 
+# At most this many of a query's batches are read for a connection catching up.
+CATCH_UP_LIMIT = 1_000
 # The newest rows are read again at every look: a transaction that took an id early but
 # committed after this many newer rows (another writer's) would go unnoticed.
 KEEP_ROWS = 1_000
@@ -92,18 +97,27 @@ class RowWatch:
         return [(row[0], tuple(row[1:])) for row in session.execute(statement)]
 
 
-def batch_watch(keep: int = KEEP_ROWS) -> RowWatch:
-    """Watch new and replayed batches (a replay rewrites the run, time and figures); a
-    batch's content starts with its query's id."""
-    columns = (
-        Batch.query_id,
-        Batch.batch_id,
-        Batch.run_id,
-        Batch.batch_time_ms,
-        Batch.watermark_ms,
-        Batch.num_input_rows,
-    )
-    return RowWatch(Batch.id, columns, keep)
+# What tells two versions of a batch apart: a replay rewrites the run, time and figures. The
+# live push's payloads carry the same fields, so every process can tell them apart too.
+BATCH_CONTENT = ("batch_id", "run_id", "batch_time_ms", "watermark_ms", "num_input_rows")
+
+
+class BatchWatch(RowWatch):
+    """Watch new and replayed batches, by row id; each reported with its query's id."""
+
+    def __init__(self, keep: int | None) -> None:
+        columns = [Batch.query_id, *(getattr(Batch, name) for name in BATCH_CONTENT)]
+        super().__init__(Batch.id, columns, keep)
+
+    def query_of(self, key: int) -> str:
+        """The query of a batch the last look reported."""
+        query_id: str = self.reported(key)[0]
+        return query_id
+
+
+def batch_watch(keep: int = KEEP_ROWS) -> BatchWatch:
+    """Watch new and replayed batches."""
+    return BatchWatch(keep)
 
 
 def timer_watch(keep: int = KEEP_ROWS) -> RowWatch:
@@ -128,3 +142,55 @@ def query_watch() -> RowWatch:
         Query.error_class,
     )
     return RowWatch(Query.id, columns)
+
+
+def batches_by_id(session: so.Session, ids: Sequence[int]) -> Sequence[Batch]:
+    """The batches with these row ids, in the order they were stored."""
+    return session.scalars(sa.select(Batch).where(Batch.id.in_(ids)).order_by(Batch.id)).all()
+
+
+def timer_snapshots_by_id(session: so.Session, ids: Sequence[int]) -> Sequence[TimerSnapshotRow]:
+    """The pending-timer snapshots with these row ids, in the order they were stored."""
+    return session.scalars(
+        sa.select(TimerSnapshotRow)
+        .where(TimerSnapshotRow.id.in_(ids))
+        .order_by(TimerSnapshotRow.id)
+    ).all()
+
+
+def alert_events_by_id(
+    session: so.Session, ids: Sequence[int]
+) -> Sequence[tuple[AlertEvent, AlertRow, str | None]]:
+    """The alert events with these row ids, each with its alert and its query's name, in the
+    order they were stored."""
+    rows = session.execute(
+        sa.select(AlertEvent, AlertRow, Query.name)
+        .join(AlertRow, AlertRow.id == AlertEvent.alert_id)
+        .join(Query, Query.id == AlertRow.query_id)
+        .where(AlertEvent.id.in_(ids))
+        .order_by(AlertEvent.id)
+    )
+    return [(event, alert, name) for event, alert, name in rows]
+
+
+def batches_after(
+    session: so.Session, query_id: str, after_batch: int | None
+) -> tuple[Sequence[Batch], bool]:
+    """The newest CATCH_UP_LIMIT batches of a query after `after_batch`, newest first, and
+    whether that is all of them; None asks for none.
+
+    When the query's newest batch is below `after_batch` (a restart from an older checkpoint
+    superseded what the page has), the answer is none, and not complete.
+    """
+    if after_batch is None:
+        return [], True
+    latest = latest_batch(session, query_id)
+    if latest is not None and latest.batch_id < after_batch:
+        return [], False
+    newest = session.scalars(
+        sa.select(Batch)
+        .where(Batch.query_id == query_id, Batch.batch_id > after_batch)
+        .order_by(Batch.batch_id.desc())
+        .limit(CATCH_UP_LIMIT + 1)
+    ).all()
+    return newest[:CATCH_UP_LIMIT], len(newest) <= CATCH_UP_LIMIT

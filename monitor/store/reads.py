@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +28,11 @@ class QueryNotFound(LookupError):
 def list_queries(session: so.Session) -> Sequence[Query]:
     """Every query, the most recently updated first."""
     return session.scalars(sa.select(Query).order_by(Query.updated_at_ms.desc())).all()
+
+
+def queries_by_id(session: so.Session, ids: Collection[str]) -> Sequence[Query]:
+    """The queries with these ids, in no particular order."""
+    return session.scalars(sa.select(Query).where(Query.id.in_(ids))).all()
 
 
 MAX_REF_LENGTH = 255

@@ -7,9 +7,10 @@ import threading
 import pytest
 from werkzeug.serving import make_server
 
+import web
 from tests.support.pages import CHROMIUM, CHROMIUM_ARGS, SCREEN, WALL, open_page
 from tests.support.push_clients import WAIT_S, Browser
-from web import background, create_app
+from web import create_app
 
 
 @pytest.fixture
@@ -23,7 +24,7 @@ def app(database_url, app_config):
     """The app over the test's store; its background tasks are stopped afterwards."""
     app = create_app({"DATABASE_URL": database_url} | app_config)
     yield app
-    background.stop(app)
+    web.stop(app)
 
 
 @pytest.fixture
@@ -59,7 +60,7 @@ def serve(database_url):
     for app, http, thread in running:
         http.shutdown()
         thread.join(timeout=10)
-        background.stop(app)
+        web.stop(app)
 
 
 @pytest.fixture

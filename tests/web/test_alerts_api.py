@@ -9,7 +9,8 @@ from monitor.alerts.rulefile import Receiver, RuleSet, RulesFileError
 from monitor.store.models import AlertEvent, Delivery, Silence
 from tests.support.alert_scenarios import RULES, at, moves_again, rewrite, stalled
 from tests.support.waiting import wait_until
-from web import create_app, db, evaluation
+from web import create_app, db
+from web.background import evaluation
 
 TOKEN = "s3cret"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

@@ -7,12 +7,13 @@ import sqlite3
 
 import pytest
 
+import web
 from monitor.collect.progress import parse_progress
 from monitor.events import QueryIdle, QueryStarted, QueryTerminated, TimerSnapshot
 from monitor.store.writes import write_event, write_events
 from tests.support.network import closed_port
 from tests.support.progress import batch_event, progress_doc, stamp
-from web import background, create_app
+from web import create_app
 from wmon.main import main
 
 T0 = 1_795_316_400_000  # 2026-11-22T03:00:00Z
@@ -476,7 +477,7 @@ def test_an_unmigrated_store_gets_a_503_saying_what_to_do(tmp_path):
     error = response.get_json()["error"]
     assert error.startswith("cannot use the store: no such table")
     assert error.endswith("(is the store migrated? run `wmon db upgrade`)")
-    background.stop(app)
+    web.stop(app)
 
 
 def test_a_missing_store_gets_a_503_and_is_not_created(tmp_path):
@@ -489,14 +490,14 @@ def test_a_missing_store_gets_a_503_and_is_not_created(tmp_path):
         "(`wmon db upgrade` creates one, as does a job's listener)"
     )
     assert not path.parent.exists()
-    background.stop(app)
+    web.stop(app)
 
 
 def test_the_app_connects_on_the_first_request_not_before():
     app = create_app({"DATABASE_URL": f"postgresql://postgres@127.0.0.1:{closed_port()}/wmon"})
     response = app.test_client().get("/api/queries")
     assert response.status_code == 503 and "cannot use the store" in response.get_json()["error"]
-    background.stop(app)
+    web.stop(app)
 
 
 def test_spark_s_first_watermark_of_1970_is_no_watermark(client, engine):

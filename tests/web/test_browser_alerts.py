@@ -18,6 +18,7 @@ from playwright.sync_api import expect, sync_playwright
 from werkzeug.serving import make_server
 
 import monitor
+import web
 from monitor.store.models import AlertEvent, AlertRow
 from streaming.demo import stop_between_batches
 from streaming.log import PartitionedLog
@@ -33,7 +34,7 @@ from tests.support.pages import (
 )
 from tests.support.spark_queries import start_query, unique_name
 from tests.support.waiting import wait_until
-from web import background, create_app
+from web import create_app
 
 pytestmark = [
     pytest.mark.e2e,
@@ -63,13 +64,13 @@ def served(database_url, **config):
     http = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=http.serve_forever, daemon=True)
     thread.start()
-    background.start(app)
+    web.start(app)
     try:
         yield f"http://127.0.0.1:{http.server_port}"
     finally:
         http.shutdown()
         thread.join(timeout=10)
-        background.stop(app)
+        web.stop(app)
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ hand."""
 
 import pytest
 
+import web
 from monitor.store.writes import write_events
 from tests.support.diagnosis_scenario import (
     DELAY,
@@ -19,7 +20,7 @@ from tests.support.diagnosis_scenario import (
     write_telemetry,
 )
 from tests.support.progress import batch_event
-from web import background, create_app
+from web import create_app
 
 TOLERANCE = 300_000  # WMON_FUTURE_TOLERANCE's default, 300 s
 
@@ -87,7 +88,7 @@ def test_the_tolerance_is_the_servers_setting(database_url, engine, monkeypatch)
     assert body["future_tolerance_ms"] == 10_800_000
     assert body["latest"]["driver"]["future_dated"] is False
     assert body["latest"]["watermark_ahead_ms"] == 7_200_000
-    background.stop(app)
+    web.stop(app)
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ from monitor.store.engine import create_engine
 from monitor.store.models import Query, RejectedEvent
 from tests.support.progress import progress_doc
 from tests.support.real_collector import INGEST_TOKEN
-from web.budget import HOUR_MS, NewQueryBudget
+from web.guards.budget import HOUR_MS, NewQueryBudget
 
 NOW_MS = 1_795_316_300_000
 

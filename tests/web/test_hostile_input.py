@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from monitor.store.models import AlertRow, Silence
 from monitor.store.writes import write_event
 from tests.support.progress import batch_event
-from web.params import MAX_BODY_BYTES
+from web.guards.params import MAX_BODY_BYTES
 
 TOKEN = "s3cret"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

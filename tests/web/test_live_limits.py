@@ -12,13 +12,15 @@ import socketio
 import sqlalchemy as sa
 from werkzeug.serving import make_server
 
+import web
 from monitor.numbers import INT64_MAX, INT64_MIN
 from monitor.store.writes import write_events
 from tests.support.network import closed_port
 from tests.support.progress import batch_event
 from tests.support.push_clients import WAIT_S, Browser
 from tests.support.waiting import wait_until
-from web import background, create_app, db, live, sockets
+from web import create_app, db, live, sockets
+from web.live import watching as live_watching
 from web.sockets import TokenBucket, own_origin
 
 T0 = 1_795_316_400_000
@@ -117,7 +119,7 @@ def test_a_look_during_a_catch_up_runs_and_its_batches_follow_the_catch_up_once(
     watcher.stop()  # ...whose looks this test now makes itself
     watcher.look()
     store(engine, "q0", [2])  # stored, not looked at yet
-    read_batches, looked = live.batches_after, []
+    read_batches, looked = live_watching.batches_after, []
 
     def read_then_look(*args):
         """The catch-up's read, then batch 3 stored and a look, while the catch-up runs."""
@@ -129,22 +131,22 @@ def test_a_look_during_a_catch_up_runs_and_its_batches_follow_the_catch_up_once(
         looked.append(not look.is_alive())
         return found
 
-    sent, emit = [], live.socketio.emit
+    sent, emit = [], sockets.socketio.emit
 
     def record(event, payload, to, **options):
         if event == "batch":
             sent.append((to, payload["batch"]["batch_id"]))
         emit(event, payload, to=to, **options)
 
-    monkeypatch.setattr(live, "batches_after", read_then_look)
-    monkeypatch.setattr(live.socketio, "emit", record)
+    monkeypatch.setattr(live_watching, "batches_after", read_then_look)
+    monkeypatch.setattr(sockets.socketio, "emit", record)
     sid = browser.client.get_sid()
     ack = browser.subscribe("q0", after_batch=0)
 
     assert looked == [True], "the look ran while the catch-up was under way"
     assert ack == {"query": "q0", "caught_up": 2, "complete": True}
     # The look pushed 2 and 3 to the room; the catch-up had 2 and 3 followed it, once each.
-    assert sent == [(["query:q0"], 2), (["query:q0"], 3), (sid, 1), (sid, 2), (sid, 3)]
+    assert sent == [(["query:q0"], 2), (["query:q0"], 3), ([sid], 1), ([sid], 2), ([sid], 3)]
     wait_until(lambda: len(browser.batch_ids()) == 3, WAIT_S, "batches 1 to 3")
     assert sorted(browser.batch_ids()) == [1, 2, 3]
 
@@ -359,7 +361,7 @@ def broken_app(request):
     }[request.param]
     app = create_app({"DATABASE_URL": url, "POLL_INTERVAL_S": 0.1})
     yield app
-    background.stop(app)
+    web.stop(app)
 
 
 def test_each_request_is_answered_when_the_store_cannot_be_used(broken_app):
@@ -389,9 +391,9 @@ def test_a_request_that_fails_is_answered_and_joins_nothing(app, engine, browser
         raise RuntimeError("boom")
 
     with monkeypatch.context() as patched:
-        patched.setattr(live, "batches_after", fail)
+        patched.setattr(live_watching, "batches_after", fail)
         assert browser.subscribe("q0", after_batch=0) == {
-            "error": "subscribe failed on the server; see its log"
+            "error": "the catch-up failed on the server; see its log"
         }
     store(engine, "q0", [2])
     time.sleep(1.0)  # a look would have pushed batch 2 to the room by now

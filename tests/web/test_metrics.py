@@ -8,12 +8,13 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 from prometheus_client.parser import text_string_to_metric_families
 
+import web
 from monitor.alerts.runner import AlertRunner
 from monitor.events import QueryStarted, QueryTerminated, TimerSnapshot
 from monitor.store.models import AlertRow, Batch
 from monitor.store.writes import write_event, write_events
 from tests.support.progress import batch_event
-from web import background, create_app
+from web import create_app
 
 T0 = 1_795_316_400_000  # 2026-11-22T03:00:00Z
 NOW = T0 + 600_000
@@ -199,7 +200,7 @@ def test_a_store_that_cannot_be_read_is_a_503_with_the_monitor_s_own_series(tmp_
     try:
         response = app.test_client().get("/metrics")
     finally:
-        background.stop(app)
+        web.stop(app)
     assert response.status_code == 503
     text = response.get_data(as_text=True)
     assert text.startswith("# wmon: cannot use the store: no store at")
@@ -222,7 +223,7 @@ def test_the_exposition_is_prometheus_client_s_byte_for_byte():
     from prometheus_client import CollectorRegistry, generate_latest
     from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-    from web.metrics import Families, exposition
+    from web.api.metrics import Families, exposition
 
     names = ['orders "eu"', "back\\slash", "two\nlines", "überwachung ✓", ""]
     values = [0.0, 1.0, -2.5, 1e21, 123456789.0, 1.5e-7, float("inf"), float("-inf")]

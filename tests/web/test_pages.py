@@ -10,7 +10,8 @@ from monitor.store.writes import write_events
 from tests.support.network import closed_port
 from tests.support.paths import ROOT
 from tests.support.progress import batch_event
-from web import create_app, db, vendor
+from web import create_app, db
+from web.pages import vendor
 
 T0 = 1_795_316_400_000
 STATIC_JS = ROOT / "web" / "static" / "js"

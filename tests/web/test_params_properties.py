@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from monitor.store.writes import write_event
 from tests.support.progress import batch_event
-from web.params import MAX_EPOCH_MS, BadParameter, bounded, epoch_ms, time_range
+from web.guards.params import MAX_EPOCH_MS, BadParameter, bounded, epoch_ms, time_range
 
 NOW = 1_700_000_000_000
 PROPERTY = settings(

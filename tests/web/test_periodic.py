@@ -8,7 +8,7 @@ import sqlalchemy.exc as sa_exc
 
 from tests.support.waiting import wait_until
 from web import create_app
-from web.periodic import Periodic, Task
+from web.background.tasks import Periodic, Task
 
 log = logging.getLogger("tests.periodic")
 

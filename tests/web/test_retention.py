@@ -5,10 +5,11 @@ import logging
 import pytest
 import sqlalchemy as sa
 
+import web
 from monitor.store.models import Batch, TimerSnapshotRow
 from tests.support.retention import CUTOFF, NEW, NOW, OLD, write_batch, write_snapshot
 from tests.support.waiting import wait_until
-from web import background, create_app
+from web import create_app
 
 
 @pytest.fixture
@@ -38,14 +39,14 @@ def test_a_failed_prune_is_logged_and_the_next_one_still_runs(tmp_path, caplog):
     app = create_app(
         {"DATABASE_URL": f"sqlite:///{tmp_path / 'empty.db'}", "PRUNE_INTERVAL_S": 0.05}
     )
-    with caplog.at_level(logging.WARNING, logger="web.retention"):
+    with caplog.at_level(logging.WARNING, logger="web.background.retention"):
         app.test_client().get("/api/queries")
         wait_until(
             lambda: len([r for r in caplog.records if "cannot prune" in r.message]) >= 2,
             10,
             "two failed prunes",
         )
-    background.stop(app)
+    web.stop(app)
 
 
 def test_the_retention_period_comes_from_the_environment(monkeypatch, tmp_path):

@@ -25,7 +25,7 @@ from tests.support.paths import ROOT
 from tests.support.push_clients import WAIT_S, Browser, Writer
 from tests.support.receivers import LocalReceiver
 from tests.support.waiting import wait_until
-from web.live import LIVE_LEASE
+from web.live.watching import LIVE_LEASE
 
 pytestmark = pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 REDIS = "redis://127.0.0.1:6379/0"

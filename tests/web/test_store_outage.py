@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+import web
 from monitor.collect.spark_events import STARTED, named
 from monitor.store.engine import create_engine
 from monitor.store.migrate import upgrade
@@ -19,7 +20,7 @@ from monitor.store.writes import write_event
 from tests.support.network import closed_port
 from tests.support.progress import batch_event, fixture
 from tests.support.waiting import wait_until
-from web import background, create_app
+from web import create_app
 from wmon.bench.scratch import create_database
 
 TOKEN = "s3cret"
@@ -39,7 +40,7 @@ def _app(url: str):
 
 
 def _close(app) -> None:
-    background.stop(app)
+    web.stop(app)
 
 
 def _store(url: str) -> None:

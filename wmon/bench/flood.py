@@ -29,7 +29,8 @@ from monitor.collect.progress import parse_progress
 from monitor.store.engine import create_engine
 from monitor.store.migrate import upgrade
 from monitor.store.writes import write_events
-from web import create_app, retention
+from web import create_app
+from web.background import retention
 from wmon.bench.scratch import scratch_database
 from wmon.bench.serving import fetched, serving
 from wmon.bench.synthetic import synthetic_progress

@@ -29,7 +29,7 @@ def served(config: Mapping[str, Any], port: int = 0) -> Iterator[str]:
 @contextmanager
 def serving(app: Flask, port: int = 0) -> Iterator[str]:
     """`app` in a threaded HTTP server, as :func:`served` serves the app it makes."""
-    from web import background
+    import web
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # not a line per request
     server = make_server("127.0.0.1", port, app, threaded=True)
@@ -40,7 +40,7 @@ def serving(app: Flask, port: int = 0) -> Iterator[str]:
     finally:
         server.shutdown()
         thread.join(timeout=10)
-        background.stop(app)
+        web.stop(app)
 
 
 def fetched(url: str) -> float:

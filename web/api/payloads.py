@@ -22,7 +22,7 @@ from monitor.store.summary import (
     summaries,
     summarize,
 )
-from web import evaluation
+from web.background import evaluation
 
 QUERY_FIELDS = (
     "id",

@@ -26,8 +26,8 @@ from monitor.numbers import NumberError, json_whole, shown
 from monitor.store.models import AlertEvent, AlertRow, Delivery, DeliveryAttempt, Query, Silence
 from monitor.store.reads import alerts_with_names, find_query
 from web import db
-from web.evaluation import evaluator
-from web.params import (
+from web.background.evaluation import evaluator
+from web.guards.params import (
     COMMENT_LENGTH,
     MAX_LIMIT,
     NAME_LENGTH,
@@ -36,7 +36,7 @@ from web.params import (
     json_body,
     text_field,
 )
-from web.tokens import require_token
+from web.guards.tokens import require_token
 
 bp = Blueprint("alerts", __name__, url_prefix="/api")
 

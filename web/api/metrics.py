@@ -34,7 +34,7 @@ from monitor.store.latest import (
 )
 from monitor.store.rejected import count_rejected
 from web import db
-from web.errors import RETRY_AFTER_S
+from web.guards.errors import RETRY_AFTER_S
 
 bp = Blueprint("metrics", __name__)
 

@@ -11,7 +11,7 @@ from flask import Flask
 
 from monitor.store.prune import Pruned, cutoff_ms, prune
 from web import db
-from web.periodic import Periodic
+from web.background.tasks import Periodic
 from web.sockets import socketio
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ from flask import Flask
 from monitor.alerts.rulefile import RuleSet, load_rules_file
 from monitor.alerts.runner import AlertRunner
 from web import db
-from web.periodic import Task
+from web.background.tasks import Task
 
 
 class Evaluator:

@@ -30,9 +30,9 @@ from monitor.collect.accept import Accepted, accept
 from monitor.numbers import INT64_MAX, NumberError, shown, whole
 from monitor.store.models import Sender
 from web import db
-from web.budget import new_queries
-from web.params import NAME_LENGTH, BadParameter
-from web.tokens import require_token
+from web.guards.budget import new_queries
+from web.guards.params import NAME_LENGTH, BadParameter
+from web.guards.tokens import require_token
 
 bp = Blueprint("collector", __name__, url_prefix="/api")
 

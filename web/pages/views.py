@@ -1,7 +1,7 @@
 """The dashboard's pages: plain templates that the ES modules in static/js fill from the API.
 
 Each page first looks at the store, so a store that cannot be used is a 503 page saying why
-(see :mod:`web.errors`) rather than an empty page that waits for data.
+(see :mod:`web.guards.errors`) rather than an empty page that waits for data.
 """
 
 from __future__ import annotations

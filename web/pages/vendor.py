@@ -12,7 +12,7 @@ from flask import Blueprint, Response, abort, current_app, send_file
 
 bp = Blueprint("vendor", __name__, url_prefix="/vendor")
 
-NODE_MODULES = Path(__file__).resolve().parent / "node_modules"
+NODE_MODULES = Path(__file__).resolve().parents[1] / "node_modules"
 FILES = {
     "uPlot.esm.js": "uplot/dist/uPlot.esm.js",
     "uPlot.min.css": "uplot/dist/uPlot.min.css",

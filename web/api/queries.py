@@ -17,9 +17,8 @@ from monitor.store.models import Batch, Query
 from monitor.store.reads import find_query, list_queries, recent_timer_snapshots
 from monitor.store.summary import QuerySummary, partition_details, rows_dropped
 from web import db
-from web.diagnosis import diagnosis_json
-from web.params import MAX_LIMIT, bounded, time_range, window
-from web.payloads import (
+from web.api.diagnosis import diagnosis_json
+from web.api.payloads import (
     QUERY_FIELDS,
     Lens,
     batch_json,
@@ -28,6 +27,7 @@ from web.payloads import (
     timers_json,
     unreadable_summary,
 )
+from web.guards.params import MAX_LIMIT, bounded, time_range, window
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 

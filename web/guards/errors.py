@@ -11,8 +11,8 @@ from werkzeug.exceptions import BadRequest, HTTPException, RequestEntityTooLarge
 from monitor.numbers import shown
 from monitor.store.engine import STORE_FAILURES, unusable
 from monitor.store.reads import QueryNotFound
-from web.hosts import is_trusted
-from web.params import BadParameter
+from web.guards.hosts import is_trusted
+from web.guards.params import BadParameter
 
 # Scripts only from this server and never inline: even a name that slipped into the page as
 # HTML could not run anything.

@@ -1,0 +1,1 @@
+"""The pages: the HTML views and the front-end libraries they load (vendor)."""
