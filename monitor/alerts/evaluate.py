@@ -21,10 +21,10 @@ from monitor.alerts.outbox import enqueue
 from monitor.alerts.rulefile import RuleConfig, RuleSet, thresholds_of
 from monitor.alerts.rules import RULES, Finding, query_unreadable
 from monitor.health.facts import QueryFacts
-from monitor.store.facts import Asked, fleet_facts, unreadable
 from monitor.store.isolation import is_outage, unreadable_reason
 from monitor.store.models import LIVE_ALERT_STATES, AlertEvent, AlertRow
 from monitor.store.notify import announce
+from monitor.store.read_facts import Asked, fleet_facts, unreadable
 from monitor.store.reads import list_queries
 
 UNREADABLE = query_unreadable.__name__

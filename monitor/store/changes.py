@@ -15,8 +15,8 @@ from typing import Any
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.store.facts import latest_batch
 from monitor.store.models import AlertEvent, AlertRow, Batch, Query, TimerSnapshotRow
+from monitor.store.read_facts import latest_batch
 
 # At most this many of a query's batches are read for a connection catching up.
 CATCH_UP_LIMIT = 1_000

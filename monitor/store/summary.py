@@ -12,7 +12,6 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.health.facts import QueryFacts, Thresholds
-from monitor.store.facts import Asked, facts_of, latest_batches, unreadable
 from monitor.store.isolation import read_apart
 from monitor.store.models import (
     Batch,
@@ -22,6 +21,7 @@ from monitor.store.models import (
     StateOperator,
     TimerSnapshotRow,
 )
+from monitor.store.read_facts import Asked, facts_of, latest_batches, unreadable
 from monitor.store.sql import chunks, newest_of
 from monitor.store.sums import whole_sum
 from monitor.store.windows import first_batch_since, late_by_partition

@@ -11,7 +11,7 @@ import sqlalchemy.orm as so
 
 from monitor.health.facts import FutureDated
 from monitor.health.lateness import Histogram, bucket_bounds
-from monitor.store.lateness import (
+from monitor.store.drop_causes import (
     Lateness,
     driver_shares,
     future_dated,

@@ -12,9 +12,9 @@ from flask import Flask
 
 from monitor.alerts.rulefile import RuleSet, thresholds_of
 from monitor.health.status import Status, query_status
-from monitor.store.facts import Asked, unreadable
 from monitor.store.isolation import recover, unreadable_reason
 from monitor.store.models import Batch, Query, TimerSnapshotRow
+from monitor.store.read_facts import Asked, unreadable
 from monitor.store.summary import (
     QuerySummary,
     partition_states,

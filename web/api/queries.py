@@ -11,9 +11,9 @@ import sqlalchemy.orm as so
 from flask import Blueprint, Response, current_app, request, stream_with_context
 
 from monitor.health.status import query_status
-from monitor.store.facts import latest_batch
 from monitor.store.history import CSV_COLUMNS, batch_series, csv_rows, partition_series
 from monitor.store.models import Batch, Query
+from monitor.store.read_facts import latest_batch
 from monitor.store.reads import find_query, list_queries, recent_timer_snapshots
 from monitor.store.summary import QuerySummary, partition_details, rows_dropped
 from web import db

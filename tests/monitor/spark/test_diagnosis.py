@@ -20,8 +20,8 @@ import sqlalchemy.orm as so
 from monitor.collect.progress import parse_progress
 from monitor.health.lateness import SHARES, bucket, bucket_bounds
 from monitor.spark.instrument import instrument
+from monitor.store.drop_causes import lateness
 from monitor.store.engine import create_engine
-from monitor.store.lateness import lateness
 from monitor.store.migrate import upgrade
 from monitor.store.models import Batch
 from monitor.store.writes import write_events

@@ -7,7 +7,6 @@ import sqlalchemy.orm as so
 
 from monitor.health.facts import Thresholds
 from monitor.store.engine import create_engine
-from monitor.store.facts import Asked, fleet_facts, latest_batch, read_facts
 from monitor.store.models import (
     Batch,
     Partition,
@@ -15,6 +14,7 @@ from monitor.store.models import (
     Query,
     TimerSnapshotRow,
 )
+from monitor.store.read_facts import Asked, fleet_facts, latest_batch, read_facts
 from monitor.store.sql import among
 from monitor.store.summary import summaries, summarize
 from tests.support.stores import emptied

@@ -18,8 +18,8 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.health.facts import FutureDated, PartitionFacts, QueryFacts, Thresholds, TrendPoint
+from monitor.store.drop_causes import future_dated_since
 from monitor.store.isolation import read_apart
-from monitor.store.lateness import future_dated_since
 from monitor.store.models import Batch, Partition, Query
 from monitor.store.sql import among, chunks, newest_of
 from monitor.store.sums import whole_sum
