@@ -4,7 +4,7 @@
 
 Set up as `wmon serve` sets it up: settings from the environment (WMON_DATABASE_URL, the store,
 must exist and be migrated; WMON_ALLOWED_HOSTS, the names it answers to), and its background
-work (web.background: the alert evaluation, the pruner and, with WMON_MESSAGE_QUEUE, the
+work (web.start: the alert evaluation, the pruner and, with WMON_MESSAGE_QUEUE, the
 store's watcher) running beside it, stopped and handed on when the process exits. One worker
 a process: a Socket.IO connection's requests must all reach the process that holds it
 (docs/operations.md).

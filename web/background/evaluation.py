@@ -1,6 +1,6 @@
 """Alert evaluation in the dashboard server: an AlertRunner as a background task.
 
-`wmon serve`, gunicorn and the demo start it (web.background; an app made for tests does not
+`wmon serve`, gunicorn and the demo start it (web.start; an app made for tests does not
 evaluate unless told to).
 Every server runs one, and the lease in the store lets exactly one of them evaluate at a
 time; `wmon alerts run` takes part the same way. The rules file is read when the app is made,

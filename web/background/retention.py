@@ -1,5 +1,5 @@
 """History retention in the dashboard server: every PRUNE_INTERVAL_S (an hour by default) a
-background task, started with the server (web.background) or else with the first request,
+background task, started with the server (web.start) or else with the first request,
 prunes what is older than RETENTION_DAYS
 (monitor/store/prune.py: short transactions, so the listeners' writes are not held up)."""
 
