@@ -51,7 +51,9 @@ def main(log_dir, checkpoint, database_url, markers):
         spark.readStream.format("partitioned_log")
         .option("path", log_dir)
         .option("subscribe", "telemetry")
-        .option("maxOffsetsPerTrigger", 90)
+        # 100 records of each partition a batch: three batches, two of them retried, and the
+        # second retried one starts from the state the first left.
+        .option("maxOffsetsPerTrigger", 300)
         .load()
     )
     measured = instrument(source, checkpoint=checkpoint, delay="10 seconds")

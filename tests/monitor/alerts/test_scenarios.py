@@ -33,6 +33,10 @@ pytestmark = [pytest.mark.spark, pytest.mark.e2e]
 SQLITE_ONLY = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 WAIT = 120
 TRAFFIC = dict(partitions=3, records=900, rate=30.0)
+# 3 s of event time a trigger instead of 1 s: a third of the batches before what a test waits
+# for (the idle partition's end, the burst, the end of the data). Not for a backfill, whose
+# watermark must lag the clock, nor where a test counts batches to stop between.
+LARGE_BATCHES = dict(trigger_seconds=3.0)
 
 
 def live_alerts(engine, rule):
@@ -110,16 +114,28 @@ def evaluating(spark, engine, database_url, rules=None):
         thread.join(30)
 
 
-def play_now(name, log_dir):
-    """Scenario `name` written to the log, its event times from now on."""
-    return play(name, PartitionedLog(log_dir), start_ms=int(time.time() * 1000), **TRAFFIC)
+def play_now(name, log_dir, traffic=None):
+    """Scenario `name` written to the log, its event times from now on; `traffic` overrides
+    TRAFFIC's parameters."""
+    params = {**TRAFFIC, **(traffic or {})}
+    return play(name, PartitionedLog(log_dir), start_ms=int(time.time() * 1000), **params)
 
 
 @contextmanager
-def monitored(spark, engine, database_url, log_dir, checkpoint, name, rules=None, each_batch=None):
+def monitored(
+    spark,
+    engine,
+    database_url,
+    log_dir,
+    checkpoint,
+    name,
+    rules=None,
+    each_batch=None,
+    traffic=None,
+):
     """A query over scenario `name` (event times from now on), the monitor and the evaluator;
     the scenario, the query and the evaluator."""
-    scenario = play_now(name, log_dir)
+    scenario = play_now(name, log_dir, traffic)
     with evaluating(spark, engine, database_url, rules) as runner:
         query = start_query(spark, scenario, log_dir, checkpoint, unique_name(name), each_batch)
         try:
@@ -206,7 +222,14 @@ def test_a_stalled_partition_fires_and_resolves_when_the_query_stops(
     rules = tmp_path / "rules.yml"
     rules.write_text("rules:\n  offset_lag: {threshold: 250, for: 0s}\n")
     with monitored(
-        spark, engine, database_url, log_dir, checkpoint, "stalled_partition", rules
+        spark,
+        engine,
+        database_url,
+        log_dir,
+        checkpoint,
+        "stalled_partition",
+        rules,
+        traffic=LARGE_BATCHES,
     ) as (scenario, query, _):
         stalled = wait_until(lambda: live_alerts(engine, "partition_stalled"), WAIT, "a stall")
         assert set(stalled) == {f"telemetry/{p}" for p in scenario.with_role(STALLED)}
@@ -234,11 +257,9 @@ def test_a_stalled_partition_fires_and_resolves_when_the_query_stops(
 
 @SQLITE_ONLY
 def test_an_idle_partition_fires(spark, engine, database_url, log_dir, checkpoint):
-    with monitored(spark, engine, database_url, log_dir, checkpoint, "idle_partition") as (
-        scenario,
-        query,
-        _,
-    ):
+    with monitored(
+        spark, engine, database_url, log_dir, checkpoint, "idle_partition", traffic=LARGE_BATCHES
+    ) as (scenario, query, _):
         idle = wait_until(lambda: live_alerts(engine, "partition_idle"), WAIT, "an idle partition")
         assert set(idle) == {f"telemetry/{p}" for p in scenario.with_role(IDLE)}
         assert not live_alerts(engine, "partition_stalled"), "a partition without work is idle"
@@ -297,11 +318,9 @@ def test_a_late_burst_fires_late_records_on_its_partition_only_until_its_window_
 ):
     rules = tmp_path / "rules.yml"
     rules.write_text("rules:\n  late_records: {window: 3s}\n")
-    with monitored(spark, engine, database_url, log_dir, checkpoint, "late_burst", rules) as (
-        scenario,
-        query,
-        _,
-    ):
+    with monitored(
+        spark, engine, database_url, log_dir, checkpoint, "late_burst", rules, traffic=LARGE_BATCHES
+    ) as (scenario, query, _):
         late = wait_until(lambda: live_alerts(engine, "late_records"), WAIT, "the burst")
         assert set(late) == {f"telemetry/{p}" for p in scenario.with_role(LATE)}
         wait_until(lambda: resolved(engine, "late_records"), WAIT, "the window to pass")
