@@ -89,7 +89,7 @@ def run(spark, log_dir, checkpoint, monkeypatch, operator, shape, options, windo
         spark.readStream.format("partitioned_log")
         .option("path", str(log_dir))
         .option("subscribe", "telemetry")
-        .option("maxOffsetsPerTrigger", 60)
+        .option("maxOffsetsPerTrigger", 120)
         .load()
     )
     measured = instrument(
