@@ -18,7 +18,7 @@ from flask import Flask, current_app, request
 from flask_socketio import SocketIO
 
 from monitor.store.engine import STORE_FAILURES, unusable
-from monitor.store.reads import QueryNotFound
+from monitor.store.queries import QueryNotFound
 from web.guards.hosts import is_trusted
 
 SUBSCRIBE_BURST = 20

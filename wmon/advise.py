@@ -13,7 +13,7 @@ import sqlalchemy.orm as so
 
 from monitor.health.lateness import SHARES
 from monitor.store.drop_causes import Lateness, lateness
-from monitor.store.reads import find_query
+from monitor.store.queries import find_query
 from wmon.options import json_option, open_store, store_option
 from wmon.render import Column, plain, render_table
 

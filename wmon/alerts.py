@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy.orm as so
 
 from monitor.config import DAY_S, load_settings
+from monitor.store.alerts import recent_alerts
 from monitor.store.engine import display_url
-from monitor.store.reads import recent_alerts
 from wmon.options import (
     MAX_ROWS,
     CliError,

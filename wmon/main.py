@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import sqlalchemy.exc as sa_exc
 
 from monitor.store.engine import StoreError, unusable
-from monitor.store.reads import QueryNotFound
+from monitor.store.queries import QueryNotFound
 from wmon import advise, alerts, bench, db, demo, ingest, queries, rejected, serve, submit
 from wmon.options import CliError, Parser
 from wmon.render import printable

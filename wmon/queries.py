@@ -13,9 +13,11 @@ import sqlalchemy.orm as so
 
 from monitor.health.facts import DEFAULT_WINDOW_MS
 from monitor.numbers import INT64_MAX
+from monitor.store.batches import recent_batches
 from monitor.store.models import Batch
-from monitor.store.reads import find_query, list_queries, recent_batches, recent_timer_snapshots
-from monitor.store.summary import partition_details
+from monitor.store.partitions import partition_details
+from monitor.store.queries import find_query, list_queries
+from monitor.store.timers import recent_timer_snapshots
 from wmon.options import MAX_ROWS, json_option, open_store, store_option, whole_number
 from wmon.render import (
     BATCH_COLUMNS,

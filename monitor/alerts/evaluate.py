@@ -24,8 +24,8 @@ from monitor.health.facts import QueryFacts
 from monitor.store.isolation import is_outage, unreadable_reason
 from monitor.store.models import LIVE_ALERT_STATES, AlertEvent, AlertRow
 from monitor.store.notify import announce
+from monitor.store.queries import list_queries
 from monitor.store.read_facts import Asked, fleet_facts, unreadable
-from monitor.store.reads import list_queries
 
 UNREADABLE = query_unreadable.__name__
 

@@ -20,7 +20,7 @@ from monitor.collect.writer import TRANSIENT_ERRORS
 from monitor.events import Event
 from monitor.health.predicates import Timeouts
 from monitor.store.engine import error_reason
-from monitor.store.reads import stored_query_ids
+from monitor.store.queries import stored_query_ids
 from monitor.store.rejected import set_aside
 from monitor.store.writes import Written, write_events
 

@@ -3,8 +3,8 @@
 A row counts as new when its key was not seen before or its content changed. Content matters:
 SQLite gives a replayed latest batch the primary key of the row it replaced (the largest id
 plus one, and the largest was just deleted), so a growing maximum id alone would miss it.
-Then the rows a look reported are read in full, and a query's batches after a given one for a
-reader catching up.
+The rows a look reports are then read in full by their entity's reader (`batches_by_id`,
+`timer_snapshots_by_id`, `alert_events_by_id`).
 """
 
 from __future__ import annotations
@@ -15,11 +15,8 @@ from typing import Any
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.store.models import AlertEvent, AlertRow, Batch, Query, TimerSnapshotRow
-from monitor.store.read_facts import latest_batch
+from monitor.store.models import AlertEvent, Batch, Query, TimerSnapshotRow
 
-# At most this many of a query's batches are read for a connection catching up.
-CATCH_UP_LIMIT = 1_000
 # The newest rows are read again at every look: a transaction that took an id early but
 # committed after this many newer rows (another writer's) would go unnoticed.
 KEEP_ROWS = 1_000
@@ -142,55 +139,3 @@ def query_watch() -> RowWatch:
         Query.error_class,
     )
     return RowWatch(Query.id, columns)
-
-
-def batches_by_id(session: so.Session, ids: Sequence[int]) -> Sequence[Batch]:
-    """The batches with these row ids, in the order they were stored."""
-    return session.scalars(sa.select(Batch).where(Batch.id.in_(ids)).order_by(Batch.id)).all()
-
-
-def timer_snapshots_by_id(session: so.Session, ids: Sequence[int]) -> Sequence[TimerSnapshotRow]:
-    """The pending-timer snapshots with these row ids, in the order they were stored."""
-    return session.scalars(
-        sa.select(TimerSnapshotRow)
-        .where(TimerSnapshotRow.id.in_(ids))
-        .order_by(TimerSnapshotRow.id)
-    ).all()
-
-
-def alert_events_by_id(
-    session: so.Session, ids: Sequence[int]
-) -> Sequence[tuple[AlertEvent, AlertRow, str | None]]:
-    """The alert events with these row ids, each with its alert and its query's name, in the
-    order they were stored."""
-    rows = session.execute(
-        sa.select(AlertEvent, AlertRow, Query.name)
-        .join(AlertRow, AlertRow.id == AlertEvent.alert_id)
-        .join(Query, Query.id == AlertRow.query_id)
-        .where(AlertEvent.id.in_(ids))
-        .order_by(AlertEvent.id)
-    )
-    return [(event, alert, name) for event, alert, name in rows]
-
-
-def batches_after(
-    session: so.Session, query_id: str, after_batch: int | None
-) -> tuple[Sequence[Batch], bool]:
-    """The newest CATCH_UP_LIMIT batches of a query after `after_batch`, newest first, and
-    whether that is all of them; None asks for none.
-
-    When the query's newest batch is below `after_batch` (a restart from an older checkpoint
-    superseded what the page has), the answer is none, and not complete.
-    """
-    if after_batch is None:
-        return [], True
-    latest = latest_batch(session, query_id)
-    if latest is not None and latest.batch_id < after_batch:
-        return [], False
-    newest = session.scalars(
-        sa.select(Batch)
-        .where(Batch.query_id == query_id, Batch.batch_id > after_batch)
-        .order_by(Batch.batch_id.desc())
-        .limit(CATCH_UP_LIMIT + 1)
-    ).all()
-    return newest[:CATCH_UP_LIMIT], len(newest) <= CATCH_UP_LIMIT

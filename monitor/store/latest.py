@@ -1,6 +1,6 @@
 """The latest state of every exported query at once, as an exporter's scrape reads it: each
 query's newest batch with its partitions and their newest event times, its newest pending-timer
-snapshot, and the live alerts; a few statements however many queries there are.
+snapshot; a few statements however many queries there are.
 
 Rows are read as plain rows (`sa.Row`), not ORM objects: a fleet's scrape reads tens of
 thousands of partition rows.
@@ -8,7 +8,6 @@ thousands of partition rows.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,10 +18,7 @@ import sqlalchemy.orm as so
 from monitor.health.facts import RUNNING
 from monitor.store.isolation import read_apart
 from monitor.store.models import (
-    LIVE_ALERT_STATES,
-    AlertRow,
     Batch,
-    Lease,
     Partition,
     PartitionEventTime,
     Query,
@@ -96,18 +92,3 @@ def _read_chunk(
     for row in rows_at_newest(session, timers, "taken_at_ms", newest_taken, timers.c.id):
         states[row.query_id].timers = row  # of two taken at the same time, the later stored
     return states
-
-
-def job_done_at(session: so.Session, lease: str) -> int | None:
-    """When a holder of the lease `lease` last finished its job; None if none has."""
-    return session.scalar(sa.select(Lease.done_at_ms).where(Lease.name == lease))
-
-
-def live_alert_counts(session: so.Session) -> Counter[tuple[str, str, str]]:
-    """The live (pending or firing) alerts, counted by rule, severity and state."""
-    rows = session.execute(
-        sa.select(AlertRow.rule, AlertRow.severity, AlertRow.state, sa.func.count())
-        .where(AlertRow.state.in_(LIVE_ALERT_STATES))
-        .group_by(AlertRow.rule, AlertRow.severity, AlertRow.state)
-    )
-    return Counter({(rule, severity, state): count for rule, severity, state, count in rows})

@@ -15,6 +15,7 @@ import uuid
 
 import sqlalchemy as sa
 import sqlalchemy.exc as sa_exc
+import sqlalchemy.orm as so
 
 from monitor.store.models import Lease
 
@@ -66,3 +67,8 @@ def release(engine: sa.Engine, name: str, holder: str) -> None:
             .where(Lease.name == name, Lease.holder == holder)
             .values(expires_at_ms=0)
         )
+
+
+def job_done_at(session: so.Session, lease: str) -> int | None:
+    """When a holder of the lease `lease` last finished its job; None if none has."""
+    return session.scalar(sa.select(Lease.done_at_ms).where(Lease.name == lease))

@@ -18,6 +18,7 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.health.facts import FutureDated, PartitionFacts, QueryFacts, Thresholds, TrendPoint
+from monitor.store.batches import latest_batches
 from monitor.store.drop_causes import future_dated_since
 from monitor.store.isolation import read_apart
 from monitor.store.models import Batch, Partition, Query
@@ -252,24 +253,3 @@ def trends(
 def trend(session: so.Session, query_id: str, points: int = TREND_POINTS) -> list[TrendPoint]:
     """The last `points` batches: watermark and total offset lag, oldest first."""
     return trends(session, [query_id], points).get(query_id, [])
-
-
-def latest_batch(session: so.Session, query_id: str) -> Batch | None:
-    """The query's batch with the highest batch id."""
-    return session.scalars(
-        sa.select(Batch).where(Batch.query_id == query_id).order_by(Batch.batch_id.desc()).limit(1)
-    ).first()
-
-
-def latest_batches(session: so.Session, query_ids: Sequence[str]) -> dict[str, Batch]:
-    """Each query's batch with the highest batch id, by query id; those with none left out.
-    Their observed metrics (the raw JSON, kilobytes a batch) are not read."""
-    newest = newest_of(Batch.__table__, "batch_id", query_ids)
-    batches = session.scalars(
-        sa.select(Batch)
-        .join(
-            newest, sa.and_(Batch.query_id == newest.c.query_id, Batch.batch_id == newest.c.newest)
-        )
-        .options(so.defer(Batch.observed_metrics, raiseload=True))
-    )
-    return {batch.query_id: batch for batch in batches}

@@ -23,8 +23,9 @@ from monitor.alerts.actions import (
 from monitor.alerts.rules import RULES
 from monitor.alerts.silences import active_silences, silenced
 from monitor.numbers import NumberError, json_whole, shown
+from monitor.store.alerts import alerts_with_names
 from monitor.store.models import AlertEvent, AlertRow, Delivery, DeliveryAttempt, Query, Silence
-from monitor.store.reads import alerts_with_names, find_query
+from monitor.store.queries import find_query
 from web import db
 from web.background.evaluation import evaluator
 from web.guards.params import (

@@ -23,15 +23,11 @@ from prometheus_client.utils import floatToGoString
 
 from monitor.alerts.runner import LEASE
 from monitor.health.facts import StoredStatus
+from monitor.store.alerts import live_alert_counts
 from monitor.store.engine import STORE_FAILURES, unusable
 from monitor.store.isolation import is_outage, unreadable_reason
-from monitor.store.latest import (
-    QueryState,
-    exported_queries,
-    job_done_at,
-    latest_states,
-    live_alert_counts,
-)
+from monitor.store.latest import QueryState, exported_queries, latest_states
+from monitor.store.leases import job_done_at
 from monitor.store.rejected import count_rejected
 from web import db
 from web.guards.errors import RETRY_AFTER_S

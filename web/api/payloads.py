@@ -12,16 +12,12 @@ from flask import Flask
 
 from monitor.alerts.rulefile import RuleSet, thresholds_of
 from monitor.health.status import Status, query_status
+from monitor.store.batches import rows_dropped
 from monitor.store.isolation import recover, unreadable_reason
 from monitor.store.models import Batch, Query, TimerSnapshotRow
+from monitor.store.partitions import partition_states
 from monitor.store.read_facts import Asked, unreadable
-from monitor.store.summary import (
-    QuerySummary,
-    partition_states,
-    rows_dropped,
-    summaries,
-    summarize,
-)
+from monitor.store.summary import QuerySummary, summaries, summarize
 from web.background import evaluation
 
 QUERY_FIELDS = (

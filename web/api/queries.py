@@ -11,11 +11,13 @@ import sqlalchemy.orm as so
 from flask import Blueprint, Response, current_app, request, stream_with_context
 
 from monitor.health.status import query_status
+from monitor.store.batches import latest_batch, rows_dropped
 from monitor.store.history import CSV_COLUMNS, batch_series, csv_rows, partition_series
 from monitor.store.models import Batch, Query
-from monitor.store.read_facts import latest_batch
-from monitor.store.reads import find_query, list_queries, recent_timer_snapshots
-from monitor.store.summary import QuerySummary, partition_details, rows_dropped
+from monitor.store.partitions import partition_details
+from monitor.store.queries import find_query, list_queries
+from monitor.store.summary import QuerySummary
+from monitor.store.timers import recent_timer_snapshots
 from web import db
 from web.api.diagnosis import diagnosis_json
 from web.api.payloads import (

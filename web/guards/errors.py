@@ -10,7 +10,7 @@ from werkzeug.exceptions import BadRequest, HTTPException, RequestEntityTooLarge
 
 from monitor.numbers import shown
 from monitor.store.engine import STORE_FAILURES, unusable
-from monitor.store.reads import QueryNotFound
+from monitor.store.queries import QueryNotFound
 from web.guards.hosts import is_trusted
 from web.guards.params import BadParameter
 

@@ -16,17 +16,12 @@ import sqlalchemy.orm as so
 from flask import Flask
 
 from monitor.alerts.silences import active_silences
-from monitor.store.changes import (
-    alert_event_watch,
-    alert_events_by_id,
-    batch_watch,
-    batches_by_id,
-    query_watch,
-    timer_snapshots_by_id,
-    timer_watch,
-)
+from monitor.store.alerts import alert_events_by_id
+from monitor.store.batches import batches_by_id
+from monitor.store.changes import alert_event_watch, batch_watch, query_watch, timer_watch
 from monitor.store.models import Batch
-from monitor.store.reads import list_queries, queries_by_id
+from monitor.store.queries import list_queries, queries_by_id
+from monitor.store.timers import timer_snapshots_by_id
 from web.api.alerts import alert_json, silences_in_force
 from web.api.payloads import Lens, batch_events, overview, timers_json
 from web.live.events import ALERTS_ROOM, OVERVIEW_ROOM, Event, room

@@ -22,7 +22,7 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 from flask import Flask
 
-from monitor.store.changes import batches_after
+from monitor.store.batches import batches_after
 from monitor.store.engine import STORE_FAILURES, unusable
 from monitor.store.leases import acquire, new_holder, release
 from monitor.store.notify import ChangeSignal

@@ -9,7 +9,7 @@ from __future__ import annotations
 from flask import Blueprint, render_template
 
 from monitor.store.models import Query
-from monitor.store.reads import find_query
+from monitor.store.queries import find_query
 from web import db
 
 bp = Blueprint("pages", __name__)

@@ -6,6 +6,7 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.health.facts import Thresholds
+from monitor.store.batches import latest_batch
 from monitor.store.engine import create_engine
 from monitor.store.models import (
     Batch,
@@ -14,7 +15,7 @@ from monitor.store.models import (
     Query,
     TimerSnapshotRow,
 )
-from monitor.store.read_facts import Asked, fleet_facts, latest_batch, read_facts
+from monitor.store.read_facts import Asked, fleet_facts, read_facts
 from monitor.store.sql import among
 from monitor.store.summary import summaries, summarize
 from tests.support.stores import emptied

@@ -3,8 +3,10 @@ import sqlalchemy.orm as so
 
 from monitor.collect.progress import parse_progress
 from monitor.events import QueryIdle, QueryStarted, QueryTerminated
+from monitor.store.batches import recent_batches
 from monitor.store.models import Batch, Partition, Query, Run, Source, StateOperator
-from monitor.store.reads import batch_partitions, find_query, list_queries, recent_batches
+from monitor.store.partitions import partition_states
+from monitor.store.queries import find_query, list_queries
 from monitor.store.writes import write_event
 from tests.support.progress import progress_doc
 
@@ -35,7 +37,7 @@ def test_a_batch_is_stored_with_its_operators_sources_and_partitions(engine):
         [source] = session.scalars(sa.select(Source)).all()
         assert source.kind == "kafka" and '"telemetry"' in source.end_offset
         assert [
-            (p.partition, p.end_offset, p.offset_lag) for p in batch_partitions(session, QUERY)
+            (p.partition, p.end_offset, p.offset_lag) for p in partition_states(session, [row])[3]
         ] == [("telemetry/0", 1020, 4), ("telemetry/1", 960, 0), ("telemetry/2", 900, 600)]
         assert session.scalars(sa.select(StateOperator.operator_name)).all() == ["stateStoreSave"]
     assert query_row(engine).status == "active" and query_row(engine).last_batch_id == 3
@@ -121,5 +123,4 @@ def test_recent_batches_are_the_last_ones_oldest_first(engine):
         write_event(engine, batch(batch_id))
     with so.Session(engine) as session:
         assert [b.batch_id for b in recent_batches(session, QUERY, 3)] == [3, 4, 5]
-        assert [p.batch_id for p in batch_partitions(session, QUERY, 1)] == [1, 1, 1]
-        assert batch_partitions(session, "no-such-query") == []
+        assert recent_batches(session, "no-such-query", 3) == []
