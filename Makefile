@@ -25,4 +25,4 @@ e2e: setup
 	$(BIN)/pytest -m e2e $(PYTEST_ARGS)
 
 bench: setup
-	$(BIN)/wmon bench $(BENCH_ARGS)
+	$(BIN)/python -m benchmarks $(BENCH_ARGS)

@@ -1,5 +1,5 @@
 """The `wmon` command: migrate the store, inspect stored history, serve the dashboard, evaluate
-alerts, generate data, run the demo and the benchmarks."""
+alerts, generate data and run the demo."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import sqlalchemy.exc as sa_exc
 
 from monitor.store.engine import StoreError, unusable
 from monitor.store.queries import QueryNotFound
-from wmon import advise, alerts, bench, db, demo, ingest, queries, rejected, serve, submit
+from wmon import advise, alerts, db, demo, ingest, queries, rejected, serve, submit
 from wmon.options import CliError, Parser
 from wmon.render import printable
 
 # Each group adds its own sub-commands, in the order `wmon --help` lists them.
-GROUPS = (db, queries, advise, alerts, demo, serve, ingest, rejected, submit, bench)
+GROUPS = (db, queries, advise, alerts, demo, serve, ingest, rejected, submit)
 
 
 def build_parser() -> Parser:

@@ -19,7 +19,7 @@ retried for a day against a receiver that is down has about 300, and 32 alerts w
 19,200 attempts, went in 30 ms on either store) or `chunk` silences, so that a listener's write
 waits for one short transaction at most. Between transactions the pruner pauses as long as the last
 one took (at most MAX_PAUSE_S): SQLite's busy handler retries a waiting writer after sleeps of up
-to 100 ms, so with transactions back to back a writer often misses the gaps. `wmon bench`
+to 100 ms, so with transactions back to back a writer often misses the gaps. `python -m benchmarks`
 measures a writer beside a prune with and without the pauses (docs/benchmarks.md).
 """
 

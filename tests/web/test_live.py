@@ -2,7 +2,7 @@
 thread watches the store, and real Socket.IO clients receive what was written.
 
 These tests check what arrives, in which order and how often; how fast it arrives is measured by
-`wmon bench` (wmon/bench/push.py), not asserted on a loaded test machine."""
+`python -m benchmarks` (benchmarks/push.py), not asserted on a loaded test machine."""
 
 import json
 import subprocess

@@ -13,6 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 import web
+from benchmarks.scratch import create_database
 from monitor.collect.spark_events import STARTED, named
 from monitor.store.engine import create_engine
 from monitor.store.migrate import upgrade
@@ -21,7 +22,6 @@ from tests.support.network import closed_port
 from tests.support.progress import batch_event, fixture
 from tests.support.waiting import wait_until
 from web import create_app
-from wmon.bench.scratch import create_database
 
 TOKEN = "s3cret"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

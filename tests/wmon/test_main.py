@@ -332,7 +332,7 @@ BAD_ARGUMENTS = [
         ["watch"],
         "wmon: error: argument command: invalid choice: 'watch' (choose from 'db', 'prune',"
         " 'queries', 'batches', 'partitions', 'timers', 'advise', 'alerts', 'generate', 'demo',"
-        " 'serve', 'ingest', 'rejected', 'spark-conf', 'submit', 'bench')"
+        " 'serve', 'ingest', 'rejected', 'spark-conf', 'submit')"
         " (see wmon --help)",
     ),
     ([], "wmon: error: the following arguments are required: command (see wmon --help)"),

@@ -7,13 +7,13 @@ from collections.abc import Iterator
 import pytest
 import sqlalchemy as sa
 
+from benchmarks.scratch import create_database, drop_database
+from benchmarks.synthetic import synthetic_progress
 from monitor.collect.progress import parse_progress
 from monitor.events import QueryIdle, QueryStarted, QueryTerminated, TimerSnapshot
 from monitor.store.engine import create_engine
 from monitor.store.writes import write_event, write_events
 from tests.support.stores import POSTGRES_SERVER, migrated, stored_rows
-from wmon.bench.scratch import create_database, drop_database
-from wmon.bench.synthetic import synthetic_progress
 
 A, B = "aaaaaaaa-0000-0000-0000-000000000001", "bbbbbbbb-0000-0000-0000-000000000002"
 T0 = 1_795_000_000_000

@@ -9,6 +9,7 @@ import pytest
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
+from benchmarks.bulk_history import fill
 from monitor.store.engine import create_engine
 from monitor.store.models import (
     AlertEvent,
@@ -28,7 +29,6 @@ from monitor.store.models import (
 from monitor.store.prune import MAX_PAUSE_S, TABLES, prune
 from tests.support.retention import CUTOFF, DAY, NEW, NOW, OLD, write_batch, write_snapshot
 from tests.support.waiting import wait_until
-from wmon.bench.bulk_history import fill
 from wmon.main import main
 
 BATCH_TABLES = (Batch, StateOperator, Source, Partition, PartitionEventTime)
@@ -284,7 +284,7 @@ def test_writers_go_on_between_the_transactions_of_a_long_prune(engine, database
     assert pruned.deleted["partitions"] == 1_499 * 64
     # The live batches stored by each pause while old batches were still being deleted (32 a
     # transaction): they went in between those transactions, not only before or after them.
-    # How long they waited is `wmon bench`'s to measure (docs/benchmarks.md).
+    # How long they waited is the benchmarks' to measure (docs/benchmarks.md).
     stored = [count for left, count in pauses if left > 1]
     assert sum(after > before for before, after in itertools.pairwise(stored)) >= 5, stored
     assert batch_ids(engine, "live")["batches"] == list(range(len(written)))

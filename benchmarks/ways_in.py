@@ -1,5 +1,5 @@
-"""`wmon bench`, the three ways in: the JVM listener's time on Spark's listener bus thread, the
-collector's throughput over HTTP, and the speed of an event-log backfill."""
+"""`python -m benchmarks`, the three ways in: the JVM listener's time on Spark's listener bus
+thread, the collector's throughput over HTTP, and the speed of an event-log backfill."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from wmon.bench.collect_path import milliseconds
-from wmon.bench.scratch import scratch_database
+from benchmarks.collect_path import milliseconds
+from benchmarks.scratch import scratch_database
 
 MB = 1_000_000
 
@@ -25,7 +25,7 @@ def ways_in_figures(args: argparse.Namespace, spark: Any = None) -> None:
 
 def listener_figures(seconds: int, spark: Any = None) -> None:
     """The JVM listener's time per callback on Spark's bus, in a real query of `seconds`."""
-    from wmon.bench.jvm_listener import bus_times, spark_session
+    from benchmarks.jvm_listener import bus_times, spark_session
 
     print(
         f"JVM listener on Spark's listener bus, {seconds} s of rate -> watermark -> "
@@ -49,7 +49,7 @@ def listener_figures(seconds: int, spark: Any = None) -> None:
 
 def collector_figures(args: argparse.Namespace) -> None:
     """The collector's throughput over HTTP into SQLite and, unless skipped, PostgreSQL."""
-    from wmon.bench.http_ingest import ingest_rate
+    from benchmarks.http_ingest import ingest_rate
 
     count, partitions, per_request = args.events, args.partitions, args.request_events
     print(
@@ -75,7 +75,7 @@ def _print_rate(store: str, events_per_s: float, partitions: int) -> None:
 
 def backfill_figures(args: argparse.Namespace) -> None:
     """The speed of one Ingester step over a finished application's zstd event log."""
-    from wmon.bench.event_log import backfill
+    from benchmarks.event_log import backfill
 
     with tempfile.TemporaryDirectory(prefix="wmon-bench-") as folder:
         done = backfill(Path(folder), args.events, args.partitions)

@@ -1,12 +1,12 @@
-"""`wmon bench --flood` end to end with a tiny flood, on a temporary SQLite store and a scratch
-PostgreSQL database. The figures are measured, so only their presence and sense are checked,
-never their size."""
+"""`python -m benchmarks --flood` end to end with a tiny flood, on a temporary SQLite store and a
+scratch PostgreSQL database. The figures are measured, so only their presence and sense are
+checked, never their size."""
 
 import re
 
 import pytest
 
-from wmon.main import main
+from benchmarks import main
 
 SECONDS = r"\d+\.\d\d s"
 
@@ -14,7 +14,7 @@ SECONDS = r"\d+\.\d\d s"
 def test_a_tiny_flood_is_read_and_evaluated_on_both_stores(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert main(["bench", "--flood", "3"]) == 0
+    assert main(["--flood", "3"]) == 0
     out = capsys.readouterr().out
     for store in ("SQLite", "PostgreSQL"):
         [line] = [line for line in out.splitlines() if line.startswith(f"  {store}, 3 queries")]

@@ -11,14 +11,14 @@ import tempfile
 import time
 from collections.abc import Sequence
 
+from benchmarks.scratch import scratch_database
+from benchmarks.synthetic import progress_events
 from monitor.collect.progress import parse_progress
 from monitor.collect.spark_events import PROGRESS
 from monitor.collect.writer import StoreWriter
 from monitor.spark.listener import WatermarkListener
 from monitor.store.engine import create_engine
 from monitor.store.migrate import upgrade
-from wmon.bench.scratch import scratch_database
-from wmon.bench.synthetic import progress_events
 
 
 def milliseconds(samples: Sequence[float]) -> str:

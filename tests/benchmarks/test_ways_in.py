@@ -1,5 +1,5 @@
-"""`wmon bench --ways-in` end to end with tiny sizes: the collector over real HTTP into SQLite
-and PostgreSQL, a backfill of a real zstd event log, and the JVM listener in the shared
+"""`python -m benchmarks --ways-in` end to end with tiny sizes: the collector over real HTTP into
+SQLite and PostgreSQL, a backfill of a real zstd event log, and the JVM listener in the shared
 SparkSession posting to a real collector. The figures are measured, so only their presence
 and sense are checked, never their size."""
 
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from wmon.bench.ways_in import listener_figures
-from wmon.main import main
+from benchmarks import main
+from benchmarks.ways_in import listener_figures
 
 NUMBER = r"([\d,]+(?:\.\d+)?)"
 
@@ -24,7 +24,7 @@ def figures(pattern: str, out: str) -> list[float]:
 
 def test_collector_and_backfill_figures(capsys: pytest.CaptureFixture[str]) -> None:
     # The scratch PostgreSQL database is made where the tests' is ($WMON_TEST_POSTGRES_URL).
-    args = ["bench", "--ways-in", "--spark-seconds", "0", "--events", "30", "--partitions", "4"]
+    args = ["--ways-in", "--spark-seconds", "0", "--events", "30", "--partitions", "4"]
     args += ["--request-events", "10"]
     assert main(args) == 0
     out = capsys.readouterr().out
@@ -53,7 +53,7 @@ def test_collector_and_backfill_figures(capsys: pytest.CaptureFixture[str]) -> N
 
 def test_ways_in_is_one_selection_among_others(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
-        main(["bench", "--ways-in", "--dashboard"])
+        main(["--ways-in", "--dashboard"])
     assert "not allowed with argument" in capsys.readouterr().err
 
 

@@ -1,29 +1,43 @@
-"""`wmon bench`: the listener's time per progress event, the store's sustained ingest rate, the
-instrumented operator's overhead, writes beside a prune, the three ways in (the JVM listener, the
-collector over HTTP, an event-log backfill), the dashboard's latency and history, a fleet
-and a flood of queries.
+"""`python -m benchmarks`: the listener's time per progress event, the store's sustained ingest
+rate, the instrumented operator's overhead, writes beside a prune, the three ways in (the JVM
+listener, the collector over HTTP, an event-log backfill), the dashboard's latency and history, a
+fleet and a flood of queries.
 
-The benchmarks wire Spark, the store and the dashboard together, so they live with the command,
-not in the library; each module is imported only when its measurement runs.
+The benchmarks wire Spark, the store and the dashboard together and need the `dev` extra's
+packages, so they run from a checkout and are not part of the installed package; each module is
+imported only when its measurement runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from wmon.options import whole_number
+from wmon.options import CliError, Parser, whole_number
 
+PROG = "python -m benchmarks"
 DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
 
 
-def register(commands: Any) -> None:
-    """Add `wmon bench` and its options."""
-    parser = commands.add_parser(
-        "bench", help="benchmark the listener, the store and the dashboard"
-    )
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmarks asked for; a missing prerequisite is one line on stderr and exit 1."""
+    args = build_parser().parse_args(argv)
+    try:
+        run(args)
+    except CliError as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+def build_parser() -> Parser:
+    """The benchmarks' options."""
+    parser = Parser(prog=PROG, description="benchmark the listener, the store and the dashboard")
     parser.add_argument(
         "--events",
         type=whole_number(1, 10_000_000),
@@ -83,7 +97,7 @@ def register(commands: Any) -> None:
     _add_selection(parser)
     _add_dashboard_arguments(parser)
     _add_fleet_arguments(parser)
-    parser.set_defaults(func=run)
+    return parser
 
 
 def _add_selection(parser: argparse.ArgumentParser) -> None:
@@ -185,15 +199,15 @@ def _add_dashboard_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> None:
     """Run every measurement asked for and print the figures the docs quote."""
-    from wmon.bench.collect_path import collector_figures
-    from wmon.bench.fleet import fleet_figures
-    from wmon.bench.flood import flood_figures
-    from wmon.bench.history import history_figures
-    from wmon.bench.operator import operator_figures
-    from wmon.bench.prune import prune_figures
-    from wmon.bench.push import live_figures
-    from wmon.bench.spark import spark_figures
-    from wmon.bench.ways_in import ways_in_figures
+    from benchmarks.collect_path import collector_figures
+    from benchmarks.fleet import fleet_figures
+    from benchmarks.flood import flood_figures
+    from benchmarks.history import history_figures
+    from benchmarks.operator import operator_figures
+    from benchmarks.prune import prune_figures
+    from benchmarks.push import live_figures
+    from benchmarks.spark import spark_figures
+    from benchmarks.ways_in import ways_in_figures
 
     if args.ways_in:
         ways_in_figures(args)

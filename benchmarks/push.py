@@ -1,4 +1,4 @@
-"""`wmon bench`, live: how long a stored batch takes to reach 100 connected browsers.
+"""`python -m benchmarks`, live: how long a stored batch takes to reach 100 connected browsers.
 
 `wmon serve` runs in a process of its own on a fresh store. The clients, real Socket.IO
 clients, are spread over a few processes, each running its share on one asyncio event loop
@@ -27,12 +27,12 @@ from dataclasses import dataclass
 from multiprocessing.synchronize import Event as EventType
 from typing import IO, Any
 
+from benchmarks.scratch import scratch_database
+from benchmarks.synthetic import synthetic_progress
 from monitor.collect.progress import parse_progress
 from monitor.store.engine import create_engine
 from monitor.store.migrate import upgrade
 from monitor.store.writes import write_events
-from wmon.bench.scratch import scratch_database
-from wmon.bench.synthetic import synthetic_progress
 
 QUERY = "bench-live"
 START_S = 30.0

@@ -1,6 +1,6 @@
-"""`wmon bench`, history: the time a History page takes to open a day of 64 partitions.
+"""`python -m benchmarks`, history: the time a History page takes to open a day of 64 partitions.
 
-The store is filled in bulk (wmon/bench/bulk_history.py) with one query's 1-second batches; the
+The store is filled in bulk (benchmarks/bulk_history.py) with one query's 1-second batches; the
 SQLite file is kept under var/bench/ and reused, migrated when the schema changed. The page's
 requests go over HTTP to the real app in a threaded server, as a browser sends them: the page,
 the query (to find the newest batch), then the batches and the partition history at once.
@@ -16,11 +16,11 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from benchmarks.bulk_history import fill
+from benchmarks.scratch import scratch_database
+from benchmarks.serving import fetched, served
 from monitor.store.engine import create_engine, display_url
 from monitor.store.migrate import upgrade
-from wmon.bench.bulk_history import fill
-from wmon.bench.scratch import scratch_database
-from wmon.bench.serving import fetched, served
 
 QUERY = "bench-history"
 START_MS = 1_795_000_000_000

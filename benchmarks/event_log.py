@@ -1,5 +1,5 @@
-"""`wmon bench`, the event log: a backfill of a finished application's rolling zstd event log,
-as Spark 4.3 writes one, by `wmon ingest`'s Ingester into a fresh SQLite store.
+"""`python -m benchmarks`, the event log: a backfill of a finished application's rolling zstd
+event log, as Spark 4.3 writes one, by `wmon ingest`'s Ingester into a fresh SQLite store.
 
 The log holds one streaming query's started event, `count` batches (each a job's start and end
 lines, then the progress event) and its terminated event, between the application's own start
@@ -18,12 +18,12 @@ from typing import Any
 
 import zstandard
 
+from benchmarks.synthetic import synthetic_progress
 from monitor.collect.spark_events import PROGRESS, STARTED, TERMINATED, named, timestamp_text
 from monitor.health.predicates import Timeouts
 from monitor.ingest.ingester import Ingester
 from monitor.store.engine import create_engine
 from monitor.store.migrate import upgrade
-from wmon.bench.synthetic import synthetic_progress
 
 FLUSH_LINES = 100
 SPARK_VERSION = "4.3.0"

@@ -1,4 +1,4 @@
-"""`wmon bench --fleet N`: can one PostgreSQL store keep up with N queries?
+"""`python -m benchmarks --fleet N`: can one PostgreSQL store keep up with N queries?
 
 N simulated queries of 64 partitions each report one batch a second, written through the real
 write path by several writer processes (each owns a share of the queries and writes each
@@ -15,14 +15,14 @@ import multiprocessing
 import time
 from typing import Any
 
+from benchmarks.push import QUERY, Deliveries, delivered, percentiles, served, watching
+from benchmarks.scratch import scratch_database
+from benchmarks.synthetic import synthetic_progress
 from monitor.collect.progress import parse_progress
 from monitor.events import BatchProgress
 from monitor.store.engine import create_engine
 from monitor.store.migrate import upgrade
 from monitor.store.writes import write_events
-from wmon.bench.push import QUERY, Deliveries, delivered, percentiles, served, watching
-from wmon.bench.scratch import scratch_database
-from wmon.bench.synthetic import synthetic_progress
 
 GROUP_SIZE = 100  # events a writer stores in one transaction, as the writer's group
 START_DELAY_S = 1.0  # from the last writer being ready to the first second's batches

@@ -1,4 +1,4 @@
-"""`wmon bench --flood N`: does the dashboard stay up when a store holds N queries?
+"""`python -m benchmarks --flood N`: does the dashboard stay up when a store holds N queries?
 
 A flood of new query ids (a misconfigured job, a sender with a bug) leaves a store with
 thousands of queries, each with a batch or two. What must hold then is that the fleet's reads
@@ -22,6 +22,9 @@ from pathlib import Path
 
 import sqlalchemy.orm as so
 
+from benchmarks.scratch import scratch_database
+from benchmarks.serving import fetched, serving
+from benchmarks.synthetic import synthetic_progress
 from monitor.alerts.evaluate import evaluate
 from monitor.alerts.rulefile import RuleSet
 from monitor.alerts.runner import now_ms as wall_clock_ms
@@ -31,9 +34,6 @@ from monitor.store.migrate import upgrade
 from monitor.store.writes import write_events
 from web import create_app
 from web.background import retention
-from wmon.bench.scratch import scratch_database
-from wmon.bench.serving import fetched, serving
-from wmon.bench.synthetic import synthetic_progress
 
 PARTITIONS = 4  # each flooded query's source partitions: a flood's events are small
 GROUP_SIZE = 500  # events stored in one transaction while filling

@@ -1,18 +1,18 @@
-"""`wmon bench --fleet` end to end with a tiny fleet: writer processes, `wmon serve` and its
-clients on a scratch PostgreSQL database. The figures are measured, so only their presence and
+"""`python -m benchmarks --fleet` end to end with a tiny fleet: writer processes, `wmon serve` and
+its clients on a scratch PostgreSQL database. The figures are measured, so only their presence and
 sense are checked, never their size."""
 
 import re
 
 import pytest
 
-from wmon.main import main
+from benchmarks import main
 
 NUMBER = r"([\d,]+)"
 
 
 def test_a_tiny_fleet_is_written_and_pushed_in_full(capsys: pytest.CaptureFixture[str]) -> None:
-    args = ["bench", "--fleet", "3,4", "--fleet-seconds", "2", "--fleet-writers", "2"]
+    args = ["--fleet", "3,4", "--fleet-seconds", "2", "--fleet-writers", "2"]
     assert main(args + ["--partitions", "4", "--clients", "2", "--client-processes", "1"]) == 0
     out = capsys.readouterr().out
     for size in (3, 4):
@@ -28,5 +28,5 @@ def test_a_tiny_fleet_is_written_and_pushed_in_full(capsys: pytest.CaptureFixtur
 
 def test_fleet_sizes_are_checked(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
-        main(["bench", "--fleet", "10,zero"])
+        main(["--fleet", "10,zero"])
     assert "zero" in capsys.readouterr().err

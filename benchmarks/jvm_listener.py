@@ -1,5 +1,5 @@
-"""`wmon bench`, the JVM listener: how long its callbacks hold Spark's listener bus thread in a
-real streaming query, while it posts to a real collector.
+"""`python -m benchmarks`, the JVM listener: how long its callbacks hold Spark's listener bus
+thread in a real streaming query, while it posts to a real collector.
 
 The listener is built through py4j from a SparkConf, as Spark builds one named in
 `spark.sql.streaming.streamingQueryListeners`, and added to the session's listener bus; Spark
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wmon.bench.http_ingest import TOKEN, collector
+from benchmarks.http_ingest import TOKEN, collector
 from wmon.submit import built_jar
 
 # Long enough for the first batch of the query below, or a few more, on a busy machine.

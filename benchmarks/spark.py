@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from wmon.bench.collect_path import milliseconds
-from wmon.bench.operator import operator_figures
+from benchmarks.collect_path import milliseconds
+from benchmarks.operator import operator_figures
 
 
 def spark_figures(args: argparse.Namespace) -> None:

@@ -1,5 +1,5 @@
-"""`wmon bench`, the collector: progress events posted over HTTP to `POST /api/ingest`, as the
-JVM listener posts them (Spark's event-log form, a list per request), stored by the app of
+"""`python -m benchmarks`, the collector: progress events posted over HTTP to `POST /api/ingest`,
+as the JVM listener posts them (Spark's event-log form, a list per request), stored by the app of
 `wmon serve` in a threaded server; one client, one request after another."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from benchmarks.serving import served
+from benchmarks.synthetic import synthetic_progress
 from monitor.collect.spark_events import PROGRESS, named
 from monitor.store.engine import create_engine
 from monitor.store.migrate import upgrade
-from wmon.bench.serving import served
-from wmon.bench.synthetic import synthetic_progress
 
 TOKEN = "wmon-bench-ingest-token"
 SENDER = "wmon-bench"

@@ -1,7 +1,7 @@
-"""`wmon bench`, pruning: how long a listener's writes wait while a prune deletes hours of
-history, with the pruner's pauses between its transactions and without them.
+"""`python -m benchmarks`, pruning: how long a listener's writes wait while a prune deletes hours
+of history, with the pruner's pauses between its transactions and without them.
 
-Each run fills a fresh store in bulk (wmon/bench/bulk_history.py) with one query's 1-second
+Each run fills a fresh store in bulk (benchmarks/bulk_history.py) with one query's 1-second
 batches, all older than the cutoff; while `prune` deletes them, a writer stores another query's
 batches through the real write path, ten a second, on an engine of its own, as a listener in
 another process would. A write's time runs from its start to its commit.
@@ -17,14 +17,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from benchmarks.bulk_history import fill
+from benchmarks.scratch import scratch_database
+from benchmarks.synthetic import synthetic_progress
 from monitor.collect.progress import parse_progress
 from monitor.store.engine import create_engine
 from monitor.store.migrate import upgrade
 from monitor.store.prune import prune
 from monitor.store.writes import write_event
-from wmon.bench.bulk_history import fill
-from wmon.bench.scratch import scratch_database
-from wmon.bench.synthetic import synthetic_progress
 
 OLD, LIVE = "bench-prune-old", "bench-prune-live"
 START_MS = 1_795_000_000_000
