@@ -9,8 +9,9 @@ from werkzeug.serving import make_server
 
 import web
 from tests.support.pages import CHROMIUM, CHROMIUM_ARGS, SCREEN, WALL, open_page
-from tests.support.push_clients import WAIT_S, Browser
+from tests.support.push_clients import Browser, end_all
 from web import create_app
+from web.sockets import socketio
 
 
 @pytest.fixture
@@ -96,10 +97,4 @@ def browsers(server):
         return opened[-1]
 
     yield open_browser
-    # A client's disconnect waits up to 3 s for the server's WebSocket close frame, which
-    # Werkzeug's server does not send: close them all at once.
-    closing = [threading.Thread(target=browser.close) for browser in opened]
-    for thread in closing:
-        thread.start()
-    for thread in closing:
-        thread.join(timeout=WAIT_S)
+    end_all([browser.client for browser in opened], socketio.server)

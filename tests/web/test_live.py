@@ -17,8 +17,9 @@ import sqlalchemy.orm as so
 from monitor.alerts.actions import lift_silence, silence
 from monitor.store.models import Silence
 from tests.support.paths import ROOT
-from tests.support.push_clients import T0, WAIT_S, Writer
+from tests.support.push_clients import T0, WAIT_S, Writer, end_all
 from tests.support.waiting import wait_until
+from web.sockets import socketio
 
 TOKEN = "s3cret"
 
@@ -152,7 +153,7 @@ def test_a_reconnecting_client_gets_exactly_what_it_missed(writer, browsers):
     witness.subscribe("q")
     assert first.subscribe("q", after_batch=-1) == {"query": "q", "caught_up": 2, "complete": True}
     assert first.batch_ids() == [0, 1]
-    first.close()
+    end_all([first.client], socketio.server)
 
     for batch_id in range(2, 5):
         writer.batch(batch_id)

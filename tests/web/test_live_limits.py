@@ -17,7 +17,7 @@ from monitor.numbers import INT64_MAX, INT64_MIN
 from monitor.store.writes import write_events
 from tests.support.network import closed_port
 from tests.support.progress import batch_event
-from tests.support.push_clients import WAIT_S, Browser
+from tests.support.push_clients import WAIT_S, Browser, end_all
 from tests.support.waiting import wait_until
 from web import create_app, db, live, sockets
 from web.live import watching as live_watching
@@ -187,8 +187,7 @@ def test_each_connection_has_its_own_rate_limit_forgotten_when_it_ends(app, stor
     assert "error" not in other.subscribe("q1")
     assert len(sockets.subscribe_limit(app)) == 2
 
-    browser.close()
-    other.close()
+    end_all([browser.client, other.client], sockets.socketio.server)
     wait_until(lambda: len(sockets.subscribe_limit(app)) == 0, WAIT_S, "the limits forgotten")
 
 
@@ -327,11 +326,7 @@ def test_socket_io_refuses_foreign_hosts_and_origins(server):
     try:
         assert [client is not None for client in clients] == [accepted for *_, accepted in cases]
     finally:
-        closing = [threading.Thread(target=c.disconnect) for c in clients if c is not None]
-        for thread in closing:
-            thread.start()
-        for thread in closing:
-            thread.join(timeout=WAIT_S)
+        end_all([client for client in clients if client is not None], sockets.socketio.server)
 
 
 def test_after_batch_is_a_64_bit_batch_id(stored, browsers):
@@ -378,7 +373,7 @@ def test_each_request_is_answered_when_the_store_cannot_be_used(broken_app):
             ack = browser.client.call(event, payload, timeout=WAIT_S)
             assert ack["error"].startswith("cannot use the store: "), (event, ack)
     finally:
-        browser.close()
+        end_all([browser.client], sockets.socketio.server)
         http.shutdown()
         thread.join(timeout=10)
 
