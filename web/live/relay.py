@@ -53,7 +53,7 @@ class Relay:
 
     def __init__(self, url: str, channel: str, delivery: Delivery) -> None:
         self.host_id = uuid.uuid4().hex
-        self.rooms_refresh_s, self.subscribed_wait_s = ROOMS_REFRESH_S, SUBSCRIBED_WAIT_S
+        self.subscribed_wait_s = SUBSCRIBED_WAIT_S
         self.channel = channel
         self._rooms_key = f"{channel}:rooms:"
         self._hosts_key = f"{channel}:hosts"
@@ -99,7 +99,7 @@ class Relay:
         than one before it."""
         with self._rooms_lock:
             started = time.monotonic()
-            if not now and started - self._rooms_at < self.rooms_refresh_s:
+            if not now and started - self._rooms_at < ROOMS_REFRESH_S:
                 return
             self._rooms_at = started
             key = self._rooms_key + self.host_id
