@@ -18,8 +18,11 @@ lint: setup
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
+# The suite runs on a worker process per core (pytest-xdist; at most four, each with its own
+# SparkSession), a test file on one worker; TEST_WORKERS=0 runs it in this process.
+TEST_WORKERS ?= auto
 test: setup lint
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile $(PYTEST_ARGS)
 
 e2e: setup
 	$(BIN)/pytest -m e2e $(PYTEST_ARGS)

@@ -1,4 +1,5 @@
-"""Shared fixtures: one SparkSession per test session, real SQLite and PostgreSQL stores."""
+"""Shared fixtures: one SparkSession per test session (per worker under `make test`), real
+SQLite and PostgreSQL stores."""
 
 import os
 import sqlite3
