@@ -2,6 +2,7 @@
 SQLite and PostgreSQL stores."""
 
 import os
+import shutil
 import sqlite3
 import sys
 import tempfile
@@ -111,11 +112,20 @@ def _postgres_database(template: str | None) -> Iterator[str]:
     drop_database(url)
 
 
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated SQLite store that each test copies."""
+    path = tmp_path_factory.mktemp("template") / "wmon.db"
+    migrated(f"sqlite:///{path}")
+    return path
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """The URL of a migrated, empty store: once on SQLite, once on PostgreSQL."""
     if request.param == "sqlite":
-        yield migrated(f"sqlite:///{tmp_path / 'wmon.db'}")
+        shutil.copyfile(request.getfixturevalue("sqlite_template"), tmp_path / "wmon.db")
+        yield f"sqlite:///{tmp_path / 'wmon.db'}"
     else:
         yield from _postgres_database(request.getfixturevalue("postgres_template"))
 
