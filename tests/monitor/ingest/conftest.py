@@ -1,5 +1,6 @@
 """Fixtures: event logs real Spark wrote, once per test session, and a real S3 API (moto)."""
 
+import fcntl
 import json
 import os
 import shutil
@@ -37,10 +38,23 @@ class EventLogs:
 
 
 @pytest.fixture(scope="session")
-def event_logs(tmp_path_factory) -> EventLogs:
+def event_logs(tmp_path_factory, worker_id) -> EventLogs:
     """Real Spark 4.3 event logs of one tiny streaming query, in every variant, written by
-    one subprocess (one JVM start) for the whole test session."""
-    root = tmp_path_factory.mktemp("event-logs") / "out"
+    one subprocess (one JVM start) for the whole test run: on several workers (`make test`),
+    by the first that asks, in the folder the workers' own folders share."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base if worker_id == "master" else base.parent
+    with (shared / "event-logs.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        apps = shared / "event-logs" / "apps.json"
+        if not apps.exists():
+            apps.parent.mkdir()
+            apps.write_text(_write_event_logs(apps.parent / "out"))
+    return EventLogs(apps.parent / "out", json.loads(apps.read_text()))
+
+
+def _write_event_logs(root: Path) -> str:
+    """Run the job that writes every variant into `root`; its application ids, as JSON."""
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
     done = subprocess.run(
         [sys.executable, str(JOB), str(root)],
@@ -50,7 +64,7 @@ def event_logs(tmp_path_factory) -> EventLogs:
         timeout=240,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    return EventLogs(root, json.loads(done.stdout.strip().splitlines()[-1]))
+    return done.stdout.strip().splitlines()[-1]
 
 
 @pytest.fixture
