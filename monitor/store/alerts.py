@@ -11,7 +11,14 @@ from typing import Any
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.store.models import LIVE_ALERT_STATES, AlertEvent, AlertRow, Query
+from monitor.store.models import (
+    LIVE_ALERT_STATES,
+    AlertEvent,
+    AlertRow,
+    Delivery,
+    DeliveryAttempt,
+    Query,
+)
 
 
 @dataclass(frozen=True)
@@ -89,3 +96,24 @@ def live_alert_counts(session: so.Session) -> Counter[tuple[str, str, str]]:
         .group_by(AlertRow.rule, AlertRow.severity, AlertRow.state)
     )
     return Counter({(rule, severity, state): count for rule, severity, state, count in rows})
+
+
+def deliveries(
+    session: so.Session, alert_id: int
+) -> list[tuple[Delivery, str, list[DeliveryAttempt]]]:
+    """Every notification of an alert, in the order they were made: each with the transition
+    it told of and its attempts, in order."""
+    rows = session.execute(
+        sa.select(Delivery, AlertEvent.transition)
+        .join(AlertEvent, AlertEvent.id == Delivery.alert_event_id)
+        .where(AlertEvent.alert_id == alert_id)
+        .order_by(Delivery.id)
+    ).all()
+    attempts: dict[int, list[DeliveryAttempt]] = {delivery.id: [] for delivery, _ in rows}
+    for attempt in session.scalars(
+        sa.select(DeliveryAttempt)
+        .where(DeliveryAttempt.delivery_id.in_(attempts))
+        .order_by(DeliveryAttempt.id)
+    ):
+        attempts[attempt.delivery_id].append(attempt)
+    return [(delivery, transition, attempts[delivery.id]) for delivery, transition in rows]

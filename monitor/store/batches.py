@@ -23,6 +23,13 @@ def latest_batch(session: so.Session, query_id: str) -> Batch | None:
     ).first()
 
 
+def batch_of(session: so.Session, query_id: str, batch_id: int) -> Batch | None:
+    """The query's batch `batch_id`, None when it has none such."""
+    return session.scalars(
+        sa.select(Batch).where(Batch.query_id == query_id, Batch.batch_id == batch_id)
+    ).first()
+
+
 def latest_batches(session: so.Session, query_ids: Sequence[str]) -> dict[str, Batch]:
     """Each query's batch with the highest batch id, by query id; those with none left out.
     Their observed metrics (the raw JSON, kilobytes a batch) are not read."""

@@ -26,6 +26,11 @@ def queries_by_id(session: so.Session, ids: Collection[str]) -> Sequence[Query]:
     return session.scalars(sa.select(Query).where(Query.id.in_(ids))).all()
 
 
+def query_name(session: so.Session, query_id: str) -> str | None:
+    """The name of the query with this id; None when it has none or there is no such query."""
+    return session.scalar(sa.select(Query.name).where(Query.id == query_id))
+
+
 MAX_REF_LENGTH = 255
 
 

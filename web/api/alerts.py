@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import sqlalchemy as sa
 import sqlalchemy.orm as so
 from flask import Blueprint, current_app, request
 
@@ -23,9 +22,9 @@ from monitor.alerts.actions import (
 from monitor.alerts.rules import RULES
 from monitor.alerts.silences import active_silences, silenced
 from monitor.numbers import NumberError, json_whole, shown
-from monitor.store.alerts import alerts_with_names
-from monitor.store.models import AlertEvent, AlertRow, Delivery, DeliveryAttempt, Query, Silence
-from monitor.store.queries import find_query
+from monitor.store.alerts import alerts_with_names, deliveries
+from monitor.store.models import AlertRow, Silence
+from monitor.store.queries import find_query, query_name
 from web import db
 from web.background.evaluation import evaluator
 from web.guards.params import (
@@ -106,7 +105,7 @@ def one_alert(alert_id: int) -> dict[str, Any]:
     alert = session.get(AlertRow, alert_id)
     if alert is None:
         raise NotFound(f"no alert {alert_id}")
-    name = session.scalar(sa.select(Query.name).where(Query.id == alert.query_id))
+    name = query_name(session, alert.query_id)
     silences = list(active_silences(session, _now()))
     return {
         "alert": alert_json(alert, name, silences),
@@ -119,12 +118,6 @@ def one_alert(alert_id: int) -> dict[str, Any]:
 
 
 def _deliveries(session: so.Session, alert_id: int) -> list[dict[str, Any]]:
-    rows = session.execute(
-        sa.select(Delivery, AlertEvent.transition)
-        .join(AlertEvent, AlertEvent.id == Delivery.alert_event_id)
-        .where(AlertEvent.alert_id == alert_id)
-        .order_by(Delivery.id)
-    ).all()
     return [
         {
             "id": delivery.id,
@@ -134,14 +127,10 @@ def _deliveries(session: so.Session, alert_id: int) -> list[dict[str, Any]]:
             "abandoned_at_ms": delivery.abandoned_at_ms,
             "attempts": [
                 {"at_ms": a.at_ms, "ok": a.ok, "status_code": a.status_code, "error": a.error}
-                for a in session.scalars(
-                    sa.select(DeliveryAttempt)
-                    .where(DeliveryAttempt.delivery_id == delivery.id)
-                    .order_by(DeliveryAttempt.id)
-                )
+                for a in attempts
             ],
         }
-        for delivery, transition in rows
+        for delivery, transition, attempts in deliveries(session, alert_id)
     ]
 
 
@@ -152,7 +141,7 @@ def acknowledge_alert(alert_id: int) -> dict[str, Any]:
     by = text_field(json_body(), "by", NAME_LENGTH, "dashboard") or "dashboard"
     session = db.session()
     alert = acknowledge(session, alert_id, by, _now())
-    name = session.scalar(sa.select(Query.name).where(Query.id == alert.query_id))
+    name = query_name(session, alert.query_id)
     return {"alert": alert_json(alert, name, list(active_silences(session, _now())))}
 
 
