@@ -15,7 +15,7 @@ from monitor.health.lateness import SHARES
 from monitor.store.drop_causes import Lateness, lateness
 from monitor.store.queries import find_query
 from wmon.options import json_option, open_store, store_option
-from wmon.render import Column, plain, render_table
+from wmon.render import Column, change, duration, plain, render_table
 
 
 def register(commands: Any) -> None:
@@ -53,18 +53,18 @@ def moment(text: str) -> int:
 
 
 def delay_text(ms: int | None, delay_ms: int) -> str:
-    """A delay in seconds, with how much longer (+) or shorter (-) than `delay_ms` state is
-    kept with it."""
+    """A delay as people read it, with how much longer (+) or shorter (−) than `delay_ms`
+    state is kept with it."""
     if ms is None:
         return "-"
-    return f"{ms / 1000:.3f} s ({(ms - delay_ms) / 1000:+.3f} s)"
+    return f"{duration(ms)} ({change(ms - delay_ms)})"
 
 
 COLUMNS = (
     Column("partition", "partition", lambda name: "(query)" if name is None else name),
     Column("records", "records"),
     Column("late", "late_records"),
-    Column("delay now s", "delay_ms", lambda ms: f"{ms / 1000:.3f}"),
+    Column("delay now", "delay_ms", duration),
 ) + tuple(
     Column(f"keeps {share:.1%}".replace(".0%", "%"), f"share_{index}", plain)
     for index, share in enumerate(SHARES)

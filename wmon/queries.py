@@ -1,4 +1,5 @@
-"""`wmon queries`, `batches`, `partitions` and `timers`: the stored history, as tables or JSON."""
+"""`wmon queries`, `batches`, `partitions` and `timers`: the stored history, as tables or JSON;
+the queries with their health as the dashboard has it."""
 
 from __future__ import annotations
 
@@ -6,19 +7,27 @@ import argparse
 import json
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-import sqlalchemy as sa
 import sqlalchemy.orm as so
 
+from monitor.alerts.rulefile import RuleSet, RulesFileError, load_rules_file
+from monitor.config import load_settings
 from monitor.health.facts import DEFAULT_WINDOW_MS
 from monitor.numbers import INT64_MAX
-from monitor.store.batches import recent_batches
-from monitor.store.models import Batch
+from monitor.store.batches import batch_of, latest_batch, recent_batches
 from monitor.store.partitions import partition_details
 from monitor.store.queries import find_query, list_queries
 from monitor.store.timers import recent_timer_snapshots
-from wmon.options import MAX_ROWS, json_option, open_store, store_option, whole_number
+from wmon.options import (
+    MAX_ROWS,
+    CliError,
+    json_option,
+    open_store,
+    store_option,
+    whole_number,
+)
 from wmon.render import (
     BATCH_COLUMNS,
     PARTITION_COLUMNS,
@@ -33,9 +42,15 @@ from wmon.render import (
 def register(commands: Any) -> None:
     """Add the commands that read the stored history."""
     parents = [store_option(), json_option()]
-    commands.add_parser("queries", parents=parents, help="list stored queries").set_defaults(
-        func=queries
+    queries_parser = commands.add_parser(
+        "queries", parents=parents, help="stored queries and their health, the most urgent first"
     )
+    queries_parser.add_argument(
+        "--rules",
+        type=Path,
+        help="the alert rules whose thresholds judge health (default: $WMON_ALERT_RULES)",
+    )
+    queries_parser.set_defaults(func=queries)
     batches_parser = commands.add_parser(
         "batches", parents=parents, help="a query's recent batches"
     )
@@ -73,10 +88,34 @@ def print_rows(args: argparse.Namespace, columns: Any, rows: Sequence[Any]) -> N
     print(render_json(columns, rows) if args.json else render_table(columns, rows))
 
 
+def now_ms() -> int:
+    """The time the commands judge and look back from, epoch milliseconds."""
+    return time.time_ns() // 1_000_000
+
+
 def queries(args: argparse.Namespace) -> None:
-    """List every stored query."""
+    """List every stored query as the dashboard's overview does: its health by the same rules,
+    the most urgent first; with --json, the rows `GET /api/queries` gives."""
+    from web.api.payloads import Lens, overview
+
+    lens = Lens(now_ms(), _rules(args.rules or load_settings().alert_rules))
     with so.Session(open_store(args.database_url)) as session:
-        print_rows(args, QUERY_COLUMNS, list_queries(session))
+        rows = overview(session, list_queries(session), lens)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        heard = [row | {"heard_ms": row["now_ms"] - row["updated_at_ms"]} for row in rows]
+        print(render_table(QUERY_COLUMNS, heard))
+
+
+def _rules(path: Path | None) -> RuleSet:
+    """The rules in the file at `path`; the default rules when there is none."""
+    if path is None:
+        return RuleSet()
+    try:
+        return load_rules_file(path)
+    except RulesFileError as error:
+        raise CliError(str(error)) from error
 
 
 def batches(args: argparse.Namespace) -> None:
@@ -91,8 +130,12 @@ def partitions(args: argparse.Namespace) -> None:
     query page has them: the late window is the last five minutes, as the API's default."""
     with so.Session(open_store(args.database_url)) as session:
         query = find_query(session, args.query)
-        batch = _batch(session, query.id, args.batch)
-        since_ms = time.time_ns() // 1_000_000 - DEFAULT_WINDOW_MS
+        batch = (
+            latest_batch(session, query.id)
+            if args.batch is None
+            else batch_of(session, query.id, args.batch)
+        )
+        since_ms = now_ms() - DEFAULT_WINDOW_MS
         details = [] if batch is None else partition_details(session, batch, since_ms)
         rows = [detail.as_dict() for detail in details]
     if args.json:
@@ -101,14 +144,6 @@ def partitions(args: argparse.Namespace) -> None:
         print(
             render_table(PARTITION_COLUMNS, [row | {"state": partition_state(row)} for row in rows])
         )
-
-
-def _batch(session: so.Session, query_id: str, batch_id: int | None) -> Batch | None:
-    """The query's batch `batch_id`, or its latest."""
-    select = sa.select(Batch).where(Batch.query_id == query_id)
-    if batch_id is not None:
-        return session.scalars(select.where(Batch.batch_id == batch_id)).first()
-    return session.scalars(select.order_by(Batch.batch_id.desc()).limit(1)).first()
 
 
 def timers(args: argparse.Namespace) -> None:

@@ -7,6 +7,7 @@ import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 
@@ -40,9 +41,41 @@ def iso_time(ms: int | None) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
-def seconds(ms: int | None) -> str:
-    """Milliseconds as seconds with one decimal, '-' when unknown."""
-    return "-" if ms is None else f"{ms / 1000:.1f}"
+def _compound(sign: str, big: int, big_unit: str, small: int, small_unit: str) -> str:
+    return f"{sign}{big} {big_unit} {small} {small_unit}" if small else f"{sign}{big} {big_unit}"
+
+
+def duration(ms: int | None) -> str:
+    """Milliseconds as people read a duration, as the dashboard writes them: '840 ms', '7.5 s',
+    '36 min 5 s', '1 h 57 min', '5 d 11 h'; '-' when unknown."""
+    if ms is None:
+        return "-"
+    sign, size = ("−" if ms < 0 else ""), abs(ms)
+    if size < 1_000:
+        return f"{sign}{size} ms"
+    if size < 60_000:  # rounded half up, as the pages' toFixed does
+        step = Decimal("0.1") if size < 10_000 else Decimal(1)
+        return f"{sign}{(Decimal(size) / 1_000).quantize(step, ROUND_HALF_UP)} s"
+    if size < 3_600_000:
+        return _compound(sign, size // 60_000, "min", size % 60_000 // 1_000, "s")
+    if size < 86_400_000:
+        return _compound(sign, size // 3_600_000, "h", size % 3_600_000 // 60_000, "min")
+    return _compound(sign, size // 86_400_000, "d", size % 86_400_000 // 3_600_000, "h")
+
+
+def change(ms: int | None) -> str:
+    """How much longer (+) or shorter (−) one duration is than another, given the difference:
+    '+2 h 19 min', '−3 ms', '±0'; '-' when unknown."""
+    if ms is None:
+        return "-"
+    if ms == 0:
+        return "±0"
+    return f"+{duration(ms)}" if ms > 0 else duration(ms)
+
+
+def ago(ms: int | None) -> str:
+    """How long ago, '37 min ago'; '-' when unknown."""
+    return "-" if ms is None else f"{duration(ms)} ago"
 
 
 def record_text(record: list[Any] | None) -> str:
@@ -71,14 +104,16 @@ class Column:
     show: Callable[[Any], str] = plain
 
 
+# A query as the overview lists it (web.api.payloads.summary_json), and how long since it was
+# last heard from.
 QUERY_COLUMNS = (
-    Column("id", "id"),
     Column("name", "name"),
-    Column("status", "status"),
+    Column("health", "status"),
+    Column("heard", "heard_ms", ago),
     Column("last batch", "last_batch_id"),
-    Column("updated", "updated_at_ms", iso_time),
-    Column("run", "run_id"),
+    Column("spark", "stored_status"),
     Column("error", "error_class"),
+    Column("id", "id"),
 )
 BATCH_COLUMNS = (
     Column("batch", "batch_id"),
@@ -89,8 +124,8 @@ BATCH_COLUMNS = (
     Column("rows", "num_input_rows"),
     Column("rows/s in", "input_rows_per_second"),
     Column("rows/s done", "processed_rows_per_second"),
-    Column("ms", "trigger_duration_ms"),
-    Column("skew s", "watermark_skew_ms", seconds),
+    Column("took", "trigger_duration_ms", duration),
+    Column("skew", "watermark_skew_ms", duration),
     Column("flink watermark", "flink_watermark_ms", iso_time),
     Column("watermark state", "watermark_state"),
     Column("watermark driver", "watermark_driver_partition"),
@@ -107,18 +142,18 @@ PARTITION_COLUMNS = (
     Column("records", "records"),
     Column("max event time", "max_event_time_ms", iso_time),
     Column("partition watermark", "partition_watermark_ms", iso_time),
-    Column("time lag s", "time_lag_ms", seconds),
+    Column("time lag", "time_lag_ms", duration),
     Column("late", "late_records"),
     Column("late total", "late_records_total"),
     Column("future", "future_records"),
-    Column("lead s", "future_lead_ms", seconds),
+    Column("lead", "future_lead_ms", duration),
 )
 TIMER_COLUMNS = (
     Column("taken", "taken_at_ms", iso_time),
     Column("watermark", "watermark_ms", iso_time),
     Column("pending timers", "pending"),
     Column("next expiry", "next_expiry_ms", iso_time),
-    Column("due within", "due_within_ms", seconds),
+    Column("due within", "due_within_ms", duration),
     Column("due", "due"),
 )
 

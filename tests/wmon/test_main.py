@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+import web
+import wmon.queries
 from monitor.collect.progress import parse_progress
 from monitor.events import QueryStarted, QueryTerminated
 from monitor.store.engine import create_engine, display_url, parse_url
@@ -19,6 +21,7 @@ from monitor.store.writes import write_event
 from streaming.log import PartitionedLog
 from tests.support.network import closed_port
 from tests.support.progress import progress_doc
+from web import create_app
 from wmon.main import build_parser, main
 
 QUERY, RUN = "11111111-1111-1111-1111-111111111111", "run-1"
@@ -97,26 +100,36 @@ def table(*lines: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-QUERIES_TABLE = table(
-    "id                                    name               status  last batch  updated"
-    "                  run    error",
-    "22222222-2222-2222-2222-222222222222  rate_dedup         failed  5           2026-11-22"
-    " 02:57:41.000  run-2  FOREACH_BATCH_USER_FUNCTION_ERROR",
-    "11111111-1111-1111-1111-111111111111  telemetry_windows  active  3           2026-11-22"
-    " 02:57:33.500  run-1  -",
+QUERIES_A_MINUTE_LATER = table(
+    "name               health   heard     last batch  spark   error"
+    "                              id",
+    "rate_dedup         failed   49 s ago  5           failed  FOREACH_BATCH_USER_FUNCTION_ERROR"
+    "  22222222-2222-2222-2222-222222222222",
+    "telemetry_windows  healthy  57 s ago  3           active  -"
+    "                                  11111111-1111-1111-1111-111111111111",
+)
+# Silent for longer than no_progress' threshold (5 minutes by default), a running query is
+# stalled.
+QUERIES_AN_HOUR_LATER = table(
+    "name               health   heard            last batch  spark   error"
+    "                              id",
+    "rate_dedup         failed   59 min 49 s ago  5           failed"
+    "  FOREACH_BATCH_USER_FUNCTION_ERROR  22222222-2222-2222-2222-222222222222",
+    "telemetry_windows  stalled  59 min 56 s ago  3           active"
+    "  -                                  11111111-1111-1111-1111-111111111111",
 )
 BATCH_HEADER = (
     "batch  time                     watermark                event time min"
-    "           event time max           rows  rows/s in  rows/s done  ms   skew s  flink watermark"
-    "  watermark state  watermark driver  driver record"
+    "           event time max           rows  rows/s in  rows/s done  took    skew"
+    "  flink watermark  watermark state  watermark driver  driver record"
 )
 BATCHES_TABLE = table(
     BATCH_HEADER,
     "2      2026-11-22 02:57:32.500  2026-11-22 02:57:29.318  2026-11-22 02:57:31.368"
-    "  2026-11-22 02:57:33.318  30    23.6       55.0         726  -       -                ok"
+    "  2026-11-22 02:57:33.318  30    23.6       55.0         726 ms  -     -                ok"
     "               -                 -",
     "3      2026-11-22 02:57:33.500  2026-11-22 02:57:29.318  2026-11-22 02:57:31.368"
-    "  2026-11-22 02:57:33.318  40    23.6       55.0         726  -       -                ok"
+    "  2026-11-22 02:57:33.318  40    23.6       55.0         726 ms  -     -                ok"
     "               -                 -",
 )
 LAST_BATCH_TABLE = table(BATCHES_TABLE.splitlines()[0], BATCHES_TABLE.splitlines()[2])
@@ -124,11 +137,11 @@ LAST_BATCH_TABLE = table(BATCHES_TABLE.splitlines()[0], BATCHES_TABLE.splitlines
 
 def partitions_table(batch_id: int) -> str:
     no_event_times = (
-        "-        -               -                    -           -     -           -       -"
+        "-        -               -                    -         -     -           -       -"
     )
     return table(
         "batch  partition    start  end   latest  offset lag  state  records  max event time"
-        "  partition watermark  time lag s  late  late total  future  lead s",
+        "  partition watermark  time lag  late  late total  future  lead",
         f"{batch_id}      telemetry/0  1000   1020  1024    4           ok     {no_event_times}",
         f"{batch_id}      telemetry/1  940    960   960     0           ok     {no_event_times}",
         f"{batch_id}      telemetry/2  880    900   1500    600         ok     {no_event_times}",
@@ -136,7 +149,6 @@ def partitions_table(batch_id: int) -> str:
 
 
 TABLE_CASES = [
-    (["queries"], QUERIES_TABLE),
     (["batches", QUERY, "--limit", "2"], BATCHES_TABLE),
     (["batches", "telemetry_windows", "--limit", "2"], BATCHES_TABLE),
     (["batches", "telemetry_windows", "--limit", "1"], LAST_BATCH_TABLE),
@@ -146,7 +158,6 @@ TABLE_CASES = [
     (["partitions", QUERY, "--batch", "4"], "(none)\n"),
 ]
 TABLE_IDS = [
-    "queries newest first",
     "batches by id",
     "batches by name",
     "batches limit 1",
@@ -167,6 +178,56 @@ def test_an_empty_store_has_no_queries(
     database_url: str, capsys: pytest.CaptureFixture[str], flag: list[str], expected: str
 ) -> None:
     assert run(capsys, "queries", *flag, "--database-url", database_url) == (0, expected, "")
+
+
+@pytest.mark.parametrize(
+    ("later_ms", "expected"),
+    [(60_000, QUERIES_A_MINUTE_LATER), (3_600_000, QUERIES_AN_HOUR_LATER)],
+    ids=["a minute later", "an hour later"],
+)
+def test_queries_show_their_health_the_most_urgent_first(
+    store: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    later_ms: int,
+    expected: str,
+):
+    monkeypatch.setattr(wmon.queries, "now_ms", lambda: T0 + later_ms)
+    assert run(capsys, "queries", "--database-url", store) == (0, expected, "")
+
+
+def test_queries_as_json_are_the_rows_the_api_gives(
+    store: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+):
+    now = T0 + 3_600_000
+    monkeypatch.setattr(wmon.queries, "now_ms", lambda: now)
+    status, out, err = run(capsys, "queries", "--json", "--database-url", store)
+    app = create_app({"DATABASE_URL": store, "CLOCK": lambda: now, "TESTING": True})
+    try:
+        served = app.test_client().get("/api/queries").get_json()["queries"]
+    finally:
+        web.stop(app)
+    assert (status, err) == (0, "")
+    assert json.loads(out) == served
+    assert [(q["name"], q["status"], q["stored_status"]) for q in served] == [
+        ("rate_dedup", "failed", "failed"),
+        ("telemetry_windows", "stalled", "active"),
+    ]
+
+
+def test_queries_are_judged_by_the_rules_given(
+    store: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+):
+    monkeypatch.setattr(wmon.queries, "now_ms", lambda: T0 + 3_600_000)
+    rules = tmp_path / "rules.yml"
+    rules.write_text("rules:\n  no_progress: {threshold: 2h}\n")
+    monkeypatch.setenv("WMON_ALERT_RULES", str(rules))
+    status, out, _ = run(capsys, "queries", "--database-url", store)
+    assert status == 0 and "telemetry_windows  healthy" in out
+    missing = tmp_path / "missing.yml"
+    status, out, err = run(capsys, "queries", "--rules", str(missing), "--database-url", store)
+    assert (status, out) == (1, "")
+    assert err.startswith(f"wmon: error: {missing}: cannot read it")
 
 
 HEALTHY_WATERMARK = {"watermark_skew_ms": None, "flink_watermark_ms": None, "watermark_state": "ok"}
@@ -257,28 +318,7 @@ DEDUP_PARTITION_JSON = {
     "rows_per_second": 1.0,
     **NO_MEASUREMENTS,
 }
-QUERIES_JSON = [
-    {
-        "id": OTHER,
-        "name": "rate_dedup",
-        "status": "failed",
-        "last_batch_id": 5,
-        "updated_at_ms": T0 + 11_000,
-        "run_id": OTHER_RUN,
-        "error_class": "FOREACH_BATCH_USER_FUNCTION_ERROR",
-    },
-    {
-        "id": QUERY,
-        "name": "telemetry_windows",
-        "status": "active",
-        "last_batch_id": 3,
-        "updated_at_ms": T0 + 3_500,
-        "run_id": RUN,
-        "error_class": None,
-    },
-]
 JSON_CASES = [
-    (["queries"], QUERIES_JSON),
     (["batches", QUERY, "--limit", "3"], [batch_json(1), batch_json(2), batch_json(3)]),
     (["batches", "rate_dedup"], [DEDUP_BATCH_JSON]),
     (["partitions", "telemetry_windows"], partitions_json(3, 11.8)),
@@ -287,7 +327,6 @@ JSON_CASES = [
     (["partitions", OTHER, "--batch", "4"], []),
 ]
 JSON_IDS = [
-    "queries",
     "batches limit 3 by id",
     "batches of a failed query by name",
     "partitions of the latest batch by name",

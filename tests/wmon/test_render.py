@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
+import wmon.queries
 from monitor.collect.progress import parse_progress
 from monitor.events import QueryStarted
 from monitor.store.engine import create_engine
@@ -90,23 +91,22 @@ CLI_TABLES = [
     (
         ["queries"],
         table(
-            "id                                    name                       status"
-            "  last batch  updated                  run    error",
-            "11111111-1111-1111-1111-111111111111  evil\\x1b[2J\\x00name\\nnext  active"
-            "  0           2026-11-22 02:57:30.500  run-1  -",
+            "name                       health   heard     last batch  spark   error  id",
+            "evil\\x1b[2J\\x00name\\nnext  healthy  30 s ago  0           active  -"
+            "      11111111-1111-1111-1111-111111111111",
         ),
     ),
     (
         ["partitions", QUERY],
         table(
             "batch  partition                  start  end   latest  offset lag  state  records"
-            "  max event time  partition watermark  time lag s  late  late total  future  lead s",
+            "  max event time  partition watermark  time lag  late  late total  future  lead",
             f"0      {SHOWN_TOPIC}/0  1000   1020  1024    4           ok     -        -"
-            "               -                    -           -     -           -       -",
+            "               -                    -         -     -           -       -",
             f"0      {SHOWN_TOPIC}/1  940    960   960     0           ok     -        -"
-            "               -                    -           -     -           -       -",
+            "               -                    -         -     -           -       -",
             f"0      {SHOWN_TOPIC}/2  880    900   1500    600         ok     -        -"
-            "               -                    -           -     -           -       -",
+            "               -                    -         -     -           -       -",
         ),
     ),
 ]
@@ -116,8 +116,13 @@ CLI_TABLES = [
     ("argv", "expected"), CLI_TABLES, ids=[" ".join(case[0][:1]) for case in CLI_TABLES]
 )
 def test_names_with_controls_are_escaped_in_tables(
-    hostile_store: str, capsys: pytest.CaptureFixture[str], argv: list[str], expected: str
+    hostile_store: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    expected: str,
 ) -> None:
+    monkeypatch.setattr(wmon.queries, "now_ms", lambda: T0 + 30_500)
     status = main([*argv, "--database-url", hostile_store])
     out, err = capsys.readouterr()
     assert (status, out, err) == (0, expected, "")
