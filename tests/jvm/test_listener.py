@@ -389,12 +389,16 @@ def answering(spark: Any) -> Iterator[Callable[..., tuple[Receiver, Any]]]:
         receiver.stop()
 
 
-def post_idle(spark: Any, listener: Any, count: int) -> list[str]:
-    """Queue `count` new idle events on `listener`; their ids, in order."""
+def post_idle(spark: Any, listener: Any, count: int, noted: list[str] | None = None) -> list[str]:
+    """Queue `count` new idle events on `listener`; their ids, in order. Their ids are added
+    to `noted` first: the listener may send an event before this returns."""
     events = [idle_event(spark) for _ in range(count)]
+    ids = [event.id().toString() for event in events]
+    if noted is not None:
+        noted.extend(ids)
     for event in events:
         listener.onQueryIdle(event)
-    return [event.id().toString() for event in events]
+    return ids
 
 
 def answered_for(listener: Any, count: int) -> dict[str, int]:
@@ -432,7 +436,7 @@ def test_a_refused_event_is_rejected_once_and_the_rest_arrive(
         return stored(events, [])
 
     receiver, listener = answering(answer, {**FAST, "spark.wmon.batchSize": "1"})
-    bad.extend(post_idle(spark, listener, 1))
+    post_idle(spark, listener, 1, noted=bad)
     later = post_idle(spark, listener, 4)
     counts = answered_for(listener, 5)
     assert [e["id"] for e in receiver.delivered()] == later
@@ -451,7 +455,7 @@ def test_events_the_collector_sets_aside_are_rejected_and_not_sent_again(
 
     receiver, listener = answering(answer)
     first = post_idle(spark, listener, 1)
-    bad.extend(post_idle(spark, listener, 1))
+    post_idle(spark, listener, 1, noted=bad)
     rest = post_idle(spark, listener, 2)
     counts = answered_for(listener, 4)
     assert sent(receiver) == first + bad + rest
@@ -518,7 +522,7 @@ def test_a_request_too_large_goes_again_smaller_until_one_event_is_rejected(
     receiver, listener = answering(answer)
     receiver.stop()  # so that the four events go out in one request
     first = post_idle(spark, listener, 1)
-    big.extend(post_idle(spark, listener, 1))
+    post_idle(spark, listener, 1, noted=big)
     rest = post_idle(spark, listener, 2)
     receiver.start()
     counts = answered_for(listener, 4)
