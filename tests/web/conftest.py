@@ -2,14 +2,14 @@
 the browser tests, Debian's Chromium, the dashboard served on a free port and pages; for the
 live tests, the app served and Socket.IO clients on it."""
 
-import threading
+from contextlib import ExitStack
 
 import pytest
-from werkzeug.serving import make_server
 
 import web
 from tests.support.pages import CHROMIUM, CHROMIUM_ARGS, SCREEN, WALL, open_page
 from tests.support.push_clients import Browser, end_all
+from tests.support.serving import served
 from web import create_app
 from web.sockets import socketio
 
@@ -47,21 +47,14 @@ def chromium():
 @pytest.fixture
 def serve(database_url):
     """Serve the store on a free port, as `wmon serve` does, in a thread; the URL."""
-    running = []
+    with ExitStack() as running:
 
-    def start(**config):
-        app = create_app({"DATABASE_URL": database_url, "POLL_INTERVAL_S": 0.2} | config)
-        http = make_server("127.0.0.1", 0, app, threaded=True)
-        thread = threading.Thread(target=http.serve_forever, daemon=True)
-        thread.start()
-        running.append((app, http, thread))
-        return f"http://127.0.0.1:{http.server_port}"
+        def start(**config):
+            app = create_app({"DATABASE_URL": database_url, "POLL_INTERVAL_S": 0.2} | config)
+            running.callback(web.stop, app)
+            return running.enter_context(served(app))
 
-    yield start
-    for app, http, thread in running:
-        http.shutdown()
-        thread.join(timeout=10)
-        web.stop(app)
+        yield start
 
 
 @pytest.fixture
@@ -78,13 +71,10 @@ def screen(chromium, request):
 
 @pytest.fixture
 def server(app):
-    """The app served on a free port by Werkzeug's threaded server, as `wmon serve` does."""
-    http = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=http.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{http.server_port}"
-    http.shutdown()  # the app's own fixture stops its background work
-    thread.join(timeout=10)
+    """The app served on a free port by Werkzeug's threaded server, as `wmon serve` does (the
+    app's own fixture stops its background work)."""
+    with served(app) as url:
+        yield url
 
 
 @pytest.fixture

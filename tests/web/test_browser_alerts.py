@@ -6,7 +6,6 @@ appears and goes without a reload. Screenshots in build/artifacts/."""
 
 import json
 import re
-import threading
 import time
 import urllib.request
 from contextlib import ExitStack, contextmanager
@@ -15,7 +14,6 @@ import pytest
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 from playwright.sync_api import expect, sync_playwright
-from werkzeug.serving import make_server
 
 import monitor
 import web
@@ -32,6 +30,7 @@ from tests.support.pages import (
     assert_not_reloaded,
     mark_page,
 )
+from tests.support.serving import served
 from tests.support.spark_queries import start_query, unique_name
 from tests.support.waiting import wait_until
 from web import create_app
@@ -49,7 +48,7 @@ ALERT_WAIT_MS = 90_000
 
 
 @contextmanager
-def served(database_url, **config):
+def dashboard(database_url, **config):
     """The dashboard on a free port in a thread, evaluating the rules every 250 ms as
     `wmon serve` does; its URL."""
     app = create_app(
@@ -61,21 +60,17 @@ def served(database_url, **config):
         }
         | config
     )
-    http = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=http.serve_forever, daemon=True)
-    thread.start()
     web.start(app)
     try:
-        yield f"http://127.0.0.1:{http.server_port}"
+        with served(app) as url:
+            yield url
     finally:
-        http.shutdown()
-        thread.join(timeout=10)
         web.stop(app)
 
 
 @pytest.fixture
 def server(database_url):
-    with served(database_url) as url:
+    with dashboard(database_url) as url:
         yield url
 
 
@@ -89,7 +84,7 @@ def rules(tmp_path):
 
 @pytest.fixture
 def rules_server(database_url, rules):
-    with served(database_url, ALERT_RULES=rules) as url:
+    with dashboard(database_url, ALERT_RULES=rules) as url:
         yield url
 
 

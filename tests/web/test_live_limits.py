@@ -10,7 +10,6 @@ from collections import Counter
 import pytest
 import socketio
 import sqlalchemy as sa
-from werkzeug.serving import make_server
 
 import web
 from monitor.numbers import INT64_MAX, INT64_MIN
@@ -18,6 +17,7 @@ from monitor.store.writes import write_events
 from tests.support.network import closed_port
 from tests.support.progress import batch_event
 from tests.support.push_clients import WAIT_S, Browser, end_all
+from tests.support.serving import served
 from tests.support.waiting import wait_until
 from web import create_app, db, live, sockets
 from web.live import watching as live_watching
@@ -360,22 +360,18 @@ def broken_app(request):
 
 
 def test_each_request_is_answered_when_the_store_cannot_be_used(broken_app):
-    http = make_server("127.0.0.1", 0, broken_app, threaded=True)
-    thread = threading.Thread(target=http.serve_forever, daemon=True)
-    thread.start()
-    browser = Browser(f"http://127.0.0.1:{http.server_port}")
-    try:
-        for event, payload in [
-            ("subscribe", {"query": "q0", "after_batch": 0}),
-            ("subscribe_overview", None),
-            ("subscribe_alerts", None),
-        ]:
-            ack = browser.client.call(event, payload, timeout=WAIT_S)
-            assert ack["error"].startswith("cannot use the store: "), (event, ack)
-    finally:
-        end_all([browser.client], sockets.socketio.server)
-        http.shutdown()
-        thread.join(timeout=10)
+    with served(broken_app) as url:
+        browser = Browser(url)
+        try:
+            for event, payload in [
+                ("subscribe", {"query": "q0", "after_batch": 0}),
+                ("subscribe_overview", None),
+                ("subscribe_alerts", None),
+            ]:
+                ack = browser.client.call(event, payload, timeout=WAIT_S)
+                assert ack["error"].startswith("cannot use the store: "), (event, ack)
+        finally:
+            end_all([browser.client], sockets.socketio.server)
 
 
 def test_a_request_that_fails_is_answered_and_joins_nothing(app, engine, browsers, monkeypatch):
