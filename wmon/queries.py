@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 import sqlalchemy.orm as so
 
 from monitor.alerts.rulefile import RuleSet, RulesFileError, load_rules_file
+from monitor.alerts.runner import now_ms
 from monitor.config import load_settings
 from monitor.health.facts import DEFAULT_WINDOW_MS
 from monitor.numbers import INT64_MAX
@@ -86,11 +86,6 @@ def register(commands: Any) -> None:
 def print_rows(args: argparse.Namespace, columns: Any, rows: Sequence[Any]) -> None:
     """Rows as a table, or as JSON with --json."""
     print(render_json(columns, rows) if args.json else render_table(columns, rows))
-
-
-def now_ms() -> int:
-    """The time the commands judge and look back from, epoch milliseconds."""
-    return time.time_ns() // 1_000_000
 
 
 def queries(args: argparse.Namespace) -> None:

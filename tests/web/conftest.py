@@ -7,9 +7,9 @@ from contextlib import ExitStack
 import pytest
 
 import web
+from benchmarks.serving import serving
 from tests.support.pages import CHROMIUM, CHROMIUM_ARGS, SCREEN, WALL, open_page
 from tests.support.push_clients import Browser, end_all
-from tests.support.serving import served
 from web import create_app
 from web.sockets import socketio
 
@@ -51,8 +51,7 @@ def serve(database_url):
 
         def start(**config):
             app = create_app({"DATABASE_URL": database_url, "POLL_INTERVAL_S": 0.2} | config)
-            running.callback(web.stop, app)
-            return running.enter_context(served(app))
+            return running.enter_context(serving(app))
 
         yield start
 
@@ -71,9 +70,8 @@ def screen(chromium, request):
 
 @pytest.fixture
 def server(app):
-    """The app served on a free port by Werkzeug's threaded server, as `wmon serve` does (the
-    app's own fixture stops its background work)."""
-    with served(app) as url:
+    """The app served on a free port by Werkzeug's threaded server, as `wmon serve` does."""
+    with serving(app) as url:
         yield url
 
 

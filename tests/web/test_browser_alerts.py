@@ -17,6 +17,7 @@ from playwright.sync_api import expect, sync_playwright
 
 import monitor
 import web
+from benchmarks.serving import serving
 from monitor.store.models import AlertEvent, AlertRow
 from streaming.demo import stop_between_batches
 from streaming.log import PartitionedLog
@@ -30,7 +31,6 @@ from tests.support.pages import (
     assert_not_reloaded,
     mark_page,
 )
-from tests.support.serving import served
 from tests.support.spark_queries import start_query, unique_name
 from tests.support.waiting import wait_until
 from web import create_app
@@ -61,11 +61,8 @@ def dashboard(database_url, **config):
         | config
     )
     web.start(app)
-    try:
-        with served(app) as url:
-            yield url
-    finally:
-        web.stop(app)
+    with serving(app) as url:
+        yield url
 
 
 @pytest.fixture

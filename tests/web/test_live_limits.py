@@ -12,12 +12,12 @@ import socketio
 import sqlalchemy as sa
 
 import web
+from benchmarks.serving import serving
 from monitor.numbers import INT64_MAX, INT64_MIN
 from monitor.store.writes import write_events
 from tests.support.network import closed_port
 from tests.support.progress import batch_event
 from tests.support.push_clients import WAIT_S, Browser, end_all
-from tests.support.serving import served
 from tests.support.waiting import wait_until
 from web import create_app, db, live, sockets
 from web.live import watching as live_watching
@@ -360,7 +360,7 @@ def broken_app(request):
 
 
 def test_each_request_is_answered_when_the_store_cannot_be_used(broken_app):
-    with served(broken_app) as url:
+    with serving(broken_app) as url:
         browser = Browser(url)
         try:
             for event, payload in [
