@@ -87,9 +87,13 @@ def _active(watermarks: Mapping[str, int | None], idle: set[str]) -> list[int]:
     return [w for p, w in watermarks.items() if w is not None and p not in idle]
 
 
-def skew_between(watermarks: Mapping[str, int | None], idle: set[str]) -> int | None:
-    """max W_p - min W_p over the partitions that are not idle."""
-    active = _active(watermarks, idle)
+def skew_between(
+    watermarks: Mapping[str, int | None], idle: set[str], driver: str | None = None
+) -> int | None:
+    """max W_p - min W_p over the partitions that are not idle and the partition that drives
+    the query's watermark, idle or not: a fast partition that has caught up and gone idle
+    still holds Spark's watermark where it left it, ahead of the others."""
+    active = _active(watermarks, idle - {driver})
     return max(active) - min(active) if active else None
 
 

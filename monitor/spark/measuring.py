@@ -5,6 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 
+# The watermark Spark writes for a batch before it has one (1970), so the late watermark of a
+# query's first batches. Spark still drops records at or below it, so they are counted late,
+# but a distance from 1970 says nothing of how late or how close a record was: the lateness
+# histograms leave out the records of a batch measured against it.
+NO_WATERMARK_MS = 0
+
 
 @dataclasses.dataclass(frozen=True)
 class Measuring:

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 
 from monitor.collect.observed import later_record, sample_order
 from monitor.events import OBSERVATION, SAMPLES_PER_PARTITION
-from monitor.spark.measuring import Measuring
+from monitor.spark.measuring import NO_WATERMARK_MS, Measuring
 
 STATS_COLUMN = "__wmon_stats"
 # Late samples: the records with the smallest (offset, event time, key), missing values first,
@@ -92,7 +92,8 @@ def effective_times_ms(times: pa.Array, window_ms: int | None) -> pa.Array:
 class TaskStats:
     """Per-partition figures of one task: records, min/max event time and the record at the
     max, late records and samples, future-dated records and samples, and how far the records
-    were from the late watermark (log-scale histograms of the late and the on-time ones)."""
+    were from the late watermark (log-scale histograms of the late and the on-time ones; none
+    against Spark's placeholder, NO_WATERMARK_MS)."""
 
     def __init__(
         self,
@@ -168,6 +169,8 @@ class TaskStats:
             for row in late_rows.group_by("p").aggregate([("t", "count")]).to_pylist():
                 self.partitions[row["p"]]["late"] += row["t_count"]
             self._keep_samples("samples", late_rows)
+        if self.late_watermark == NO_WATERMARK_MS:
+            return
         self._count_buckets("late_buckets", late_rows.column("p"), pc.negate(margins.filter(late)))
         on_time = pc.invert(late)
         self._count_buckets(

@@ -97,10 +97,12 @@ def restored(
 
 
 def event_times(batch: Row, time_rows: list[Row], partition_rows: list[Row]) -> None:
-    """Skew and Flink's watermark over the non-idle partitions; each partition's time lag."""
+    """Skew over the non-idle partitions and the watermark's driver, Flink's watermark over
+    the non-idle ones; each partition's time lag."""
     idle = {r["partition"] for r in partition_rows if r["idle"]}
     watermarks = {r["partition"]: r["partition_watermark_ms"] for r in time_rows}
-    batch["watermark_skew_ms"] = health.skew_between(watermarks, idle)
+    driver = batch["watermark_driver_partition"]
+    batch["watermark_skew_ms"] = health.skew_between(watermarks, idle, driver)
     batch["flink_watermark_ms"] = health.flink_watermark(watermarks, idle)
     for row in time_rows:
         newest = row["max_event_time_ms"]

@@ -11,6 +11,7 @@ from typing import Any
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
+from monitor.config import DEFAULT_FUTURE_TOLERANCE_S
 from monitor.events import SAMPLES_PER_PARTITION, Record
 from monitor.health.facts import FutureDated
 from monitor.health.lateness import SHARES, Histogram, difference, smallest_delay, summed
@@ -18,16 +19,25 @@ from monitor.store.models import Batch, PartitionEventTime
 from monitor.store.sql import among, per_query
 from monitor.store.sums import whole_sum
 
+# What the advisor says instead of a delay where a future-dated record drove the watermark.
+NO_DELAY_KEEPS = (
+    "no delay keeps these records: a future-dated record drove the watermark;"
+    " fix the producer's clock"
+)
+
 
 @dataclass(frozen=True)
 class Lateness:
     """A partition's (or, with partition None, the whole query's) histograms over a range,
-    with the delay in force at its end."""
+    with the delay in force at its end, and whether a future-dated record (more than
+    `future_tolerance_ms` ahead of its batch) drove the watermark in the range."""
 
     partition: str | None
     delay_ms: int
     late: Histogram
     slack: Histogram
+    future_driven: bool = False
+    future_tolerance_ms: int = DEFAULT_FUTURE_TOLERANCE_S * 1000
 
     @property
     def late_records(self) -> int:
@@ -43,25 +53,44 @@ class Lateness:
         """The smallest delay that would have kept `share` of the records (health.lateness)."""
         return smallest_delay(self.late, self.slack, self.delay_ms, share)
 
+    def no_delay_keeps(self, share: float) -> bool:
+        """Whether keeping `share` of the records is for the producer's clock to fix, not a
+        delay: a future-dated record drove the watermark in the range, and the delay it would
+        take is longer than the future tolerance (records that late are the ones a watermark
+        dragged ahead by such a record dropped)."""
+        delay = self.smallest_delay(share)
+        return self.future_driven and delay is not None and delay > self.future_tolerance_ms
+
     def advice(self) -> dict[str, Any]:
         """The advisor's answer as JSON: the counts, the delay in force, and for each share
-        the smallest delay that would have kept it (`wmon advise --json`, the API)."""
+        the smallest delay that would have kept it, or none and `no_delay` saying why
+        (`wmon advise --json`, the API)."""
         return {
             "partition": self.partition,
             "records": self.records,
             "late_records": self.late_records,
             "delay_ms": self.delay_ms,
-            "delays": [{"share": s, "delay_ms": self.smallest_delay(s)} for s in SHARES],
+            "delays": [self._delay(share) for share in SHARES],
         }
+
+    def _delay(self, share: float) -> dict[str, Any]:
+        if self.no_delay_keeps(share):
+            return {"share": share, "delay_ms": None, "no_delay": NO_DELAY_KEEPS}
+        return {"share": share, "delay_ms": self.smallest_delay(share), "no_delay": None}
 
 
 def lateness(
-    session: so.Session, query_id: str, from_ms: int | None = None, to_ms: int | None = None
+    session: so.Session,
+    query_id: str,
+    from_ms: int | None = None,
+    to_ms: int | None = None,
+    tolerance_ms: int = DEFAULT_FUTURE_TOLERANCE_S * 1000,
 ) -> list[Lateness]:
     """The query's lateness over its batches from `from_ms` to `to_ms` (batch times, both
     included, either open): the whole query first, then each partition by name; [] where none
     was measured. Two batches' rows whatever the range: each row holds its histograms so far,
-    so the range's are the last batch's totals less what came before the first."""
+    so the range's are the last batch's totals less what came before the first. A record
+    more than `tolerance_ms` ahead of its batch is future-dated."""
     first, last = _first_and_last(session, query_id, from_ms, to_ms)
     if first is None or last is None:
         return []
@@ -75,23 +104,31 @@ def lateness(
             at_first[row.partition] = row
         if row.batch_id == last:
             at_last[row.partition] = row
+    # Rows stored before the histograms were measured have none.
+    measured = [
+        (n, end) for n, end in sorted(at_last.items()) if end.late_buckets_total is not None
+    ]
+    if not measured:
+        return []
+    driven = future_driven(session, query_id, from_ms, to_ms, tolerance_ms)
     found = [
         Lateness(
             name,
             end.delay_ms,
             _in_range("late", end, at_first.get(name)),
             _in_range("slack", end, at_first.get(name)),
+            driven,
+            tolerance_ms,
         )
-        for name, end in sorted(at_last.items())
-        if end.late_buckets_total is not None  # else stored before histograms were measured
+        for name, end in measured
     ]
-    if not found:
-        return []
     whole = Lateness(
         None,
         max(item.delay_ms for item in found),
         summed(item.late for item in found),
         summed(item.slack for item in found),
+        driven,
+        tolerance_ms,
     )
     return [whole, *found]
 
@@ -106,15 +143,39 @@ def _in_range(kind: str, end: PartitionEventTime, start: PartitionEventTime | No
     return difference(total, difference(so_far or {}, own or {}))
 
 
+def _batches_in(
+    query_id: str, from_ms: int | None, to_ms: int | None
+) -> list[sa.ColumnElement[bool]]:
+    """The conditions of the query's batches with batch times from `from_ms` to `to_ms` (both
+    included, either open)."""
+    conditions = [Batch.query_id == query_id]
+    if from_ms is not None:
+        conditions.append(Batch.batch_time_ms >= from_ms)
+    if to_ms is not None:
+        conditions.append(Batch.batch_time_ms <= to_ms)
+    return conditions
+
+
+def future_driven(
+    session: so.Session, query_id: str, from_ms: int | None, to_ms: int | None, tolerance_ms: int
+) -> bool:
+    """Whether a future-dated record drove the watermark of one of the query's batches from
+    `from_ms` to `to_ms` (batch times, both included, either open): the record that set it
+    was more than `tolerance_ms` ahead of that batch's time."""
+    # The driver record is [key, event ms, offset]; ->> and a cast read its event time on
+    # SQLite and PostgreSQL alike (as_integer() would cast to a 32-bit integer there).
+    event_ms = sa.cast(Batch.watermark_driver_record[1].as_string(), sa.BigInteger)
+    driven = sa.select(Batch.batch_id).where(
+        *_batches_in(query_id, from_ms, to_ms), event_ms - Batch.batch_time_ms > tolerance_ms
+    )
+    return session.scalar(driven.limit(1)) is not None
+
+
 def _first_and_last(
     session: so.Session, query_id: str, from_ms: int | None, to_ms: int | None
 ) -> tuple[int | None, int | None]:
     """The ids of the query's first and last batches with batch times in the range."""
-    batch_ids = sa.select(Batch.batch_id).where(Batch.query_id == query_id)
-    if from_ms is not None:
-        batch_ids = batch_ids.where(Batch.batch_time_ms >= from_ms)
-    if to_ms is not None:
-        batch_ids = batch_ids.where(Batch.batch_time_ms <= to_ms)
+    batch_ids = sa.select(Batch.batch_id).where(*_batches_in(query_id, from_ms, to_ms))
     first = session.scalar(batch_ids.order_by(Batch.batch_time_ms, Batch.batch_id).limit(1))
     last = session.scalar(
         batch_ids.order_by(Batch.batch_time_ms.desc(), Batch.batch_id.desc()).limit(1)

@@ -50,6 +50,25 @@ def partition_states(engine, query_id):
     return states
 
 
+def batch_and_watermarks(engine, query_id, batch_id):
+    """A stored batch, and its partition watermarks by partition."""
+    with so.Session(engine) as session:
+        batch = session.scalars(
+            sa.select(Batch).where(Batch.query_id == str(query_id), Batch.batch_id == batch_id)
+        ).one()
+        watermarks = dict(
+            session.execute(
+                sa.select(
+                    PartitionEventTime.partition, PartitionEventTime.partition_watermark_ms
+                ).where(
+                    PartitionEventTime.query_id == str(query_id),
+                    PartitionEventTime.batch_id == batch_id,
+                )
+            ).all()
+        )
+    return batch, watermarks
+
+
 def test_a_held_back_partition_is_stalled_and_never_idle(
     spark, log_dir, checkpoint, database_url, engine
 ):
@@ -108,20 +127,42 @@ def test_a_drained_partition_without_new_data_is_idle_and_left_out_of_flinks_wat
     for idle, _, lags in states.values():
         assert all(lags[name] == 0 for name in idle), "a partition with a backlog is never idle"
     batch_id = min(b for b, (idle, _, _) in states.items() if idle == {"telemetry/1"})
-    with so.Session(engine) as session:
-        batch = session.scalars(
-            sa.select(Batch).where(Batch.query_id == str(query.id), Batch.batch_id == batch_id)
-        ).one()
-        watermarks = dict(
-            session.execute(
-                sa.select(
-                    PartitionEventTime.partition, PartitionEventTime.partition_watermark_ms
-                ).where(
-                    PartitionEventTime.query_id == str(query.id),
-                    PartitionEventTime.batch_id == batch_id,
-                )
-            ).all()
-        )
-    active = [w for name, w in watermarks.items() if name != "telemetry/1"]
+    batch, watermarks = batch_and_watermarks(engine, query.id, batch_id)
+    active_names = [name for name in watermarks if name != "telemetry/1"]
+    active = [watermarks[name] for name in active_names]
     assert batch.flink_watermark_ms == min(active)
-    assert batch.watermark_skew_ms == max(active) - min(active)
+    # Skew leaves the idle partition out too, unless it drives Spark's watermark.
+    driver = batch.watermark_driver_partition
+    counted = [w for name, w in watermarks.items() if name in (driver, *active_names)]
+    assert batch.watermark_skew_ms == max(counted) - min(counted)
+
+
+def test_a_fast_partition_that_drained_and_went_idle_still_counts_in_the_skew(
+    spark, log_dir, checkpoint, database_url, engine
+):
+    # telemetry/0 is read ten times as fast as the others: it drains first and goes idle,
+    # holding Spark's watermark ahead while the others work through their backlog.
+    scenario = play("skewed_backfill", PartitionedLog(log_dir), partitions=3, records=900)
+
+    def fast_idle(query):
+        states = partition_states(engine, query.id)
+        return any(idle == {"telemetry/0"} for idle, _, _ in states.values())
+
+    query = run_until(
+        spark,
+        scenario,
+        log_dir,
+        checkpoint,
+        database_url,
+        fast_idle,
+        stall_timeout=600,
+        idle_timeout=1,
+    )
+    states = partition_states(engine, query.id)
+    batch_id = min(b for b, (idle, _, _) in states.items() if idle == {"telemetry/0"})
+    batch, watermarks = batch_and_watermarks(engine, query.id, batch_id)
+    assert batch.watermark_driver_partition == "telemetry/0"
+    slow = [watermarks["telemetry/1"], watermarks["telemetry/2"]]
+    assert batch.flink_watermark_ms == min(slow)
+    assert batch.watermark_skew_ms == watermarks["telemetry/0"] - min(slow)
+    assert batch.watermark_skew_ms > max(slow) - min(slow)

@@ -1,6 +1,7 @@
 """The diagnosis JSON over a range of batches: who drove the watermark (and whether a
 future-dated record did), the future-dated records per partition, the lateness histograms and
-the delays that would have kept 99%, 99.9% and 100% of the records."""
+the delays that would have kept 99%, 99.9% and 100% of the records (or that no delay would,
+where a future-dated record drove the watermark)."""
 
 from __future__ import annotations
 
@@ -93,7 +94,7 @@ def diagnosis_json(
     """The diagnosis of the query's batches with batch times from `from_ms` to `to_ms`
     (half-open); `tolerance_ms` is how far ahead of its batch a record may be."""
     # lateness() takes the batch time of the last batch; the range ends before to_ms.
-    measured = lateness(session, query_id, from_ms, to_ms - 1)
+    measured = lateness(session, query_id, from_ms, to_ms - 1, tolerance_ms)
     return {
         "query": query_id,
         "from_ms": from_ms,

@@ -96,3 +96,17 @@ def test_rewound(before, position, expected):
 def test_skew_and_flink_watermark(watermarks, idle, skew, flink):
     assert skew_between(watermarks, idle) == skew
     assert flink_watermark(watermarks, idle) == flink
+
+
+@pytest.mark.parametrize(
+    "idle, driver, skew",
+    [
+        ({"a"}, "a", 60),
+        ({"a"}, None, 30),
+        ({"b"}, "a", 30),
+        ({"a", "b", "c"}, "a", 0),
+    ],
+    ids=["idle-driver-counts", "idle-left-out-without-a-driver", "idle-other", "only-the-driver"],
+)
+def test_skew_counts_the_partition_that_drives_the_watermark_even_when_idle(idle, driver, skew):
+    assert skew_between({"a": 100, "b": 40, "c": 70}, idle, driver) == skew

@@ -20,6 +20,7 @@ import sqlalchemy.orm as so
 from monitor.collect.progress import parse_progress
 from monitor.health.lateness import SHARES, bucket, bucket_bounds
 from monitor.spark.instrument import instrument
+from monitor.spark.measuring import NO_WATERMARK_MS
 from monitor.store.drop_causes import lateness
 from monitor.store.engine import create_engine
 from monitor.store.migrate import upgrade
@@ -100,8 +101,10 @@ def offset_metadata(checkpoint):
 def from_data(log, checkpoint):
     """What the records the query read say, per (batch, partition): the keys of the
     future-dated ones and their largest lead, and the counts of late and on-time ones by
-    bucket."""
+    bucket, of the batches judged by a watermark (not batch 0, which has none, nor batch 1,
+    judged by Spark's 1970 placeholder)."""
     metadata = offset_metadata(checkpoint)
+    assert metadata[0][0] == NO_WATERMARK_MS, "batch 1 is judged by the placeholder"
     future, late, slack = {}, Counter(), Counter()
     for batch_id, partition, record, is_late in records_read(log, checkpoint):
         name = f"telemetry/{partition}"
@@ -109,7 +112,7 @@ def from_data(log, checkpoint):
         if lead > TOLERANCE_MS:
             keys, largest = future.get((batch_id, name), ([], lead))
             future[(batch_id, name)] = ([*keys, record.key], max(largest, lead))
-        if batch_id == 0:
+        if batch_id == 0 or metadata[batch_id - 1][0] == NO_WATERMARK_MS:
             continue
         margin = record.timestamp_ms - metadata[batch_id - 1][0]
         counts, distance = (late, -margin) if is_late else (slack, margin)
@@ -231,7 +234,7 @@ def test_the_advisor_names_the_delays_the_data_needs(measured, future_log, tmp_p
     watermarks = {b: w for b, (w, _) in offset_metadata(checkpoints["python"]).items()}
     exact, bounded = [], []
     for batch_id, _, record, _ in records_read(future_log, checkpoints["python"]):
-        if batch_id == 0:
+        if batch_id == 0 or watermarks[batch_id - 1] == NO_WATERMARK_MS:
             continue
         margin = record.timestamp_ms - watermarks[batch_id - 1]
         exact.append(max(DELAY_MS + 1 - margin, 0))

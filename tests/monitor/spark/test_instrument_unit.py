@@ -15,7 +15,7 @@ from monitor.collect.observed import ObservationError, partition_event_times
 from monitor.collect.progress import parse_progress
 from monitor.events import SAMPLES_PER_PARTITION, PartitionEventTimes
 from monitor.spark.instrument import interval_ms
-from monitor.spark.measuring import Measuring
+from monitor.spark.measuring import NO_WATERMARK_MS, Measuring
 from monitor.spark.operator_python import (
     TaskStats,
     batch_time_ms,
@@ -282,6 +282,16 @@ def test_task_stats_without_a_late_watermark_counts_nothing_late():
     stats = TaskStats(late_watermark=None, window_ms=None)
     add(stats, [("3", 5, "k0", 0), ("3", 7, "k1", 1), ("4", None, "k2", 0)])
     assert stats.partitions == {"3": figures(2, 5, 7, 0, max_record=["k1", 7, 1])}
+
+
+def test_task_stats_against_sparks_placeholder_counts_late_records_but_no_distances():
+    """A query's first batches are judged by Spark's "no watermark yet", 1970: a record at it
+    is still late, but no distance from 1970 goes into the histograms."""
+    stats = TaskStats(late_watermark=NO_WATERMARK_MS, window_ms=None)
+    add(stats, [("3", 0, "k0", 0), ("3", T0, "k1", 1)])
+    assert stats.partitions == {
+        "3": figures(2, 0, T0, 1, [("k0", 0, 0)], max_record=["k1", T0, 1]),
+    }
 
 
 def test_task_stats_compares_window_ends_with_the_late_watermark():

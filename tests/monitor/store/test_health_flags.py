@@ -128,3 +128,17 @@ def test_skew_flink_watermark_and_time_lag_leave_idle_partitions_out(engine):
             ).all()
         )
     assert lags == {"t/0": 1_000, "t/1": 6_000, "t/2": 11_000}
+
+
+def test_skew_counts_the_idle_partition_that_drives_the_watermark(engine):
+    # A skewed backfill: t/0 read a minute ahead of the others, caught up and went idle; its
+    # record still sets Spark's watermark, a minute ahead of where t/1 and t/2 are.
+    ahead = {0: EPOCH + 60_000, 1: EPOCH + 1_000, 2: EPOCH + 2_000}
+    write(engine, 0, 0, ends=[10, 10, 10], latests=[10, 20, 20], event_max=ahead)
+    behind = {1: EPOCH + 3_000, 2: EPOCH + 3_500}
+    write(engine, 1, 12, ends=[10, 20, 20], latests=[10, 30, 30], event_max=behind)
+    second = batch(engine, 1)
+    assert flags(engine, 1)[0] == ("t/0", True, False, False)
+    assert second.watermark_driver_partition == "t/0"
+    # W_p = M_p - 1 s: t/0's 59 s against t/1's 2 s; Flink's W leaves the idle t/0 out.
+    assert (second.watermark_skew_ms, second.flink_watermark_ms) == (57_000, EPOCH + 2_000)

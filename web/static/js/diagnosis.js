@@ -96,8 +96,13 @@ function futureCell(future) {
 }
 
 // A delay that would have kept a share of the records, with how much longer (+) or shorter
-// (−) than the delay in force it would keep state, under it.
-function keepsCell(delay, delayNow) {
+// (−) than the delay in force it would keep state, under it; or that no delay keeps them.
+function keepsCell({ delay_ms: delay, no_delay: noDelay }, delayNow) {
+  if (noDelay) {
+    const cell = el("td", "num bad", "no delay keeps these");
+    cell.title = noDelay;
+    return cell;
+  }
   if (delay === null) return el("td", "num", "—");
   const cell = el("td", "num");
   cell.append(el("div", null, duration(delay)), el("div", "muted", change(delay - delayNow)));
@@ -107,7 +112,14 @@ function keepsCell(delay, delayNow) {
 function delayCells(lateness) {
   if (!lateness) return [0, 1, 2, 3].map(() => el("td", "num", "—"));
   const now = el("td", "num", duration(lateness.delay_ms));
-  return [now, ...lateness.delays.map((d) => keepsCell(d.delay_ms, lateness.delay_ms))];
+  return [now, ...lateness.delays.map((d) => keepsCell(d, lateness.delay_ms))];
+}
+
+// Why no delay keeps some share of the records, as a sentence, or null when a delay does.
+function noDelayText(lateness) {
+  const advised = [lateness.query, ...lateness.partitions].filter(Boolean);
+  const reason = advised.flatMap((l) => l.delays).find((d) => d.no_delay);
+  return reason ? `${reason.no_delay[0].toUpperCase()}${reason.no_delay.slice(1)}.` : null;
 }
 
 // One row of the advisor: a partition's (or the query's) figures over the range.
@@ -205,6 +217,9 @@ export class Diagnosis {
       lateness: lateness.query,
     });
     document.querySelector("#advisor tbody").replaceChildren(whole, ...rows);
+    const noDelay = noDelayText(lateness);
+    $("advisor-no-delay").hidden = noDelay === null;
+    setText($("advisor-no-delay"), noDelay);
   }
 
   // The histogram picker: the whole query, or one partition; the choice is kept.

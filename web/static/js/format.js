@@ -42,6 +42,20 @@ export function duration(ms) {
   );
 }
 
+// An age, now − a time: how long ago it was, or how far ahead of the clock it is ("ahead of
+// the clock by 1 h 57 min") when the time is still to come.
+export function age(ms) {
+  if (ms === null || ms === undefined) return DASH;
+  return ms < 0 ? `ahead of the clock by ${duration(-ms)}` : duration(ms);
+}
+
+// How far one time is behind another, given the difference: "4.3 s behind", or "4.3 s ahead"
+// when the difference is negative.
+export function behind(ms) {
+  if (ms === null || ms === undefined) return DASH;
+  return ms < 0 ? `${duration(-ms)} ahead` : `${duration(ms)} behind`;
+}
+
 // How much longer (+) or shorter (−) one duration is than another, given the difference.
 export function change(ms) {
   if (ms === null || ms === undefined) return DASH;

@@ -1,7 +1,7 @@
 // The query page's partition table: one row per source partition, updated cell by cell.
 import { byName } from "./charts.js";
 import { el, setText } from "./dom.js";
-import { clock, count, duration, rate } from "./format.js";
+import { age, clock, count, rate } from "./format.js";
 
 const SAMPLES_SHOWN = 2;
 const FLAGS = ["stalled", "rewound", "idle"];
@@ -73,7 +73,7 @@ export class PartitionTable {
     setText(cells.rate, rate(p.rows_per_second));
     setText(cells.max, clock(p.max_event_time_ms));
     setText(cells.wp, clock(p.partition_watermark_ms));
-    setText(cells.timeLag, duration(p.time_lag_ms));
+    setText(cells.timeLag, age(p.time_lag_ms));
     setText(cells.lateWindow, count(row.lateWindow));
     cells.lateWindow.classList.toggle("bad", row.lateWindow > 0);
     setText(cells.lateTotal, count(p.late_records_total));

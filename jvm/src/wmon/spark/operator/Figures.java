@@ -17,14 +17,20 @@ import org.apache.spark.unsafe.types.UTF8String;
  * The aggregation buffer: per partition, records, min/max event time and the record at the max
  * ({@link MaxRecords}), late records, late and future-dated samples ({@link Samples}),
  * future-dated records and their largest lead over the batch time, and histograms of how far
- * late and on-time rows are from the late watermark ({@link Buckets}). Each partition has a
- * slot ({@link Slots}) in flat arrays; adding a row allocates nothing. Serialized once per task
+ * late and on-time rows are from the late watermark ({@link Buckets}; none from Spark's 1970
+ * placeholder, {@link #NO_WATERMARK_MS}). Each partition has a slot ({@link Slots}) in flat
+ * arrays; adding a row allocates nothing. Serialized once per task
  * ({@link #toBytes}).
  */
 public final class Figures {
     private static final JsonFactory JSON = new JsonFactory();
     /** No batch known: a buffer no task has written, such as the driver's empty one. */
     static final long NO_BATCH = -1;
+    /**
+     * The watermark Spark writes for a batch before it has one (1970). Rows at or below it are
+     * late, but their distance from 1970 says nothing: the histograms leave them out.
+     */
+    static final long NO_WATERMARK_MS = 0;
 
     private long batch = NO_BATCH;
     private boolean hasLateWatermark;
@@ -117,10 +123,13 @@ public final class Figures {
         if (ms < minMs[slot]) {
             minMs[slot] = ms;
         }
+        boolean measured = hasLateWatermark && lateWatermarkMs != NO_WATERMARK_MS;
         if (isLate) {
             late[slot]++;
-            lateBuckets.add(slot, lateWatermarkMs - comparedMs);
-        } else if (hasLateWatermark) {
+            if (measured) {
+                lateBuckets.add(slot, lateWatermarkMs - comparedMs);
+            }
+        } else if (measured) {
             slackBuckets.add(slot, comparedMs - lateWatermarkMs);
         }
         if (isFuture) {
