@@ -16,7 +16,7 @@ from typing import Any
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.alerts.lifecycle import Alert, State, Transition, step
+from monitor.alerts.lifecycle import Alert, State, Timing, Transition, step
 from monitor.alerts.outbox import enqueue
 from monitor.alerts.rulefile import RuleConfig, RuleSet, thresholds_of
 from monitor.alerts.rules import RULES, Finding, query_unreadable
@@ -45,17 +45,15 @@ def evaluate(session: so.Session, rules: RuleSet, now_ms: int) -> list[AlertEven
     # Every query's facts first, in a few statements per chunk of queries, not per query; no
     # rule looks at a query's trend (the dashboard's status does), so it is not read.
     facts = fleet_facts(session, asked, now_ms, trend=False)
-    known = _known(live)
     changes = _Changes()
     for query, item in zip(queries, asked, strict=True):
-        for name, findings in _judge(item, facts[query.id], configs[query.id], now_ms).items():
-            alerted = known.get((name, query.id))
-            if not findings and not alerted:
+        for name, finding in _judge(item, facts[query.id], configs[query.id], now_ms).items():
+            key = (name, query.id)
+            stored = live.get(key)
+            if finding is None and stored is None:
                 continue  # nothing found, nothing to resolve: most rules on most queries
-            for_ms = configs[query.id][name].for_ms
-            for partition in sorted(set(findings) | (alerted or set())):
-                key = (name, query.id, partition)
-                changes.step(key, live.get(key), findings.get(partition), now_ms, for_ms)
+            config = configs[query.id][name]
+            changes.step(key, stored, finding, now_ms, _timing(config, facts[query.id]))
     events = changes.store(session, now_ms)
     enqueue(session, events, rules.receivers, now_ms)
     if events:
@@ -73,7 +71,16 @@ class _Stored:
 
 
 # What a pass changes in a stored alert.
-_STEPPED = ("state", "value", "message", "fired_at_ms", "resolved_at_ms")
+_STEPPED = (
+    "state",
+    "value",
+    "message",
+    "partitions",
+    "caused_by",
+    "held_at_ms",
+    "fired_at_ms",
+    "resolved_at_ms",
+)
 
 
 @dataclass(frozen=True)
@@ -97,14 +104,14 @@ class _Changes:
 
     def step(
         self,
-        key: tuple[str, str, str],
+        key: tuple[str, str],
         stored: _Stored | None,
         finding: Finding | None,
         now_ms: int,
-        for_ms: int,
+        timing: Timing,
     ) -> None:
-        """Step the alert on `key` (rule, query id, subject) with what its rule found now."""
-        alert, transition = step(stored.alert if stored else None, finding, now_ms, for_ms, key)
+        """Step the alert on `key` (rule, query id) with what its rule found now."""
+        alert, transition = step(stored.alert if stored else None, finding, now_ms, timing, key)
         row_id = stored.id if stored else None
         if transition is Transition.CANCELLED and stored is not None:
             ended = _columns(replace(stored.alert, resolved_at_ms=now_ms))
@@ -126,7 +133,7 @@ class _Changes:
 
         New rows are not asked back with RETURNING (drivers write that as one long statement
         per thousand rows, which psycopg parses afresh: seconds for a fleet's alerts) but read
-        after: new alerts are live and unique by rule and subject, and the transitions are
+        after: new alerts are live and unique by rule and query, and the transitions are
         those at `now_ms` past the newest stored before (an acknowledgement is no transition
         of a rule's)."""
         # On the connection: plain statements, not the ORM's per-row bookkeeping.
@@ -168,20 +175,20 @@ class _Changes:
         )
 
 
-def _new_ids(session: so.Session, now_ms: int) -> dict[tuple[str, str, str], int]:
-    """The row ids of the live alerts that became active at `now_ms`, by rule and subject."""
+def _new_ids(session: so.Session, now_ms: int) -> dict[tuple[str, str], int]:
+    """The row ids of the live alerts that became active at `now_ms`, by rule and query."""
     rows = session.execute(
-        sa.select(AlertRow.id, AlertRow.rule, AlertRow.query_id, AlertRow.partition).where(
+        sa.select(AlertRow.id, AlertRow.rule, AlertRow.query_id).where(
             AlertRow.active_since_ms == now_ms, AlertRow.state.in_(LIVE_ALERT_STATES)
         )
     )
-    return {(row.rule, row.query_id, row.partition): row.id for row in rows}
+    return {(row.rule, row.query_id): row.id for row in rows}
 
 
 def _columns(alert: Alert) -> dict[str, Any]:
     """The stored columns a pass may change (:data:`_STEPPED`), as `alert` has them."""
     columns = {name: getattr(alert, name) for name in _STEPPED}
-    return columns | {"state": alert.state.value}
+    return columns | {"state": alert.state.value, "partitions": list(alert.partitions)}
 
 
 def _new_row(alert: Alert) -> dict[str, Any]:
@@ -189,75 +196,101 @@ def _new_row(alert: Alert) -> dict[str, Any]:
     return {
         "rule": alert.rule,
         "query_id": alert.query_id,
-        "partition": alert.partition,
         "severity": RULES[alert.rule].severity.value,
         "active_since_ms": alert.active_since_ms,
     } | _columns(alert)
 
 
-def _live_alerts(session: so.Session) -> dict[tuple[str, str, str], _Stored]:
-    """Every pending or firing alert, by rule and subject: read as plain rows, not objects."""
+def _live_alerts(session: so.Session) -> dict[tuple[str, str], _Stored]:
+    """Every pending or firing alert, by rule and query: read as plain rows, not objects."""
     rows = session.execute(
         sa.select(
             AlertRow.id,
             AlertRow.rule,
             AlertRow.query_id,
-            AlertRow.partition,
             AlertRow.state,
             AlertRow.active_since_ms,
             AlertRow.value,
             AlertRow.message,
+            AlertRow.held_at_ms,
+            AlertRow.partitions,
+            AlertRow.caused_by,
             AlertRow.fired_at_ms,
             AlertRow.resolved_at_ms,
         ).where(AlertRow.state.in_(LIVE_ALERT_STATES))
     )
     return {
-        (rule, query_id, partition): _Stored(
-            row_id,
-            Alert(rule, query_id, partition, State(state), since, value, message, fired, ended),
+        (row.rule, row.query_id): _Stored(
+            row.id,
+            Alert(
+                row.rule,
+                row.query_id,
+                State(row.state),
+                row.active_since_ms,
+                row.value,
+                row.message,
+                row.held_at_ms,
+                tuple(row.partitions),
+                row.caused_by,
+                row.fired_at_ms,
+                row.resolved_at_ms,
+            ),
         )
-        for row_id, rule, query_id, partition, state, since, value, message, fired, ended in rows
+        for row in rows
     }
 
 
-def _alerting(live: Mapping[tuple[str, str, str], _Stored]) -> dict[str, frozenset[str]]:
-    """By query id, the rules with a live alert on the query itself."""
+def _alerting(live: Mapping[tuple[str, str], _Stored]) -> dict[str, frozenset[str]]:
+    """By query id, the rules with a live alert on it."""
     rules: dict[str, set[str]] = {}
-    for rule, query_id, partition in live:
-        if not partition:
-            rules.setdefault(query_id, set()).add(rule)
+    for rule, query_id in live:
+        rules.setdefault(query_id, set()).add(rule)
     return {query_id: frozenset(found) for query_id, found in rules.items()}
-
-
-def _known(live: Mapping[tuple[str, str, str], _Stored]) -> dict[tuple[str, str], set[str]]:
-    """By rule and query id, the subjects ("" or a partition) of their live alerts."""
-    known: dict[tuple[str, str], set[str]] = {}
-    for rule, query_id, partition in live:
-        known.setdefault((rule, query_id), set()).add(partition)
-    return known
 
 
 def _judge(
     asked: Asked, facts: QueryFacts, configs: dict[str, RuleConfig], now_ms: int
-) -> dict[str, dict[str, Finding]]:
-    """What each rule finds on one query, by rule and subject. A query whose rows break a
-    rule is judged unreadable; an unreadable query is judged by `query_unreadable` alone, and
-    its other alerts wait as they are: one bad row must not resolve them."""
+) -> dict[str, Finding | None]:
+    """What each rule finds on one query, by rule, each finding whose cause another rule found
+    marked `caused_by` it. A query whose rows break a rule is judged unreadable; an
+    unreadable query is judged by `query_unreadable` alone, and its other alerts wait as they
+    are: one bad row must not resolve them."""
     if facts.unreadable is None:
         try:
-            return {
-                name: _findings(name, config, facts, now_ms) for name, config in configs.items()
+            found = {
+                name: _finding(name, config, facts, now_ms) for name, config in configs.items()
             }
+            return {name: _with_cause(name, finding, found) for name, finding in found.items()}
         except Exception as error:  # a row no rule can handle: this query's alone
             if is_outage(error):
                 raise
             facts = unreadable(asked, unreadable_reason(error))
     config = configs[UNREADABLE]
-    return {UNREADABLE: _findings(UNREADABLE, config, facts, now_ms)}
+    return {UNREADABLE: _finding(UNREADABLE, config, facts, now_ms)}
 
 
-def _findings(name: str, config: RuleConfig, facts: QueryFacts, now_ms: int) -> dict[str, Finding]:
+def _timing(config: RuleConfig, facts: QueryFacts) -> Timing:
+    """The rule's timing for this pass: its own, but nothing is held once the rule is switched
+    off or the query has stopped running (there is no condition left to come back)."""
     if not config.enabled:
-        return {}
-    found = RULES[name].check(facts, now_ms, config.params)
-    return {finding.partition or "": finding for finding in found}
+        return Timing()
+    if not facts.active:
+        return Timing(config.timing.for_ms, 0)
+    return config.timing
+
+
+def _finding(name: str, config: RuleConfig, facts: QueryFacts, now_ms: int) -> Finding | None:
+    if not config.enabled:
+        return None
+    return RULES[name].check(facts, now_ms, config.params)
+
+
+def _with_cause(
+    name: str, finding: Finding | None, found: Mapping[str, Finding | None]
+) -> Finding | None:
+    """The finding, marked caused by the first of its rule's causes found on the same query
+    (Alertmanager's inhibition, at the source: it is shown under its cause, not told)."""
+    if finding is None:
+        return None
+    cause = next((cause for cause in RULES[name].caused_by if found.get(cause)), None)
+    return replace(finding, caused_by=cause)

@@ -4,8 +4,10 @@
 the transitions, so nothing is lost between the two; :mod:`monitor.alerts.delivery` sends them.
 Firing and resolved stay paired, as in Alertmanager: a silence holds back the firing
 notification of the alerts it covers, which goes out once the silence ends if the alert still
-fires; a resolved notification goes to exactly the receivers the firing was queued for (sent,
-being retried or given up on), whatever rules the evaluating process holds.
+fires. An alert caused by another (Alertmanager's inhibition) is held back the same way while
+its cause is found, and told if it still fires once its cause is gone. A resolved notification
+goes to exactly the receivers the firing was queued for (sent, being retried or given up on),
+whatever rules the evaluating process holds.
 """
 
 from __future__ import annotations
@@ -49,11 +51,15 @@ def _unheard_firing(
     session: so.Session, receivers: Sequence[str], now_ms: int
 ) -> list[tuple[AlertEvent, str]]:
     """Each firing alert's firing event, with each receiver that has not been sent it, unless
-    a silence in force covers the alert."""
+    another alert causes it or a silence in force covers it."""
     firing = session.execute(
         sa.select(AlertRow, AlertEvent)
         .join(AlertEvent, AlertEvent.alert_id == AlertRow.id)
-        .where(AlertRow.state == "firing", AlertEvent.transition == "firing")
+        .where(
+            AlertRow.state == "firing",
+            AlertRow.caused_by.is_(None),
+            AlertEvent.transition == "firing",
+        )
         .order_by(AlertEvent.id)
     ).all()
     silences = active_silences(session, now_ms)

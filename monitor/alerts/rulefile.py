@@ -1,20 +1,21 @@
 """The rules file: the built-in rules' settings overridden for all queries and per query name.
 
     rules:                       # for every query
-      watermark_skew: {threshold: 2m, for: 30s}
+      watermark_skew: {threshold: 2m, for: 30s, keep_firing_for: 5m}
       partition_idle: {enabled: false}
     queries:                     # for queries whose name matches, in order; later wins
       - match: "scooters_*"
         rules:
-          late_records: {count: 100}
+          late_records: {count: 1000, share: 0.5%}
     receivers:                   # who is told of firing and resolved alerts
       - {name: ops, kind: webhook, url: "https://ops.example.com/wmon"}
       - {name: chat, kind: slack, url: "https://hooks.slack.com/services/..."}
 
 Durations take a unit (500ms, 30s, 5m, 2h, 1d) and are at most 365d; counts are whole numbers
->= 0; both in ASCII digits, read as monitor.numbers reads every number from outside. A file is
-at most 256 KiB of UTF-8, nested at most 20 deep. Anything else is an error naming the file, the
-line and the problem; nothing of a bad file is used.
+>= 0; shares are percentages with at most two decimals (1%, 0.25%); all in ASCII digits, read
+as monitor.numbers reads every number from outside. A file is at most 256 KiB of UTF-8, nested
+at most 20 deep. Anything else is an error naming the file, the line and the problem; nothing
+of a bad file is used.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import Any
 import yaml
 import yaml.reader
 
+from monitor.alerts.lifecycle import Timing
 from monitor.alerts.receivers import kinds as registered_kinds
 from monitor.alerts.rules import RULES, Kind, thresholds
 from monitor.health.facts import Thresholds
@@ -42,6 +44,7 @@ MAX_FILE_BYTES = 256 * 1024
 MAX_DEPTH = 20
 MAX_DURATION_MS = 365 * 86_400_000
 _DURATION = re.compile(r"([0-9]+)(ms|s|m|h|d)")
+_SHARE = re.compile(r"([0-9]{1,3})(?:\.([0-9]{1,2}))?%")
 _UNIT_MS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 # How much of a value or of PyYAML's reason an error message quotes.
 _BRIEF = 80
@@ -53,10 +56,11 @@ class RulesFileError(ValueError):
 
 @dataclass(frozen=True)
 class RuleConfig:
-    """One rule's settings for one query: whether it runs, its `for`, its parameters."""
+    """One rule's settings for one query: whether it runs, its `for` and `keep_firing_for`,
+    its parameters."""
 
     enabled: bool
-    for_ms: int
+    timing: Timing
     params: dict[str, int]
 
 
@@ -66,13 +70,18 @@ class Patch:
 
     enabled: bool | None = None
     for_ms: int | None = None
+    keep_firing_ms: int | None = None
     params: dict[str, int] = field(default_factory=dict)
 
     def applied(self, config: RuleConfig) -> RuleConfig:
         """The settings with this patch applied."""
+        timing = config.timing
         return RuleConfig(
             config.enabled if self.enabled is None else self.enabled,
-            config.for_ms if self.for_ms is None else self.for_ms,
+            Timing(
+                timing.for_ms if self.for_ms is None else self.for_ms,
+                timing.keep_firing_ms if self.keep_firing_ms is None else self.keep_firing_ms,
+            ),
             config.params | self.params,
         )
 
@@ -120,7 +129,10 @@ class RuleSet:
 
     def _configs(self, matched: list[Patches]) -> dict[str, RuleConfig]:
         """Each rule's settings: the defaults, then everywhere's patches, then `matched`."""
-        configs = {n: RuleConfig(True, r.for_ms, r.defaults()) for n, r in RULES.items()}
+        configs = {
+            n: RuleConfig(True, Timing(r.for_ms, r.keep_firing_ms), r.defaults())
+            for n, r in RULES.items()
+        }
         for patches in [self.everywhere, *matched]:
             for rule_name, patch in patches.items():
                 configs[rule_name] = patch.applied(configs[rule_name])
@@ -186,6 +198,19 @@ def duration_ms(text: str, name: str) -> int:
     if ms > MAX_DURATION_MS:
         raise NumberError(f"{name} must be at most 365d, not {shown(text)}")
     return ms
+
+
+def share_hundredths(text: str, name: str) -> int:
+    """A share of a rules file ('1%', '0.25%', '100%') in hundredths of a percent; NumberError
+    names `name` otherwise."""
+    match = _SHARE.fullmatch(text)
+    if match is None:
+        raise NumberError(f"{name} must be a share such as 1% or 0.25%, not {shown(text)}")
+    units, hundredths = match.group(1), (match.group(2) or "").ljust(2, "0")
+    share = whole(units, name, 0, 100) * 100 + int(hundredths)
+    if share > 10_000:
+        raise NumberError(f"{name} must be at most 100%, not {shown(text)}")
+    return share
 
 
 class _Loader(yaml.SafeLoader):
@@ -304,12 +329,15 @@ def _patches(node: yaml.Node) -> Patches:
 
 def _patch(rule_name: str, node: yaml.Node) -> Patch:
     kinds = RULES[rule_name].params
-    fields = _mapping(node, f"rule {rule_name}", {"enabled", "for", *kinds})
+    fields = _mapping(node, f"rule {rule_name}", {"enabled", "for", "keep_firing_for", *kinds})
     patch = Patch(params={p: _number(fields[p], p, kinds[p][0]) for p in kinds if p in fields})
     if "enabled" in fields:
         patch = replace(patch, enabled=_boolean(fields["enabled"], "enabled"))
     if "for" in fields:
         patch = replace(patch, for_ms=_number(fields["for"], "for", Kind.DURATION))
+    if "keep_firing_for" in fields:
+        keep = _number(fields["keep_firing_for"], "keep_firing_for", Kind.DURATION)
+        patch = replace(patch, keep_firing_ms=keep)
     return patch
 
 
@@ -346,12 +374,14 @@ def _boolean(node: yaml.Node, name: str) -> bool:
 
 
 def _number(node: yaml.Node, name: str, kind: Kind) -> int:
-    """A count or a duration, read from the text as written: not as YAML reads numbers, which
-    takes `1_000`, `0x10` and `1:30` (90)."""
+    """A count, a duration or a share, read from the text as written: not as YAML reads
+    numbers, which takes `1_000`, `0x10` and `1:30` (90)."""
     _scalar(node, name)
     try:
         if kind is Kind.COUNT:
             return whole(node.value, name, 0, INT64_MAX)
+        if kind is Kind.SHARE:
+            return share_hundredths(node.value, name)
         return duration_ms(node.value, name)
     except NumberError as error:
         raise _Problem(node, str(error)) from None

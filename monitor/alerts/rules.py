@@ -1,24 +1,29 @@
 """Alert rules: what to tell about one query, now, from the facts its health is judged on.
 
-A rule looks at :class:`~monitor.health.facts.QueryFacts` and its parameters and returns a
-:class:`Finding` for each subject it finds wrong: the query itself (``partition`` None) or one
-of its partitions; the conditions are :mod:`monitor.health.predicates`, which the dashboard's
-status uses too. Rules register themselves in :data:`RULES` with their default parameters and
-``for`` duration, and name the :class:`~monitor.health.facts.Thresholds` their parameters set
-(how far back the facts look); a rules file overrides them per query
-(:mod:`monitor.alerts.rulefile`). Durations are in ms.
+A rule looks at :class:`~monitor.health.facts.QueryFacts` and its parameters and returns one
+:class:`Finding` when it finds something wrong: with the query itself, or with some of its
+partitions, listed in the one finding (an alert per query and rule, as Alertmanager groups
+them, not one per partition). The conditions are :mod:`monitor.health.predicates`, which the
+dashboard's status uses too. Rules register themselves in :data:`RULES` with their default
+parameters, their `for` and `keep_firing_for` (Prometheus' names: how long a finding must
+hold before its alert fires, how long a firing alert stays after it cleared, so that nothing
+flaps) and the rules whose findings are their causes (a future-dated record causes late
+records; a failed or silent query, whatever its last batch shows), and name the
+:class:`~monitor.health.facts.Thresholds` their parameters set (how far back the facts look);
+a rules file overrides them per query (:mod:`monitor.alerts.rulefile`). Durations are in ms.
 """
 
 from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from monitor.durations import duration
 from monitor.events import Record
 from monitor.health.facts import QueryFacts, StoredStatus, Thresholds
-from monitor.health.predicates import is_silent
+from monitor.health.predicates import is_silent, losing_late
 
 
 class Severity(enum.Enum):
@@ -29,34 +34,49 @@ class Severity(enum.Enum):
 
 
 class Kind(enum.Enum):
-    """What a rule parameter is: a duration (ms, written '5m' in a rules file) or a count."""
+    """What a rule parameter is: a duration (ms, written '5m' in a rules file), a count, or a
+    share (hundredths of a percent, written '1%' or '0.25%')."""
 
     DURATION = "duration"
     COUNT = "count"
+    SHARE = "share"
 
 
 @dataclass(frozen=True)
 class Finding:
-    """A condition a rule found: on the query (partition None) or one partition."""
+    """What a rule found wrong with a query: on the query itself, or on the `partitions` named
+    (one finding for all of them, listed in its message); `caused_by`, the rule whose finding
+    on the same query explains this one (set by the evaluator)."""
 
-    partition: str | None
     value: float | None
     message: str
+    partitions: tuple[str, ...] = ()
+    caused_by: str | None = None
 
 
 Params = Mapping[str, int]
-Check = Callable[[QueryFacts, int, Params], list[Finding]]
+Check = Callable[[QueryFacts, int, Params], Finding | None]
+
+# The rules whose finding explains any other on the same query: a failed, stopped or silent
+# query is the cause of what its last batch still shows.
+QUERY_DOWN = ("query_failed", "query_terminated", "no_progress")
+# The rules whose alerts are listed first: a query that is down, or cannot be judged.
+URGENT = (*QUERY_DOWN, "query_unreadable")
 
 
 @dataclass(frozen=True)
 class Rule:
-    """A registered rule: its check, default parameters and how long a finding must hold."""
+    """A registered rule: its check, default parameters, how long a finding must hold before
+    the alert fires (`for_ms`) and how long a firing alert stays after it cleared
+    (`keep_firing_ms`), and the rules whose findings are its causes."""
 
     name: str
     description: str
     severity: Severity
     for_ms: int
+    keep_firing_ms: int
     check: Check
+    caused_by: tuple[str, ...] = ()
     params: dict[str, tuple[Kind, int]] = field(default_factory=dict)
     # Which of the facts' thresholds each parameter sets: {threshold: parameter}.
     sets: dict[str, str] = field(default_factory=dict)
@@ -73,18 +93,29 @@ def rule(
     description: str,
     severity: Severity,
     for_ms: int = 0,
+    keep_firing_ms: int = 0,
+    caused_by: tuple[str, ...] = QUERY_DOWN,
     sets: Mapping[str, str] | None = None,
     **params: tuple[Kind, int],
 ) -> Callable[[Check], Check]:
-    """Register the decorated check as a rule named after it; names are unique. `sets` names
-    the facts' thresholds its parameters set, as {threshold: parameter}."""
+    """Register the decorated check as a rule named after it; names are unique. `caused_by`
+    names the rules whose findings explain this one's (by default a failed, stopped or silent
+    query); `sets` names the facts' thresholds its parameters set, as {threshold: parameter}."""
 
     def register(check: Check) -> Check:
         name = check.__name__
         if name in RULES:
             raise ValueError(f"a rule named {name!r} is already registered")
         RULES[name] = Rule(
-            name, description, severity, for_ms, check, dict(params), dict(sets or {})
+            name,
+            description,
+            severity,
+            for_ms,
+            keep_firing_ms,
+            check,
+            tuple(caused_by),
+            dict(params),
+            dict(sets or {}),
         )
         return check
 
@@ -102,33 +133,65 @@ def thresholds(params: Mapping[str, Params]) -> Thresholds:
     )
 
 
-def _seconds(ms: float) -> str:
-    return f"{ms / 1000:,.0f} s"
+def listed(names: Sequence[str], shown: int = 3) -> str:
+    """Partition names as a message lists them: 't/1', 't/1 and t/2', 't/1, t/2, t/3 and 5
+    more'."""
+    if len(names) > shown:
+        return f"{', '.join(names[:shown])} and {len(names) - shown} more"
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
-@rule("the query's watermark has not advanced for the stall timeout", Severity.CRITICAL)
-def watermark_stalled(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
+def _partitions(names: Sequence[str], value: float | None, said: str) -> Finding | None:
+    """One finding over the partitions `names` (None when there are none): '<listed> <said>'."""
+    if not names:
+        return None
+    return Finding(value, f"{listed(names)} {said}", tuple(names))
+
+
+def _is(names: Sequence[str]) -> str:
+    return "is" if len(names) == 1 else "are"
+
+
+@rule(
+    "the query's watermark has not advanced for the stall timeout",
+    Severity.CRITICAL,
+    for_ms=60_000,
+    keep_firing_ms=120_000,
+    caused_by=(*QUERY_DOWN, "partition_stalled", "future_event_time"),
+)
+def watermark_stalled(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None:
     """The latest batch's watermark is marked stalled."""
     if not (facts.active and facts.watermark_stalled):
-        return []
-    return [Finding(None, facts.watermark_ms, "the watermark is stalled")]
+        return None
+    return Finding(facts.watermark_ms, "the watermark is stalled")
 
 
-@rule("a partition with work waiting does not advance", Severity.CRITICAL)
-def partition_stalled(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
-    """Every partition of the latest batch marked stalled."""
+@rule(
+    "a partition with work waiting does not advance",
+    Severity.CRITICAL,
+    for_ms=60_000,
+    keep_firing_ms=120_000,
+)
+def partition_stalled(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None:
+    """The partitions of the latest batch marked stalled."""
     if not facts.active:
-        return []
-    stalled = [p for p in facts.latest_partitions if p.stalled]
-    return [Finding(p.name, None, f"{p.name} is stalled") for p in stalled]
+        return None
+    names = [p.name for p in facts.latest_partitions if p.stalled]
+    return _partitions(names, len(names), f"{_is(names)} stalled")
 
 
-@rule("a partition has had no new records for the idle timeout", Severity.WARNING)
-def partition_idle(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
-    """Every partition of the latest batch marked idle."""
+@rule(
+    "a partition has had no new records for the idle timeout",
+    Severity.WARNING,
+    for_ms=300_000,
+    keep_firing_ms=60_000,
+)
+def partition_idle(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None:
+    """The partitions of the latest batch marked idle."""
     if not facts.active:
-        return []
-    return [Finding(p.name, None, f"{p.name} is idle") for p in facts.latest_partitions if p.idle]
+        return None
+    names = [p.name for p in facts.latest_partitions if p.idle]
+    return _partitions(names, len(names), f"{_is(names)} idle")
 
 
 @rule(
@@ -137,49 +200,61 @@ def partition_idle(facts: QueryFacts, now_ms: int, params: Params) -> list[Findi
     sets={"rewound_window_ms": "window"},
     window=(Kind.DURATION, 300_000),
 )
-def rewound(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
-    """The query's watermark, and every partition, marked rewound in a batch of the window (a
+def rewound(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None:
+    """The query's watermark, and the partitions, marked rewound in a batch of the window (a
     rewind lasts one batch; the window keeps it from slipping between two evaluations; the
     facts are taken over this rule's `window`)."""
-    found = [Finding(None, facts.watermark_ms, "the watermark went back")]
-    found = found if facts.watermark_rewound else []
-    return found + [
-        Finding(p.name, None, f"{p.name} went back") for p in facts.partitions if p.rewound
-    ]
+    names = [p.name for p in facts.partitions if p.rewound]
+    if facts.watermark_rewound:
+        went = ["the watermark", *names] if names else ["the watermark"]
+        return Finding(facts.watermark_ms, f"{listed(went)} went back", tuple(names))
+    return _partitions(names, None, "went back")
 
 
 @rule(
     "partition watermarks are further apart than the threshold",
     Severity.WARNING,
-    for_ms=60_000,
+    for_ms=120_000,
+    keep_firing_ms=120_000,
+    caused_by=(*QUERY_DOWN, "future_event_time"),
     threshold=(Kind.DURATION, 300_000),
 )
-def watermark_skew(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
+def watermark_skew(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None:
     """The latest batch's skew (max W_p - min W_p, idle partitions left out) is too high."""
     skew = facts.skew_ms
     if not facts.active or skew is None or skew <= params["threshold"]:
-        return []
-    return [Finding(None, skew, f"watermark skew is {_seconds(skew)}")]
+        return None
+    return Finding(skew, f"watermark skew is {duration(skew)}")
 
 
 @rule(
-    "records are dropped as late: more than `count` within `window`",
-    Severity.CRITICAL,
-    sets={"late_window_ms": "window"},
-    count=(Kind.COUNT, 0),
+    "records are dropped as late: a partition lost more than `count` within `window`, over"
+    " `share` of what it read",
+    Severity.WARNING,
+    caused_by=(*QUERY_DOWN, "future_event_time", "rewound"),
+    sets={"late_window_ms": "window", "late_count": "count", "late_share": "share"},
+    count=(Kind.COUNT, 100),
+    share=(Kind.SHARE, 100),
     window=(Kind.DURATION, 300_000),
 )
-def late_records(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
-    """Every partition that lost more than `count` records in the late window (the facts'
-    late counts are taken over this rule's `window`)."""
-    window = _seconds(facts.thresholds.late_window_ms)
-    return [
-        Finding(
-            p.name, p.late_records, f"{p.name} dropped {p.late_records:,} late records in {window}"
-        )
-        for p in facts.partitions
-        if p.late_records > params["count"]
-    ]
+def late_records(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None:
+    """The partitions that lost more than `count` records in the late window, and more than
+    `share` of the records they read in it (the facts' late thresholds are this rule's
+    parameters): a trickle of late records on a busy partition is no alert."""
+    losing = losing_late(facts)
+    if not losing:
+        return None
+    late, read = sum(p.late_records for p in losing), sum(p.records for p in losing)
+    names = [p.name for p in losing]
+    window = duration(facts.thresholds.late_window_ms)
+    share = f", {percent(late, read)} of what {'it' if len(names) == 1 else 'they'} read"
+    message = f"dropped {late:,} late records in {window}{share if read else ''}"
+    return _partitions(names, late, message)
+
+
+def percent(part: int, whole: int) -> str:
+    """`part` as a share of `whole`, '3.3 %'."""
+    return f"{100 * part / whole:.1f} %"
 
 
 @rule(
@@ -191,35 +266,35 @@ def late_records(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding
     window=(Kind.DURATION, 300_000),
     tolerance=(Kind.DURATION, 300_000),
 )
-def future_event_time(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
-    """Every partition that read more than `count` future-dated records in the window, named
-    with the newest batch's first such record (one can drag the watermark hours ahead); else,
-    as Spark's own figures show it whichever way the query is seen, the watermark itself more
-    than `tolerance` ahead of now."""
-    window = _seconds(facts.thresholds.future_window_ms)
-    found = []
-    for p in facts.partitions:
-        if p.future is None or p.future.records <= params["count"]:
-            continue
-        lead, records = p.future.lead_ms or 0, p.future.records
-        message = (
-            f"{p.name} read {records:,} record{'s' if records != 1 else ''} up to {_hours(lead)}"
-            f" ahead of the clock in {window}{_record_text(p.future.samples)}"
+def future_event_time(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None:
+    """The partitions that read more than `count` future-dated records in the window, named
+    with the first such record of the one furthest ahead (one can drag the watermark hours
+    ahead); else, as Spark's own figures show it whichever way the query is seen, the
+    watermark itself more than `tolerance` ahead of now."""
+    ahead = [
+        (p.name, p.future)
+        for p in facts.partitions
+        if p.future is not None and p.future.records > params["count"]
+    ]
+    if ahead:
+        lead = max(future.lead_ms or 0 for _, future in ahead)
+        records = sum(future.records for _, future in ahead)
+        furthest = max(ahead, key=lambda item: item[1].lead_ms or 0)[1]
+        window = duration(facts.thresholds.future_window_ms)
+        said = (
+            f"read {records:,} record{'s' if records != 1 else ''} up to {duration(lead)}"
+            f" ahead of the clock in {window}{_record_text(furthest.samples)}"
         )
-        found.append(Finding(p.name, lead, message))
+        return _partitions([name for name, _ in ahead], lead, said)
     watermark = facts.watermark_ms
-    ahead = watermark - now_ms if facts.active and watermark is not None else 0
-    if not found and ahead > params["tolerance"]:
-        message = (
-            f"the watermark is {_hours(ahead)} ahead of the clock: a record from the future"
-            " drags it (instrument() names the partition and the record)"
-        )
-        found.append(Finding(None, ahead, message))
-    return found
-
-
-def _hours(ms: int) -> str:
-    return f"{ms / 3_600_000:,.1f} h" if ms >= 3_600_000 else _seconds(ms)
+    over = watermark - now_ms if facts.active and watermark is not None else 0
+    if over <= params["tolerance"]:
+        return None
+    message = (
+        f"the watermark is {duration(over)} ahead of the clock: a record from the future"
+        " drags it (instrument() names the partition and the record)"
+    )
+    return Finding(over, message)
 
 
 def _record_text(samples: tuple[Record, ...]) -> str:
@@ -235,31 +310,35 @@ def _record_text(samples: tuple[Record, ...]) -> str:
     "the query's watermark is older than the threshold",
     Severity.WARNING,
     for_ms=60_000,
+    keep_firing_ms=120_000,
+    caused_by=(*QUERY_DOWN, "watermark_stalled", "partition_stalled"),
     threshold=(Kind.DURATION, 600_000),
 )
-def watermark_age(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
+def watermark_age(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None:
     """now - W is above the threshold while the query runs (no age before the first
     watermark)."""
     if not facts.active or facts.watermark_ms is None:
-        return []
+        return None
     age = now_ms - facts.watermark_ms
     if age <= params["threshold"]:
-        return []
-    return [Finding(None, age, f"the watermark is {_seconds(age)} old")]
+        return None
+    return Finding(age, f"the watermark is {duration(age)} old")
 
 
 @rule(
     "more records wait to be read than the threshold",
     Severity.WARNING,
     for_ms=60_000,
+    keep_firing_ms=120_000,
+    caused_by=(*QUERY_DOWN, "partition_stalled"),
     threshold=(Kind.COUNT, 100_000),
 )
-def offset_lag(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
+def offset_lag(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None:
     """The latest batch's total offset lag is above the threshold."""
     lag = facts.offset_lag
     if not facts.active or lag is None or lag <= params["threshold"]:
-        return []
-    return [Finding(None, lag, f"{lag:,} records wait to be read")]
+        return None
+    return Finding(lag, f"{lag:,} records wait to be read")
 
 
 _PYTHON_ERROR = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit): \S")
@@ -290,40 +369,43 @@ def _ended(facts: QueryFacts, status: StoredStatus, now_ms: int, within_ms: int,
 @rule(
     "the query ended with an exception (new alerts: within `within`)",
     Severity.CRITICAL,
+    caused_by=(),
     within=(Kind.DURATION, 86_400_000),
 )
-def query_failed(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
+def query_failed(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None:
     """The query's last run failed (see :func:`_ended` for `within`)."""
     if not _ended(facts, StoredStatus.FAILED, now_ms, params["within"], "query_failed"):
-        return []
-    return [Finding(None, None, f"the query failed: {failure_reason(facts.exception)}")]
+        return None
+    return Finding(None, f"the query failed: {failure_reason(facts.exception)}")
 
 
 @rule(
     "the query stopped (new alerts: within `within`)",
     Severity.WARNING,
+    caused_by=(),
     within=(Kind.DURATION, 3_600_000),
 )
-def query_terminated(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
+def query_terminated(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None:
     """The query's last run ended without an exception (see :func:`_ended` for `within`)."""
     if not _ended(facts, StoredStatus.TERMINATED, now_ms, params["within"], "query_terminated"):
-        return []
-    return [Finding(None, None, "the query stopped")]
+        return None
+    return Finding(None, "the query stopped")
 
 
 @rule(
     "a running query has reported nothing for longer than the threshold",
     Severity.CRITICAL,
+    caused_by=(),
     sets={"silence_ms": "threshold"},
     threshold=(Kind.DURATION, 300_000),
 )
-def no_progress(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
+def no_progress(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None:
     """No progress, idle or termination event for `threshold` from a query that runs: it is
     silent (the facts' silence threshold is this rule's `threshold`)."""
     if not is_silent(facts, now_ms):
-        return []
+        return None
     silent = now_ms - facts.last_progress_ms
-    return [Finding(None, silent, f"no progress for {_seconds(silent)}")]
+    return Finding(silent, f"no progress for {duration(silent)}")
 
 
 @rule(
@@ -331,19 +413,23 @@ def no_progress(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]
     Severity.WARNING,
     tolerance=(Kind.DURATION, 60_000),
 )
-def clock_ahead(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
+def clock_ahead(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None:
     """The time the job last claimed was more than `tolerance` ahead of when its event was
     stored: its times are not trusted for liveness, and its charts' times are off."""
     ahead = facts.clock_ahead_ms
     if not facts.active or ahead is None or ahead <= params["tolerance"]:
-        return []
-    return [Finding(None, ahead, f"the job's clock is {_seconds(ahead)} ahead of the monitor's")]
+        return None
+    return Finding(ahead, f"the job's clock is {duration(ahead)} ahead of the monitor's")
 
 
-@rule("the query's stored rows cannot be read or judged: its other rules wait", Severity.CRITICAL)
-def query_unreadable(facts: QueryFacts, now_ms: int, params: Params) -> list[Finding]:
+@rule(
+    "the query's stored rows cannot be read or judged: its other rules wait",
+    Severity.CRITICAL,
+    caused_by=(),
+)
+def query_unreadable(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None:
     """A row of the query breaks its reading (see :mod:`monitor.store.isolation`); until it
     is mended, its other alerts stay as they were, neither fired nor resolved."""
     if facts.unreadable is None:
-        return []
-    return [Finding(None, None, f"the query's stored rows cannot be read: {facts.unreadable}")]
+        return None
+    return Finding(None, f"the query's stored rows cannot be read: {facts.unreadable}")

@@ -22,12 +22,12 @@ def active_silences(session: so.Session, now_ms: int) -> Sequence[Silence]:
 
 
 def silenced(alert: AlertRow, silence: Silence) -> bool:
-    """Whether `silence` covers `alert`: each of its rule, query and partition, when set."""
-    return all(
-        wanted is None or wanted == actual
-        for wanted, actual in (
-            (silence.rule, alert.rule),
-            (silence.query_id, alert.query_id),
-            (silence.partition, alert.partition),
-        )
+    """Whether `silence` covers `alert`: its rule and query, when set, are the alert's, and its
+    partition, when set, is every partition the alert covers (a silence of one partition does
+    not hide the others, nor the query's own alerts)."""
+    partition = silence.partition
+    return (
+        silence.rule in (None, alert.rule)
+        and silence.query_id in (None, alert.query_id)
+        and (partition is None or bool(alert.partitions) and set(alert.partitions) == {partition})
     )

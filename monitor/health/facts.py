@@ -40,6 +40,10 @@ class Thresholds:
     """
 
     late_window_ms: int = DEFAULT_WINDOW_MS
+    # A partition loses records when it dropped more than `late_count` in the late window,
+    # and more than `late_share` (hundredths of a percent) of what it read in it.
+    late_count: int = 100
+    late_share: int = 100
     rewound_window_ms: int = DEFAULT_WINDOW_MS
     future_window_ms: int = DEFAULT_WINDOW_MS
     silence_ms: int = DEFAULT_WINDOW_MS
@@ -69,7 +73,8 @@ class FutureDated:
 @dataclass(frozen=True)
 class PartitionFacts:
     """One source partition: its flags in the latest batch (when it is in it), its late
-    records, whether it went back and its future-dated records, within the windows."""
+    records and the records it read in the late window (as the instrumented operator counts
+    them), whether it went back and its future-dated records, within the windows."""
 
     name: str
     idle: bool = False
@@ -77,6 +82,7 @@ class PartitionFacts:
     rewound: bool = False
     offset_lag: int | None = None
     late_records: int = 0
+    records: int = 0
     in_latest_batch: bool = True
     future: FutureDated | None = None
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from monitor.health.facts import QueryFacts, StoredStatus
+from monitor.health.facts import PartitionFacts, QueryFacts, StoredStatus
 
 
 @dataclass(frozen=True)
@@ -111,6 +111,19 @@ def is_silent(facts: QueryFacts, now_ms: int) -> bool:
 def has_stalled_work(facts: QueryFacts) -> bool:
     """The latest batch's watermark, or one of its partitions, is marked stalled."""
     return facts.watermark_stalled or any(p.stalled for p in facts.latest_partitions)
+
+
+def losing_late(facts: QueryFacts) -> list[PartitionFacts]:
+    """The partitions that dropped more than the late count of records as late within the late
+    window, and more than the late share of what they read in it: a trickle of late records on
+    a busy partition is not losing records."""
+    thresholds = facts.thresholds
+    return [
+        p
+        for p in facts.partitions
+        if p.late_records > thresholds.late_count
+        and p.late_records * 10_000 > thresholds.late_share * p.records
+    ]
 
 
 def has_future_dated(facts: QueryFacts) -> bool:

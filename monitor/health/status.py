@@ -10,7 +10,9 @@ The first rule that matches wins:
    query is silent: it has reported nothing for the silence threshold (a hung or killed
    driver) — the conditions of the alert rules `watermark_stalled`, `partition_stalled` and
    `no_progress`, on the same facts;
-5. `lagging` — records were dropped as late within the late window, a partition read
+5. `lagging` — a partition loses records as late (more than the late count within the late
+   window, and more than the late share of what it read: the alert rule `late_records`), a
+   partition read
    future-dated records within the future window (the alert rule `future_event_time`: one can
    drag the watermark ahead), or the total offset lag of the recent batches grew (Burrow's
    rule: work arrives faster than it is done);
@@ -32,6 +34,7 @@ from monitor.health.predicates import (
     is_all_idle,
     is_silent,
     lag_grew,
+    losing_late,
 )
 
 
@@ -63,7 +66,7 @@ def query_status(facts: QueryFacts, now_ms: int) -> Status:
     if has_stalled_work(facts) or is_silent(facts, now_ms):
         return Status.STALLED
     if (
-        facts.late_records > 0
+        losing_late(facts)
         or has_future_dated(facts)
         or lag_grew([point.offset_lag for point in facts.trend])
     ):

@@ -28,7 +28,8 @@ class AlertView:
     id: int
     rule: str
     query: str
-    partition: str | None
+    partitions: tuple[str, ...]
+    caused_by: str | None
     severity: str
     state: str
     active_since_ms: int
@@ -38,30 +39,51 @@ class AlertView:
 
 
 def alerts_with_names(
-    session: so.Session, live_only: bool, limit: int, query_id: str | None = None
+    session: so.Session,
+    live_only: bool,
+    limit: int,
+    query_id: str | None = None,
+    urgent_rules: Sequence[str] = (),
 ) -> Sequence[Any]:
-    """(alert, query name) pairs, the newest first: only live ones, or every one."""
-    select = (
-        sa.select(AlertRow, Query.name)
-        .join(Query, Query.id == AlertRow.query_id)
-        .order_by(AlertRow.active_since_ms.desc(), AlertRow.id.desc())
-        .limit(limit)
-    )
+    """(alert, query name) pairs: every one, the newest first; or only live ones, the most
+    urgent first (:func:`urgency`)."""
+    select = sa.select(AlertRow, Query.name).join(Query, Query.id == AlertRow.query_id)
     if live_only:
         select = select.where(AlertRow.state.in_(LIVE_ALERT_STATES))
+        select = select.order_by(*urgency(urgent_rules)).limit(limit)
+    else:
+        select = select.order_by(AlertRow.active_since_ms.desc(), AlertRow.id.desc()).limit(limit)
     if query_id is not None:
         select = select.where(AlertRow.query_id == query_id)
     return session.execute(select).all()
 
 
-def recent_alerts(session: so.Session, live_only: bool, limit: int) -> list[AlertView]:
-    """The newest alerts first: only pending and firing ones, or every one."""
+def urgency(urgent_rules: Sequence[str]) -> list[sa.ColumnElement[Any]]:
+    """The order of live alerts, the most urgent first: firing before pending, causes before
+    what they cause, `urgent_rules` (a query that is down) before the rest, critical before
+    warning, then the longest active first (web/static/js/alertbook.js orders them so too)."""
+    return [
+        sa.case((AlertRow.state == "firing", 0), else_=1),
+        sa.case((AlertRow.caused_by.is_(None), 0), else_=1),
+        sa.case((AlertRow.rule.in_(urgent_rules), 0), else_=1),
+        sa.case((AlertRow.severity == "critical", 0), else_=1),
+        AlertRow.active_since_ms.asc(),
+        AlertRow.id.asc(),
+    ]
+
+
+def recent_alerts(
+    session: so.Session, live_only: bool, limit: int, urgent_rules: Sequence[str] = ()
+) -> list[AlertView]:
+    """Every alert, the newest first; or only the pending and firing ones, the most urgent
+    first."""
     return [
         AlertView(
             row.id,
             row.rule,
             name or row.query_id,
-            row.partition or None,
+            tuple(row.partitions),
+            row.caused_by,
             row.severity,
             row.state,
             row.active_since_ms,
@@ -69,7 +91,7 @@ def recent_alerts(session: so.Session, live_only: bool, limit: int) -> list[Aler
             row.resolved_at_ms,
             row.message,
         )
-        for row, name in alerts_with_names(session, live_only, limit)
+        for row, name in alerts_with_names(session, live_only, limit, None, urgent_rules)
     ]
 
 

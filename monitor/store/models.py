@@ -267,21 +267,20 @@ LIVE_ALERT_STATES = ("pending", "firing")
 
 
 class AlertRow(Base):
-    """One alert: a rule's condition on one subject, from pending to resolved.
+    """One alert: a rule's condition on one query, from pending to resolved.
 
-    At most one alert per rule and subject is live (pending or firing); resolved and
-    cancelled ones stay as history, and the next time the condition holds a new alert starts.
-    On PostgreSQL its pages are kept half full (migration 0016), as each evaluation rewrites
-    every live alert.
+    At most one alert per rule and query is live (pending or firing), whatever partitions it
+    covers; resolved and cancelled ones stay as history, and the next time the condition holds
+    a new alert starts. On PostgreSQL its pages are kept half full (migration 0016), as each
+    evaluation rewrites every live alert.
     """
 
     __tablename__ = "alerts"
     __table_args__ = (
         sa.Index(
-            "uq_alerts_live_subject",
+            "uq_alerts_live",
             "rule",
             "query_id",
-            "partition",
             unique=True,
             sqlite_where=sa.text("state IN ('pending', 'firing')"),
             postgresql_where=sa.text("state IN ('pending', 'firing')"),
@@ -293,15 +292,19 @@ class AlertRow(Base):
     id: so.Mapped[int] = so.mapped_column(RowId, primary_key=True)
     rule: so.Mapped[str] = so.mapped_column(sa.String(64))
     query_id: so.Mapped[str] = so.mapped_column(sa.ForeignKey("queries.id"))
-    # The partition the alert is about, '' when it is about the query itself.
-    partition: so.Mapped[str] = so.mapped_column(JobText)
+    # The partitions the alert is about, as its rule last found them; [] for the query itself.
+    partitions: so.Mapped[list[str]] = so.mapped_column(sa.JSON)
     severity: so.Mapped[str] = so.mapped_column(sa.String(16))
     state: so.Mapped[str] = so.mapped_column(sa.String(16))
     active_since_ms: so.Mapped[int] = so.mapped_column(Millis)
+    # The last time its rule found the condition (a firing alert stays `keep_firing_for`).
+    held_at_ms: so.Mapped[int] = so.mapped_column(Millis)
     fired_at_ms: so.Mapped[int | None] = so.mapped_column(Millis)
     resolved_at_ms: so.Mapped[int | None] = so.mapped_column(Millis)
     value: so.Mapped[float | None] = so.mapped_column(sa.Float)
     message: so.Mapped[str] = so.mapped_column(sa.Text)
+    # The rule whose alert on the same query explains this one: told only once that is gone.
+    caused_by: so.Mapped[str | None] = so.mapped_column(sa.String(64))
     acknowledged_at_ms: so.Mapped[int | None] = so.mapped_column(Millis)
     acknowledged_by: so.Mapped[str | None] = so.mapped_column(sa.String(255))
 
@@ -321,7 +324,8 @@ class AlertEvent(Base):
 
 
 class Silence(Base):
-    """Alerts matching a rule, query and partition (None: any) are not notified until `until`."""
+    """Alerts matching a rule, query and partition (None: any; an alert matches a partition when
+    it covers that partition alone) are not notified until `until`."""
 
     __tablename__ = "silences"
     __table_args__ = (sa.Index(None, "until_ms"),)

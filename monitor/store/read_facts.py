@@ -24,7 +24,7 @@ from monitor.store.isolation import read_apart
 from monitor.store.models import Batch, Partition, Query
 from monitor.store.sql import among, chunks, newest_of
 from monitor.store.sums import whole_sum
-from monitor.store.windows import late_by_partitions, rewinds_since
+from monitor.store.windows import Lateness, late_by_partitions, rewinds_since
 
 TREND_POINTS = 30
 
@@ -107,7 +107,7 @@ class _Windows:
     """What a chunk's reads found, by query id."""
 
     rewound: dict[str, tuple[bool, set[str]]]
-    late: dict[str, dict[str, int]]
+    late: dict[str, dict[str, Lateness]]
     future: dict[str, dict[str, FutureDated]]
     partitions: dict[str, list[sa.Row[Any]]]
     trends: dict[str, list[TrendPoint]]
@@ -159,7 +159,7 @@ def _facts(asked: Asked, batch: Batch | None, found: _Windows) -> QueryFacts:
 
 def _partitions(
     rows: Sequence[sa.Row[Any]],
-    late: Mapping[str, int],
+    late: Mapping[str, Lateness],
     rewound: set[str],
     future: Mapping[str, FutureDated],
 ) -> tuple[PartitionFacts, ...]:
@@ -168,19 +168,38 @@ def _partitions(
     by_name = {row.partition: row for row in rows}
     names = sorted(set(by_name) | set(late) | rewound | set(future))
     return tuple(
-        _partition(name, by_name.get(name), late.get(name, 0), name in rewound, future.get(name))
+        _partition(
+            name, by_name.get(name), late.get(name, _NONE), name in rewound, future.get(name)
+        )
         for name in names
     )
 
 
+_NONE = Lateness(0, 0)
+
+
 def _partition(
-    name: str, row: sa.Row[Any] | None, late: int, rewound: bool, future: FutureDated | None
+    name: str, row: sa.Row[Any] | None, late: Lateness, rewound: bool, future: FutureDated | None
 ) -> PartitionFacts:
     if row is None:
         return PartitionFacts(
-            name, rewound=rewound, late_records=late, in_latest_batch=False, future=future
+            name,
+            rewound=rewound,
+            late_records=late.late,
+            records=late.records,
+            in_latest_batch=False,
+            future=future,
         )
-    return PartitionFacts(name, row.idle, row.stalled, rewound, row.offset_lag, late, future=future)
+    return PartitionFacts(
+        name,
+        row.idle,
+        row.stalled,
+        rewound,
+        row.offset_lag,
+        late_records=late.late,
+        records=late.records,
+        future=future,
+    )
 
 
 def latest_partitions(

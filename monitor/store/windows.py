@@ -1,5 +1,6 @@
 """What happened within each query's look-back window, read for many queries at once: late
-records per partition and rewinds, over the batches stored from each query's own bound on.
+records (and records read) per partition and rewinds, over the batches stored from each
+query's own bound on.
 
 A window over time is turned into a batch id bound first (:func:`first_since`), so that every
 read uses the `(query_id, batch_id, ...)` indexes however long the stored history is. Each
@@ -10,6 +11,7 @@ statements.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import NamedTuple
 
 import sqlalchemy as sa
 import sqlalchemy.orm as so
@@ -51,25 +53,39 @@ def _from_first(
     return sa.and_(table.query_id == first.c.query_id, table.batch_id >= first.c.first_batch)
 
 
+class Lateness(NamedTuple):
+    """A partition's records in a window: dropped as late, and read (the late ones too)."""
+
+    late: int
+    records: int
+
+
 def late_by_partitions(
     session: so.Session, since_ms: Mapping[str, int]
-) -> dict[str, dict[str, int]]:
-    """Per query, late records per partition in the batches stored from its `since_ms` on."""
+) -> dict[str, dict[str, Lateness]]:
+    """Per query, each partition's late and read records in the batches stored from its
+    `since_ms` on."""
     first, table = first_since(since_ms), PartitionEventTime
     rows = session.execute(
-        sa.select(table.query_id, table.partition, whole_sum(table.late_records))
+        sa.select(
+            table.query_id,
+            table.partition,
+            whole_sum(table.late_records),
+            whole_sum(table.records),
+        )
         .join(first, _from_first(table, first))
         .group_by(table.query_id, table.partition)
     )
-    late: dict[str, dict[str, int]] = {}
-    for query_id, partition, count in rows:
-        late.setdefault(query_id, {})[partition] = int(count or 0)
+    late: dict[str, dict[str, Lateness]] = {}
+    for query_id, partition, count, records in rows:
+        late.setdefault(query_id, {})[partition] = Lateness(int(count or 0), int(records or 0))
     return late
 
 
 def late_by_partition(session: so.Session, query_id: str, since_ms: int) -> dict[str, int]:
     """Late records per partition in the batches stored from `since_ms` on."""
-    return late_by_partitions(session, {query_id: since_ms}).get(query_id, {})
+    found = late_by_partitions(session, {query_id: since_ms}).get(query_id, {})
+    return {partition: counts.late for partition, counts in found.items()}
 
 
 def rewinds_since(

@@ -5,12 +5,14 @@ import os
 from monitor.alerts.rulefile import RuleSet, load_rules
 from tests.support.progress import EPOCH, write
 
+# partition_stalled alone, firing at once and resolving as soon as the stall is over.
 ONLY_STALLED = load_rules("""\
 queries:
   - match: "*"
     rules:
       no_progress: {enabled: false}
       watermark_age: {enabled: false}
+      partition_stalled: {for: 0, keep_firing_for: 0}
 """)
 
 

@@ -5,9 +5,19 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.alerts.evaluate import evaluate
-from monitor.alerts.rulefile import Receiver, RuleSet, RulesFileError
+from monitor.alerts.rulefile import Receiver, RulesFileError
+from monitor.events import QueryStarted, QueryTerminated
 from monitor.store.models import AlertEvent, Delivery, Silence
-from tests.support.alert_scenarios import RULES, at, moves_again, rewrite, stalled
+from monitor.store.writes import write_events
+from tests.support.alert_scenarios import (
+    ONLY_STALLED,
+    RULES,
+    at,
+    moves_again,
+    rewrite,
+    rules_with,
+    stalled,
+)
 from tests.support.waiting import wait_until
 from web import create_app, db
 from web.background import evaluation
@@ -25,8 +35,31 @@ def app_config():
 def client(app, engine):
     stalled(engine)
     with so.Session(engine) as session:
-        evaluate(session, RuleSet(), at(26))
+        evaluate(session, ONLY_STALLED, at(26))
     return app.test_client()
+
+
+def test_live_alerts_list_a_query_that_is_down_before_older_alerts(engine, client):
+    """The query that failed a second ago comes before the stall of a minute ago; ended alerts
+    are listed the newest first."""
+    failed = "f0000000-0000-4000-8000-000000000000"
+    write_events(
+        engine,
+        [
+            QueryStarted(failed, "r", "payments", at(0)),
+            QueryTerminated(failed, "r", at(26) + 500, "java.lang.OutOfMemoryError: heap\n\tat x"),
+        ],
+    )
+    with so.Session(engine) as session:
+        evaluate(session, ONLY_STALLED, at(27))
+    listed = client.get("/api/alerts").get_json()["alerts"]
+    assert [(a["rule"], a["query"]) for a in listed] == [
+        ("query_failed", "payments"),
+        ("partition_stalled", "telemetry_windows"),
+    ]
+    assert listed[0]["message"] == "the query failed: java.lang.OutOfMemoryError: heap"
+    everything = client.get("/api/alerts?state=all").get_json()["alerts"]
+    assert [a["rule"] for a in everything] == ["query_failed", "partition_stalled"]
 
 
 def alert_id(client):
@@ -36,9 +69,9 @@ def alert_id(client):
 
 def test_live_alerts_are_listed_with_their_query(client):
     [alert] = client.get("/api/alerts").get_json()["alerts"]
-    assert (alert["rule"], alert["partition"], alert["state"], alert["query"]) == (
+    assert (alert["rule"], alert["partitions"], alert["state"], alert["query"]) == (
         "partition_stalled",
-        "t/1",
+        ["t/1"],
         "firing",
         "telemetry_windows",
     )
@@ -93,7 +126,7 @@ def test_acknowledging_is_stored_as_an_event(client, engine):
     )
     moves_again(engine)
     with so.Session(engine) as session:
-        evaluate(session, RuleSet(), at(31))
+        evaluate(session, ONLY_STALLED, at(31))
     again = client.post(url, headers=AUTH)
     assert again.status_code == 409 and "is resolved" in again.get_json()["error"]
     assert client.post("/api/alerts/999/acknowledge", headers=AUTH).status_code == 404
@@ -131,7 +164,7 @@ def test_a_silence_keeps_notifications_back_until_it_is_lifted(client, engine):
     assert client.get("/api/alerts").get_json()["alerts"][0]["silenced"]
 
     moves_again(engine)
-    receivers = RuleSet(receivers=(Receiver("ops", "webhook", "http://127.0.0.1:9/"),))
+    receivers = rules_with(Receiver("ops", "webhook", "http://127.0.0.1:9/"))
     with so.Session(engine) as session:
         assert [e.transition for e in evaluate(session, receivers, at(31))] == ["resolved"]
         assert session.scalars(sa.select(Delivery)).all() == [], "silenced: nobody is told"

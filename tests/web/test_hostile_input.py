@@ -30,12 +30,13 @@ def alert_id(engine) -> int:
         alert = AlertRow(
             rule="partition_stalled",
             query_id="q0",
-            partition="0",
+            partitions=["0"],
             severity="critical",
             state="firing",
             message="partition 0 is stalled",
             value=1.0,
             active_since_ms=NOW - 60_000,
+            held_at_ms=NOW - 30_000,
             fired_at_ms=NOW - 30_000,
         )
         session.add(alert)

@@ -198,10 +198,11 @@ def test_bad_subscriptions_are_refused_with_a_reason(writer, browsers):
     assert browser.subscribe("q") == {"query": "q", "caught_up": 0, "complete": True}
 
 
-def evaluate_in_another_process(database_url):
-    """One pass of `wmon alerts run --once` in a process of its own; when it ended."""
+def evaluate_in_another_process(database_url, rules):
+    """One pass of `wmon alerts run --once --rules RULES` in a process of its own; when it
+    ended."""
     done = subprocess.run(
-        [sys.executable, "-m", "wmon", "alerts", "run", "--once"]
+        [sys.executable, "-m", "wmon", "alerts", "run", "--once", "--rules", str(rules)]
         + ["--database-url", database_url],
         cwd=ROOT,
         capture_output=True,
@@ -244,8 +245,10 @@ def write_stalled(writer):
 
 
 def test_alert_events_from_another_process_reach_the_overview_the_query_and_the_alerts_rooms(
-    database_url, writer, server, browsers
+    database_url, writer, server, browsers, tmp_path
 ):
+    rules = tmp_path / "rules.yml"
+    rules.write_text("rules:\n  partition_stalled: {for: 0, keep_firing_for: 0}\n")
     write_stalled(writer)
     writer.batch(0, query_id="other", name="other", at_ms=int(time.time() * 1000))
     overview, query, everything, other = browsers(), browsers(), browsers(), browsers()
@@ -255,13 +258,13 @@ def test_alert_events_from_another_process_reach_the_overview_the_query_and_the_
     everything.client.call("subscribe_alerts", timeout=WAIT_S)
     other.subscribe("other")
 
-    evaluate_in_another_process(database_url)
+    evaluate_in_another_process(database_url, rules)
     [(_, fired)] = wait_until(lambda: query.events("alert"), WAIT_S, "the firing alert")
     [listed] = get_json(server, "/api/alerts")["alerts"]
     assert fired == {"alert": listed, "transition": "firing", "at_ms": listed["fired_at_ms"]}
-    assert (listed["rule"], listed["partition"], listed["query"]) == (
+    assert (listed["rule"], listed["partitions"], listed["query"]) == (
         "partition_stalled",
-        "t/1",
+        ["t/1"],
         "orders",
     )
 
@@ -273,7 +276,7 @@ def test_alert_events_from_another_process_reach_the_overview_the_query_and_the_
     assert acknowledged["alert"]["state"] == "firing"
 
     writer.batch(3, at_ms=int(time.time() * 1000), ends=[40, 20], latests=[99, 50])
-    evaluate_in_another_process(database_url)
+    evaluate_in_another_process(database_url, rules)
     wait_until(lambda: len(query.events("alert")) == 3, WAIT_S, "the resolution")
     time.sleep(1.0)  # anything sent twice would have arrived by now
     transitions = ["firing", "acknowledged", "resolved"]

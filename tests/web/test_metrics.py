@@ -146,18 +146,21 @@ def test_ended_queries_drop_out_after_the_keep_time(engine, client):
 
 
 def test_live_alerts_are_counted_by_rule_severity_and_state(engine, client):
-    write_event(engine, batch_event("q0", 0, NOW - 1_000, name="orders"))
+    states = {"q0": "firing", "q1": "firing", "q2": "pending"}
+    for query_id in states:
+        write_event(engine, batch_event(query_id, 0, NOW - 1_000, name=f"orders_{query_id}"))
     with so.Session(engine) as session:
-        for partition_name, state in (("0", "firing"), ("1", "firing"), ("2", "pending")):
+        for query_id, state in states.items():
             session.add(
                 AlertRow(
                     rule="partition_stalled",
-                    query_id="q0",
-                    partition=partition_name,
+                    query_id=query_id,
+                    partitions=["t/0"],
                     severity="critical",
                     state=state,
                     message="stalled",
                     active_since_ms=NOW - 60_000,
+                    held_at_ms=NOW - 1_000,
                 )
             )
         session.commit()

@@ -19,7 +19,7 @@ from monitor.alerts.actions import (
     lift_silence,
     silence,
 )
-from monitor.alerts.rules import RULES
+from monitor.alerts.rules import RULES, URGENT
 from monitor.alerts.silences import active_silences, silenced
 from monitor.numbers import NumberError, json_whole, shown
 from monitor.store.alerts import alerts_with_names, deliveries
@@ -67,7 +67,8 @@ def alert_json(alert: AlertRow, name: str | None, silences: list[Silence]) -> di
         "state": alert.state,
         "query_id": alert.query_id,
         "query": name,
-        "partition": alert.partition or None,
+        "partitions": list(alert.partitions),
+        "caused_by": alert.caused_by,
         "message": alert.message,
         "value": alert.value,
         "active_since_ms": alert.active_since_ms,
@@ -81,16 +82,17 @@ def alert_json(alert: AlertRow, name: str | None, silences: list[Silence]) -> di
 
 @bp.get("/alerts")
 def list_alerts() -> dict[str, Any]:
-    """Alerts, newest first: `state` live (pending and firing, the default) or all;
-    `query` (id or name) and `limit` narrow it. `rules_error`: why this server's evaluator
-    did not take up the changed rules file (the rules before it stay in force), or null."""
+    """Alerts: `state` live (pending and firing, the default; the most urgent first) or all
+    (the newest first); `query` (id or name) and `limit` narrow it. `rules_error`: why this
+    server's evaluator did not take up the changed rules file (the rules before it stay in
+    force), or null."""
     session = db.session()
     state = request.args.get("state", "live")
     if state not in ("live", "all"):
         raise BadParameter(f"state must be live or all, not {shown(state)}")
     limit = bounded(request.args, "limit", 100, 1, MAX_LIMIT)
     query_id = find_query(session, request.args["query"]).id if "query" in request.args else None
-    rows = alerts_with_names(session, state == "live", limit, query_id)
+    rows = alerts_with_names(session, state == "live", limit, query_id, URGENT)
     silences = list(active_silences(session, _now()))
     return {
         "alerts": [alert_json(alert, name, silences) for alert, name in rows],

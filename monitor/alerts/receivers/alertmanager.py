@@ -6,8 +6,9 @@ with an `endsAt` a few re-sends ahead and posted again every RESEND_MS while it 
 (:mod:`monitor.alerts.delivery`), so that it stays active while wmon runs and ends by itself
 when wmon stops; a resolved alert is posted with the time it resolved as its `endsAt`.
 An alert is identified by its labels: `alertname` (the rule in CamelCase after `Wmon`, as the
-shipped Prometheus rules name theirs), `severity`, `query`, `query_id` and, for a partition's
-alert, `partition`.
+shipped Prometheus rules name theirs), `severity`, `query` and `query_id`: one alert per rule and
+query, the partitions it covers in the `partitions` annotation (labels name an alert, and the
+partitions come and go while it fires).
 """
 
 from __future__ import annotations
@@ -49,9 +50,9 @@ class Alertmanager:
             "query": query.name or alert.query_id,
             "query_id": alert.query_id,
         }
-        if alert.partition:
-            labels["partition"] = alert.partition
         annotations = {"summary": event.message, "description": RULES[alert.rule].description}
+        if alert.partitions:
+            annotations["partitions"] = ", ".join(alert.partitions)
         if event.value is not None:
             annotations["value"] = f"{event.value:g}"
         return [

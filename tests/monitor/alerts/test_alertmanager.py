@@ -96,9 +96,9 @@ def test_an_alert_fires_in_alertmanager_then_resolves_there(engine, tmp_path):
             "severity": "critical",
             "query": "telemetry_windows",
             "query_id": QUERY,
-            "partition": "t/1",
         }
         assert alert["annotations"]["summary"] == "t/1 is stalled"
+        assert alert["annotations"]["partitions"] == "t/1"
         assert alert["status"]["state"] == "active"
         with so.Session(engine) as session:
             stored = session.scalars(sa.select(AlertRow)).one()

@@ -47,9 +47,9 @@ def test_firing_and_resolved_reach_a_webhook_and_a_slack_receiver(engine, receiv
     deliver_due(engine, rules.receivers, at(31))
 
     hooks = [body for path, body in receiver.received if path == "/hook"]
-    assert [(h["status"], h["alert"]["rule"], h["alert"]["partition"]) for h in hooks] == [
-        ("firing", "partition_stalled", "t/1"),
-        ("resolved", "partition_stalled", "t/1"),
+    assert [(h["status"], h["alert"]["rule"], h["alert"]["partitions"]) for h in hooks] == [
+        ("firing", "partition_stalled", ["t/1"]),
+        ("resolved", "partition_stalled", ["t/1"]),
     ]
     assert hooks[0]["alert"]["message"] == "t/1 is stalled" and hooks[1]["alert"]["resolved_at"]
     texts = [body["text"] for path, body in receiver.received if path == "/slack"]
@@ -105,6 +105,7 @@ def test_a_slow_receiver_does_not_hold_evaluation_up(engine, tmp_path):
     rules.write_text(
         'queries:\n  - match: "*"\n    rules:\n      no_progress: {enabled: false}\n'
         "      watermark_age: {enabled: false}\n"
+        "      partition_stalled: {for: 0, keep_firing_for: 0}\n"
         "receivers:\n  - {name: ops, kind: webhook, url: 'http://127.0.0.1:9/'}\n"
     )
     release, posted = threading.Event(), threading.Event()
@@ -175,6 +176,7 @@ def test_slack_text_from_a_job_is_shown_literally(engine, receiver):
         (("partition_idle", None, None), False),
         ((None, "other", None), False),
         ((None, "q", "t/2"), False),
+        ((None, "q", "t/3"), False),
     ],
     ids=[
         "everything",
@@ -182,17 +184,21 @@ def test_slack_text_from_a_job_is_shown_literally(engine, receiver):
         "exactly-it",
         "another-rule",
         "another-query",
+        "one-of-its-partitions",
         "another-partition",
     ],
 )
 def test_a_silence_covers_what_it_names(scope, covered):
-    alert = AlertRow(rule="partition_stalled", query_id="q", partition="t/1")
+    """A silence of a partition covers an alert about that partition alone: of an alert that
+    covers it and another, the other would go untold."""
+    partitions = ["t/1", "t/2"] if scope[2] == "t/2" else ["t/1"]
+    alert = AlertRow(rule="partition_stalled", query_id="q", partitions=partitions)
     rule, query_id, partition = scope
     assert silenced(alert, Silence(rule=rule, query_id=query_id, partition=partition)) is covered
 
 
 def statuses(receiver):
-    return [(body["status"], body["alert"]["partition"]) for _, body in receiver.received]
+    return [(body["status"], body["alert"]["partitions"]) for _, body in receiver.received]
 
 
 def silence_stall(engine, now_ms):
@@ -224,11 +230,11 @@ def test_an_alert_that_fired_during_a_silence_is_told_when_the_silence_ends(engi
     evaluate_at(engine, rules, 28)
     evaluate_at(engine, rules, 29)
     deliver_due(engine, rules.receivers, at(29))
-    assert statuses(receiver) == [("firing", "t/1")], "told once the silence ended, once"
+    assert statuses(receiver) == [("firing", ["t/1"])], "told once the silence ended, once"
     moves_again(engine)
     evaluate_at(engine, rules, 31)
     deliver_due(engine, rules.receivers, at(31))
-    assert statuses(receiver) == [("firing", "t/1"), ("resolved", "t/1")]
+    assert statuses(receiver) == [("firing", ["t/1"]), ("resolved", ["t/1"])]
 
 
 def test_a_resolved_alert_is_told_to_whoever_heard_it_fire_even_under_a_silence(engine, receiver):
@@ -279,7 +285,7 @@ def test_a_sender_reading_while_another_sends_finds_the_delivery_claimed(engine,
 
     first = deliver_due(engine, rules.receivers, at(26), post_while_another_sender_runs)
     assert [a.ok for a in first] == [True] and second == []
-    assert statuses(receiver) == [("firing", "t/1")]
+    assert statuses(receiver) == [("firing", ["t/1"])]
     with so.Session(engine) as session:
         assert session.scalars(sa.select(Delivery)).one().attempts == 1
 
@@ -296,7 +302,7 @@ def test_a_delivery_whose_sender_died_mid_send_is_taken_over_after_the_claim(eng
         deliver_due(engine, rules.receivers, at(26), die)
     assert deliver_due(engine, rules.receivers, at(26) + CLAIM_MS - 1) == []
     [attempt] = deliver_due(engine, rules.receivers, at(26) + CLAIM_MS)
-    assert attempt.ok and statuses(receiver) == [("firing", "t/1")]
+    assert attempt.ok and statuses(receiver) == [("firing", ["t/1"])]
 
 
 @pytest.mark.parametrize(
@@ -318,7 +324,7 @@ def test_a_refusal_for_good_is_final_and_the_next_delivery_goes_on(
         assert (first.abandoned_at_ms is not None) is given_up
     if not given_up:
         deliver_due(engine, rules.receivers, at(32))
-        assert statuses(receiver) == [("firing", "t/1"), ("resolved", "t/1")]
+        assert statuses(receiver) == [("firing", ["t/1"]), ("resolved", ["t/1"])]
 
 
 def test_of_two_senders_that_read_the_same_delivery_only_one_claims_it(engine):
@@ -342,7 +348,7 @@ def test_a_resolved_alert_is_told_even_when_the_evaluator_names_no_receiver(engi
     moves_again(engine)
     evaluate_at(engine, rules_with(), 31)  # another process, with rules naming nobody
     deliver_due(engine, [ops], at(31))
-    assert statuses(receiver) == [("firing", "t/1"), ("resolved", "t/1")]
+    assert statuses(receiver) == [("firing", ["t/1"]), ("resolved", ["t/1"])]
 
 
 def test_a_long_pass_leaves_the_rest_to_the_next_rather_than_claim_too_late(
@@ -361,7 +367,7 @@ def test_a_long_pass_leaves_the_rest_to_the_next_rather_than_claim_too_late(
 
     assert len(deliver_due(engine, rules.receivers, at(31), slow_post)) == 1
     assert len(deliver_due(engine, rules.receivers, at(31), slow_post)) == 1
-    assert statuses(receiver) == [("firing", "t/1"), ("resolved", "t/1")]
+    assert statuses(receiver) == [("firing", ["t/1"]), ("resolved", ["t/1"])]
 
 
 def test_a_sender_whose_claim_ran_out_leaves_the_delivery_to_the_one_that_took_it_over(

@@ -39,6 +39,7 @@ def rules_file(kind, url="http://127.0.0.1:9/"):
     return (
         'queries:\n  - match: "*"\n    rules:\n'
         "      no_progress: {enabled: false}\n      watermark_age: {enabled: false}\n"
+        "      partition_stalled: {for: 0}\n"
         f"receivers:\n  - {{name: them, kind: {kind}, url: '{url}'}}\n"
     )
 
@@ -84,7 +85,7 @@ def test_the_rules_file_refuses_a_kind_once_it_is_unregistered():
     register(Echo())
     unregister("echo")
     with pytest.raises(
-        RulesFileError, match="line 7: kind must be one of webhook, slack, alertmanager$"
+        RulesFileError, match="line 8: kind must be one of webhook, slack, alertmanager$"
     ):
         load_rules(rules_file("echo"), "rules.yml")
 
@@ -109,7 +110,8 @@ ALERT_FIELDS = dict(
     rule="partition_stalled",
     severity="warning",
     query_id="q-1",
-    partition="t/1",
+    partitions=["t/1"],
+    caused_by=None,
     active_since_ms=1_700_000_000_000,
     fired_at_ms=1_700_000_030_000,
     resolved_at_ms=None,
@@ -138,7 +140,8 @@ NOW = 1_700_000_100_000
                     "severity": "warning",
                     "query_id": "q-1",
                     "query": "orders",
-                    "partition": "t/1",
+                    "partitions": ["t/1"],
+                    "caused_by": None,
                     "message": "t/1 <&>",
                     "value": 25.0,
                     "active_since": "2023-11-14T22:13:20.000+00:00",
@@ -172,7 +175,7 @@ def test_each_built_in_kind_makes_its_message(kind, event, query, expected):
     assert lookup(kind).message(DELIVERY, event, ALERT, query, NOW) == expected
 
 
-def alertmanager_alert(ends_at, partition="t/1", **annotations):
+def alertmanager_alert(ends_at, **annotations):
     labels = {
         "alertname": "WmonPartitionStalled",
         "severity": "warning",
@@ -181,7 +184,7 @@ def alertmanager_alert(ends_at, partition="t/1", **annotations):
     }
     return [
         {
-            "labels": labels | ({"partition": partition} if partition else {}),
+            "labels": labels,
             "annotations": {
                 "description": "a partition with work waiting does not advance",
                 **annotations,
@@ -198,18 +201,28 @@ def alertmanager_alert(ends_at, partition="t/1", **annotations):
         (
             FIRING,
             ALERT,
-            alertmanager_alert("2023-11-14T22:19:00.000+00:00", summary="t/1 <&>", value="25"),
+            alertmanager_alert(
+                "2023-11-14T22:19:00.000+00:00", summary="t/1 <&>", partitions="t/1", value="25"
+            ),
         ),
         (
             FIRING,
-            AlertRow(**ALERT_FIELDS | {"resolved_at_ms": 1_700_000_090_500, "partition": ""}),
+            AlertRow(**ALERT_FIELDS | {"resolved_at_ms": 1_700_000_090_500, "partitions": []}),
+            alertmanager_alert("2023-11-14T22:14:50.500+00:00", summary="t/1 <&>", value="25"),
+        ),
+        (
+            RESOLVED,
+            AlertRow(**ALERT_FIELDS | {"partitions": ["t/1", "t/4"]}),
             alertmanager_alert(
-                "2023-11-14T22:14:50.500+00:00", None, summary="t/1 <&>", value="25"
+                "2023-11-14T22:14:50.500+00:00", summary="ok", partitions="t/1, t/4"
             ),
         ),
-        (RESOLVED, ALERT, alertmanager_alert("2023-11-14T22:14:50.500+00:00", summary="ok")),
     ],
-    ids=["firing: ends four re-sends on", "firing, resolved since: ends then", "resolved"],
+    ids=[
+        "firing: ends four re-sends on",
+        "firing, resolved since: ends then; of the query itself",
+        "resolved, of two partitions",
+    ],
 )
 def test_alertmanager_is_posted_the_alert_with_its_labels_and_when_it_ends(event, alert, expected):
     assert lookup("alertmanager").message(DELIVERY, event, alert, Query(name="orders"), NOW) == (

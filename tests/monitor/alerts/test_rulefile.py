@@ -7,17 +7,18 @@ from pathlib import Path
 
 import pytest
 
+from monitor.alerts.lifecycle import Timing
 from monitor.alerts.rulefile import MAX_FILE_BYTES, RulesFileError, load_rules, load_rules_file
 from monitor.alerts.rules import RULES
 
 GOOD = """\
 rules:
-  watermark_skew: {threshold: 2m, for: 30s}
+  watermark_skew: {threshold: 2m, for: 30s, keep_firing_for: 5m}
   partition_idle: {enabled: false}
 queries:
   - match: "scooters_*"
     rules:
-      late_records: {count: 100}
+      late_records: {count: 1000, share: 0.5%}
       partition_idle: {enabled: true, for: 500ms}
   - match: "scooters_stalled_*"
     rules:
@@ -29,19 +30,24 @@ def test_built_in_defaults_without_a_file():
     configs = load_rules("").for_query("orders")
     assert set(configs) == set(RULES)
     skew = configs["watermark_skew"]
-    assert (skew.enabled, skew.for_ms, skew.params) == (True, 60_000, {"threshold": 300_000})
+    assert (skew.enabled, skew.timing, skew.params) == (
+        True,
+        Timing(for_ms=120_000, keep_firing_ms=120_000),
+        {"threshold": 300_000},
+    )
 
 
 def test_settings_for_every_query_then_per_name_in_order():
     rules = load_rules(GOOD)
     orders = rules.for_query("orders")
     assert orders["watermark_skew"].params == {"threshold": 120_000}
-    assert orders["watermark_skew"].for_ms == 30_000
+    assert orders["watermark_skew"].timing == Timing(for_ms=30_000, keep_firing_ms=300_000)
     assert not orders["partition_idle"].enabled
-    assert orders["late_records"].params == {"count": 0, "window": 300_000}
+    assert orders["late_records"].params == {"count": 100, "share": 100, "window": 300_000}
     backfill = rules.for_query("scooters_skewed_backfill")
-    assert backfill["partition_idle"].enabled and backfill["partition_idle"].for_ms == 500
-    assert backfill["late_records"].params["count"] == 100
+    assert backfill["partition_idle"].enabled
+    assert backfill["partition_idle"].timing.for_ms == 500
+    assert backfill["late_records"].params == {"count": 1000, "share": 50, "window": 300_000}
     assert rules.for_query("scooters_stalled_partition")["late_records"].params["count"] == 5
     assert not rules.for_query(None)["partition_idle"].enabled
 
@@ -154,14 +160,18 @@ def test_two_receivers_with_one_name():
 @pytest.mark.parametrize(
     "setting, params",
     [
-        ("{window: 0}", {"count": 0, "window": 0}),
-        ("{window: 500ms}", {"count": 0, "window": 500}),
-        ("{window: 365d}", {"count": 0, "window": 31_536_000_000}),
-        ("{window: 8760h}", {"count": 0, "window": 31_536_000_000}),
-        ("{window: 31536000000ms}", {"count": 0, "window": 31_536_000_000}),
-        ("{window: 0005m}", {"count": 0, "window": 300_000}),
-        ("{count: '12'}", {"count": 12, "window": 300_000}),
-        ("{count: 9223372036854775807}", {"count": 2**63 - 1, "window": 300_000}),
+        ("{window: 0}", {"count": 100, "share": 100, "window": 0}),
+        ("{window: 500ms}", {"count": 100, "share": 100, "window": 500}),
+        ("{window: 365d}", {"count": 100, "share": 100, "window": 31_536_000_000}),
+        ("{window: 8760h}", {"count": 100, "share": 100, "window": 31_536_000_000}),
+        ("{window: 31536000000ms}", {"count": 100, "share": 100, "window": 31_536_000_000}),
+        ("{window: 0005m}", {"count": 100, "share": 100, "window": 300_000}),
+        ("{count: '12'}", {"count": 12, "share": 100, "window": 300_000}),
+        ("{count: 9223372036854775807}", {"count": 2**63 - 1, "share": 100, "window": 300_000}),
+        ("{share: 0%}", {"count": 100, "share": 0, "window": 300_000}),
+        ("{share: 0.25%}", {"count": 100, "share": 25, "window": 300_000}),
+        ("{share: 2.5%}", {"count": 100, "share": 250, "window": 300_000}),
+        ("{share: 100%}", {"count": 100, "share": 10_000, "window": 300_000}),
     ],
     ids=[
         "zero",
@@ -172,6 +182,10 @@ def test_two_receivers_with_one_name():
         "leading zeros",
         "quoted count",
         "largest count",
+        "no share",
+        "a quarter of a percent",
+        "a share with one decimal",
+        "all",
     ],
 )
 def test_numbers_within_bounds(setting, params):
@@ -200,6 +214,11 @@ def test_numbers_within_bounds(setting, params):
         ("{count: 1.0}", "count must be a whole number, not '1.0'"),
         ("{count: 9223372036854775808}", "count must be .*, not 9223372036854775808"),
         ("{count: 99999999999999999999999}", "count must be .*, not '9999"),
+        ("{share: 1}", "share must be a share such as 1% or 0.25%, not '1'"),
+        ("{share: 0.125%}", "share must be a share such as 1% or 0.25%, not '0.125%'"),
+        ("{share: 100.01%}", "share must be at most 100%, not '100.01%'"),
+        ("{share: 101%}", "share must be .*100.*101"),
+        ("{share: 1e2%}", "share must be a share such as 1% or 0.25%, not '1e2%'"),
     ],
     ids=[
         "366 days",
@@ -217,6 +236,11 @@ def test_numbers_within_bounds(setting, params):
         "decimal count",
         "count past 64 bits",
         "23-digit count",
+        "share without a percent sign",
+        "share with three decimals",
+        "share a hundredth past all",
+        "share past all",
+        "share in exponent notation",
     ],
 )
 def test_numbers_out_of_bounds_or_malformed_name_the_line(setting, message):

@@ -1,8 +1,10 @@
 """Alert rules as pure predicates: each rule on the facts that should and should not fire it."""
 
+import dataclasses
+
 import pytest
 
-from monitor.alerts.rules import RULES, Severity, failure_reason, rule
+from monitor.alerts.rules import RULES, Severity, failure_reason, rule, thresholds
 from monitor.health.facts import FutureDated, PartitionFacts, QueryFacts
 
 NOW = 1_800_000_000_000
@@ -19,83 +21,97 @@ AHEAD = FutureDated(3, 2 * 60 * MINUTE, (("s-17", NOW + 2 * 60 * MINUTE, 8812), 
 PARTS = (
     PartitionFacts("t/0", offset_lag=10, future=AHEAD),
     PartitionFacts("t/1", idle=True, offset_lag=0),
-    PartitionFacts("t/2", stalled=True, rewound=True, offset_lag=500, late_records=7),
+    PartitionFacts("t/2", stalled=True, rewound=True, offset_lag=500, late_records=7, records=9),
+    PartitionFacts("t/3", late_records=150, records=1_000),
 )
 
 
 def found(name, query_facts, **params):
+    """What the rule finds with `params`, as [(its partitions, its value)]; [] for nothing. The
+    facts are read with the thresholds the parameters set, as the evaluator reads them."""
     rule_ = RULES[name]
-    found = rule_.check(query_facts, NOW, rule_.defaults() | params)
-    return [(f.partition, f.value) for f in found]
+    every = {other: known.defaults() for other, known in RULES.items()}
+    every[name] |= params
+    query_facts = dataclasses.replace(query_facts, thresholds=thresholds(every))
+    finding = rule_.check(query_facts, NOW, every[name])
+    return [] if finding is None else [(finding.partitions, finding.value)]
 
 
 @pytest.mark.parametrize(
     "name, query_facts, params, expected",
     [
-        ("watermark_stalled", facts(watermark_stalled=True), {}, [(None, NOW - MINUTE)]),
+        ("watermark_stalled", facts(watermark_stalled=True), {}, [((), NOW - MINUTE)]),
         ("watermark_stalled", facts(), {}, []),
         ("watermark_stalled", facts(watermark_stalled=True, status="terminated"), {}, []),
-        ("partition_stalled", facts(partitions=PARTS), {}, [("t/2", None)]),
-        ("partition_idle", facts(partitions=PARTS), {}, [("t/1", None)]),
+        ("partition_stalled", facts(partitions=PARTS), {}, [(("t/2",), 1)]),
+        ("partition_idle", facts(partitions=PARTS), {}, [(("t/1",), 1)]),
         ("partition_idle", facts(partitions=PARTS, status="failed"), {}, []),
-        ("rewound", facts(partitions=PARTS), {}, [("t/2", None)]),
+        ("rewound", facts(partitions=PARTS), {}, [(("t/2",), None)]),
         (
             "rewound",
             facts(watermark_rewound=True),
             {},
-            [(None, NOW - MINUTE)],
+            [((), NOW - MINUTE)],
         ),
-        ("watermark_skew", facts(skew_ms=5 * MINUTE + 1), {}, [(None, 5 * MINUTE + 1)]),
+        ("watermark_skew", facts(skew_ms=5 * MINUTE + 1), {}, [((), 5 * MINUTE + 1)]),
         ("watermark_skew", facts(skew_ms=5 * MINUTE), {}, []),
-        ("watermark_skew", facts(skew_ms=90_000), {"threshold": MINUTE}, [(None, 90_000)]),
+        ("watermark_skew", facts(skew_ms=90_000), {"threshold": MINUTE}, [((), 90_000)]),
         ("watermark_skew", facts(), {}, []),
-        ("late_records", facts(partitions=PARTS), {}, [("t/2", 7)]),
-        ("late_records", facts(partitions=PARTS), {"count": 7}, []),
-        ("future_event_time", facts(partitions=PARTS), {}, [("t/0", 2 * 60 * MINUTE)]),
+        ("late_records", facts(partitions=PARTS), {}, [(("t/3",), 150)]),
+        ("late_records", facts(partitions=PARTS), {"count": 150}, []),
+        ("late_records", facts(partitions=PARTS), {"share": 1_500}, []),
+        ("late_records", facts(partitions=PARTS), {"count": 6}, [(("t/2", "t/3"), 157)]),
+        (
+            "late_records",
+            facts(partitions=(PartitionFacts("t/0", late_records=150, records=100_000),)),
+            {},
+            [],
+        ),
+        ("future_event_time", facts(partitions=PARTS), {}, [(("t/0",), 2 * 60 * MINUTE)]),
         ("future_event_time", facts(partitions=PARTS), {"count": 3}, []),
         ("future_event_time", facts(), {}, []),
         (
             "future_event_time",
             facts(watermark_ms=NOW + 5 * MINUTE + 1),
             {},
-            [(None, 5 * MINUTE + 1)],
+            [((), 5 * MINUTE + 1)],
         ),
         ("future_event_time", facts(watermark_ms=NOW + 5 * MINUTE), {}, []),
         (
             "future_event_time",
             facts(watermark_ms=NOW + 60 * MINUTE, partitions=PARTS),
             {},
-            [("t/0", 2 * 60 * MINUTE)],
+            [(("t/0",), 2 * 60 * MINUTE)],
         ),
         ("future_event_time", facts(watermark_ms=NOW + 60 * MINUTE, status="failed"), {}, []),
-        ("watermark_age", facts(watermark_ms=NOW - 11 * MINUTE), {}, [(None, 11 * MINUTE)]),
+        ("watermark_age", facts(watermark_ms=NOW - 11 * MINUTE), {}, [((), 11 * MINUTE)]),
         ("watermark_age", facts(), {}, []),
         ("watermark_age", facts(watermark_ms=None), {}, []),
-        ("offset_lag", facts(partitions=PARTS), {"threshold": 509}, [(None, 510)]),
+        ("offset_lag", facts(partitions=PARTS), {"threshold": 509}, [((), 510)]),
         ("offset_lag", facts(partitions=PARTS), {}, []),
-        ("query_failed", facts(status="failed", exception="boom\nat x"), {}, [(None, None)]),
+        ("query_failed", facts(status="failed", exception="boom\nat x"), {}, [((), None)]),
         ("query_failed", facts(status="terminated"), {}, []),
-        ("query_terminated", facts(status="terminated"), {}, [(None, None)]),
+        ("query_terminated", facts(status="terminated"), {}, [((), None)]),
         ("query_terminated", facts(status="active"), {}, []),
         (
             "query_terminated",
             facts(status="terminated", ended_at_ms=NOW - 60 * MINUTE),
             {},
-            [(None, None)],
+            [((), None)],
         ),
         ("query_terminated", facts(status="terminated", ended_at_ms=NOW - 61 * MINUTE), {}, []),
         (
             "query_failed",
             facts(status="failed", ended_at_ms=NOW - 23 * 60 * MINUTE),
             {},
-            [(None, None)],
+            [((), None)],
         ),
         ("query_failed", facts(status="failed", ended_at_ms=NOW - 25 * 60 * MINUTE), {}, []),
         (
             "query_failed",
             facts(status="failed", ended_at_ms=NOW - 25 * 60 * MINUTE),
             {"within": 26 * 60 * MINUTE},
-            [(None, None)],
+            [((), None)],
         ),
         (
             "query_failed",
@@ -105,16 +121,16 @@ def found(name, query_facts, **params):
                 alerting=frozenset({"query_failed"}),
             ),
             {},
-            [(None, None)],
+            [((), None)],
         ),
-        ("no_progress", facts(last_progress_ms=NOW - 6 * MINUTE), {}, [(None, 6 * MINUTE)]),
+        ("no_progress", facts(last_progress_ms=NOW - 6 * MINUTE), {}, [((), 6 * MINUTE)]),
         ("no_progress", facts(last_progress_ms=NOW - 6 * MINUTE, status="terminated"), {}, []),
         ("no_progress", facts(), {}, []),
         (
             "no_progress",
             facts(last_progress_ms=NOW - 6 * MINUTE, status="idle"),
             {},
-            [(None, 6 * MINUTE)],
+            [((), 6 * MINUTE)],
         ),
     ],
     ids=[
@@ -130,8 +146,11 @@ def found(name, query_facts, **params):
         "skew-at-threshold",
         "skew-own-threshold",
         "skew-unknown",
-        "late-above-zero",
+        "late-above-count-and-share",
         "late-at-count",
+        "late-at-share",
+        "late-partitions-grouped",
+        "late-a-trickle-of-a-busy-partition",
         "future-dated-above-zero",
         "future-dated-at-count",
         "nothing-future-dated",
@@ -169,16 +188,16 @@ def test_rule(name, query_facts, params, expected):
     [
         (
             AHEAD,
-            "t/0 read 3 records up to 2.0 h ahead of the clock in 300 s,"
+            "t/0 read 3 records up to 2 h ahead of the clock in 5 min,"
             " e.g. offset 8812, key s-17",
         ),
         (
             FutureDated(1, 400_000, ((None, NOW, None),)),
-            "t/0 read 1 record up to 400 s ahead of the clock in 300 s",
+            "t/0 read 1 record up to 6 min 40 s ahead of the clock in 5 min",
         ),
         (
             FutureDated(2, 400_000),
-            "t/0 read 2 records up to 400 s ahead of the clock in 300 s",
+            "t/0 read 2 records up to 6 min 40 s ahead of the clock in 5 min",
         ),
     ],
     ids=["with-offset-and-key", "record-without-either", "no-record-kept"],
@@ -186,22 +205,22 @@ def test_rule(name, query_facts, params, expected):
 def test_future_event_time_names_the_partition_and_the_record(future, message):
     rule_ = RULES["future_event_time"]
     parts = (PartitionFacts("t/0", future=future),)
-    [finding] = rule_.check(facts(partitions=parts), NOW, rule_.defaults())
+    finding = rule_.check(facts(partitions=parts), NOW, rule_.defaults())
     assert finding.message == message
 
 
 def test_future_event_time_without_partition_figures_says_the_watermark_is_ahead():
     rule_ = RULES["future_event_time"]
-    [finding] = rule_.check(facts(watermark_ms=NOW + 2 * 60 * MINUTE), NOW, rule_.defaults())
+    finding = rule_.check(facts(watermark_ms=NOW + 2 * 60 * MINUTE), NOW, rule_.defaults())
     assert finding.message == (
-        "the watermark is 2.0 h ahead of the clock: a record from the future drags it"
+        "the watermark is 2 h ahead of the clock: a record from the future drags it"
         " (instrument() names the partition and the record)"
     )
 
 
 def test_failure_message_is_the_first_line_of_the_exception():
     rule_ = RULES["query_failed"]
-    [finding] = rule_.check(facts(status="failed", exception="boom\n at x"), NOW, rule_.defaults())
+    finding = rule_.check(facts(status="failed", exception="boom\n at x"), NOW, rule_.defaults())
     assert finding.message == "the query failed: boom"
 
 
@@ -210,14 +229,14 @@ def test_rule_names_are_unique():
 
         @rule("again", Severity.WARNING)
         def watermark_stalled(facts, now_ms, params):
-            return []
+            return None
 
 
 @pytest.mark.parametrize(
     "text, reason",
     [
         ("boom\n at x", "boom"),
-        (None, "no exception text"),
+        ((), "no exception text"),
         (
             "py4j.Py4JException: An exception was raised by the Python Proxy. Return Message: "
             'Traceback (most recent call last):\n  File "x.py", line 3, in call\n'
@@ -234,3 +253,32 @@ def test_rule_names_are_unique():
 )
 def test_failure_reason(text, reason):
     assert failure_reason(text) == reason
+
+
+@pytest.mark.parametrize(
+    "count, message",
+    [
+        (1, "t/0 is stalled"),
+        (2, "t/0 and t/1 are stalled"),
+        (3, "t/0, t/1 and t/2 are stalled"),
+        (5, "t/0, t/1, t/2 and 2 more are stalled"),
+    ],
+)
+def test_one_finding_lists_the_partitions_it_covers(count, message):
+    parts = tuple(PartitionFacts(f"t/{n}", stalled=True) for n in range(count))
+    rule_ = RULES["partition_stalled"]
+    finding = rule_.check(facts(partitions=parts), NOW, rule_.defaults())
+    assert finding.message == message
+    assert finding.partitions == tuple(f"t/{n}" for n in range(count))
+
+
+def test_late_records_say_how_much_of_the_input_they_were():
+    parts = (
+        PartitionFacts("t/0", late_records=120, records=2_000),
+        PartitionFacts("t/1", late_records=300, records=4_000),
+    )
+    rule_ = RULES["late_records"]
+    finding = rule_.check(facts(partitions=parts), NOW, rule_.defaults())
+    assert finding.message == (
+        "t/0 and t/1 dropped 420 late records in 5 min, 7.0 % of what they read"
+    )

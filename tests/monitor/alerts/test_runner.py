@@ -46,7 +46,7 @@ def test_of_two_runners_only_the_lease_holder_evaluates(engine):
     stalled(engine)
     first, second = (AlertRunner(engine, clock=lambda: at(26)) for _ in range(2))
     events = first.run_once()
-    assert [e.transition for e in events] == ["firing"]
+    assert [e.transition for e in events] == ["pending"]
     assert second.run_once() is None
     assert first.run_once() == [], "the holder goes on, and the alert does not fire twice"
 
@@ -80,15 +80,15 @@ def test_a_changed_rules_file_is_used_and_a_bad_one_is_not(engine, tmp_path):
     path = tmp_path / "rules.yml"
     path.write_text(RULES)
     runner = AlertRunner(engine, path)
-    assert runner.rules.for_query("q")["partition_stalled"].for_ms == 3_600_000
+    assert runner.rules.for_query("q")["partition_stalled"].timing.for_ms == 3_600_000
     rewrite(path, "rules:\n  partition_stalled: {for: soon}\n", 1)
     runner.reload_rules()
     assert "line 2: for must be a duration" in runner.rules_error
-    assert runner.rules.for_query("q")["partition_stalled"].for_ms == 3_600_000, "kept"
+    assert runner.rules.for_query("q")["partition_stalled"].timing.for_ms == 3_600_000, "kept"
     rewrite(path, "rules:\n  partition_stalled: {for: 5s}\n", 2)
     runner.reload_rules()
     assert runner.rules_error is None
-    assert runner.rules.for_query("q")["partition_stalled"].for_ms == 5_000
+    assert runner.rules.for_query("q")["partition_stalled"].timing.for_ms == 5_000
 
 
 def test_a_bad_rules_file_at_start_is_an_error(engine, tmp_path):

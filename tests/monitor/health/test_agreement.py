@@ -15,9 +15,10 @@ from tests.support.progress import QUERY, batch_event
 from web import create_app
 
 STALLED_RULES = {"watermark_stalled", "partition_stalled", "no_progress"}
-# No `for`: a condition is an alert as soon as it holds, as it is a status.
+# No `for` or `keep_firing_for`: a condition is an alert exactly while it holds, as it is a
+# status.
 IMMEDIATE = "rules:\n" + "".join(
-    f"  {name}: {{for: 0s}}\n"
+    f"  {name}: {{for: 0s, keep_firing_for: 0s}}\n"
     for name in sorted(STALLED_RULES | {"late_records", "future_event_time"})
 )
 
@@ -45,7 +46,8 @@ def rules_path(tmp_path):
         path = tmp_path / "rules.yml"
         path.write_text(
             IMMEDIATE.replace(
-                "no_progress: {for: 0s}", f"no_progress: {{for: 0s, threshold: {silence}}}"
+                "no_progress: {for: 0s, keep_firing_for: 0s}",
+                f"no_progress: {{for: 0s, keep_firing_for: 0s, threshold: {silence}}}",
             )
         )
         return path
@@ -87,8 +89,8 @@ def test_a_silent_query_turns_stalled_for_both_at_the_same_moment(
 
 def test_late_records_make_the_query_lagging_and_fire_for_both(engine, database_url, rules_path):
     path = rules_path(silence="10m")
-    # t/1 dropped 3 records as late in the batch stored at 0 s.
-    figures = {0: (5, at(-20), at(-10), 0), 1: (5, at(-30), at(-25), 3)}
+    # t/1 dropped 150 of its 200 records as late in the batch stored at 0 s; t/0 one of 5.
+    figures = {0: (5, at(-20), at(-10), 1), 1: (200, at(-30), at(-25), 150)}
     write_event(engine, batch_event(QUERY, 0, at(0), event_times=figures), Timeouts())
     status, fired = agree(engine, database_url, path, 1)
     assert (status, fired) == ("lagging", {"late_records"})
@@ -112,9 +114,11 @@ def test_future_dated_records_make_the_query_lagging_and_fire_for_both(
     assert (status, fired) == ("lagging", {"future_event_time", "watermark_skew"})
     with so.Session(engine) as session:
         [alert] = session.scalars(sa.select(AlertRow).where(AlertRow.rule == "future_event_time"))
-    assert (alert.partition, alert.severity, alert.value) == ("t/2", "critical", 7_200_000)
+        [skew] = session.scalars(sa.select(AlertRow).where(AlertRow.rule == "watermark_skew"))
+    assert skew.caused_by == "future_event_time", "the record that is ahead causes the skew"
+    assert (alert.partitions, alert.severity, alert.value) == (["t/2"], "critical", 7_200_000)
     assert alert.message == (
-        "t/2 read 1 record up to 2.0 h ahead of the clock in 300 s, e.g. offset 8812, key s-17"
+        "t/2 read 1 record up to 2 h ahead of the clock in 5 min, e.g. offset 8812, key s-17"
     )
     status, fired = agree(engine, database_url, path, 302)
     assert (status, fired) == ("healthy", {"watermark_skew"}), "past the window"

@@ -21,10 +21,13 @@ def facts(**changes):
     return QueryFacts(**(base | changes))
 
 
-def partitions(*flags, late=0):
-    """Partitions of the latest batch with the given flags ('idle', 'stalled' or '')."""
+def partitions(*flags, late=0, records=1_000):
+    """Partitions of the latest batch with the given flags ('idle', 'stalled' or ''), each
+    having read `records` and dropped `late` of them in the late window."""
     return tuple(
-        PartitionFacts(f"t/{i}", idle=f == "idle", stalled=f == "stalled", late_records=late)
+        PartitionFacts(
+            f"t/{i}", idle=f == "idle", stalled=f == "stalled", late_records=late, records=records
+        )
         for i, f in enumerate(flags)
     )
 
@@ -61,13 +64,23 @@ CASES = [
     ),
     (
         "stalled beats lagging",
-        facts(watermark_stalled=True, partitions=partitions("", late=5)),
+        facts(watermark_stalled=True, partitions=partitions("", late=500)),
         Status.STALLED,
     ),
-    ("late records in the window", facts(partitions=partitions("", late=1)), Status.LAGGING),
+    ("losing records as late", facts(partitions=partitions("", late=101)), Status.LAGGING),
+    ("late records at the count", facts(partitions=partitions("", late=100)), Status.HEALTHY),
+    (
+        "late records at the share of what was read",
+        facts(partitions=partitions("", late=200, records=20_000)),
+        Status.HEALTHY,
+    ),
     (
         "late records of a partition not in the latest batch",
-        facts(partitions=(PartitionFacts("t/9", late_records=2, in_latest_batch=False),)),
+        facts(
+            partitions=(
+                PartitionFacts("t/9", late_records=200, records=400, in_latest_batch=False),
+            )
+        ),
         Status.LAGGING,
     ),
     (
@@ -81,7 +94,7 @@ CASES = [
     ("one known lag point is no trend", facts(trend=trend(None, 9)), Status.HEALTHY),
     (
         "lagging beats idle",
-        facts(status="idle", partitions=partitions("idle", late=3)),
+        facts(status="idle", partitions=partitions("idle", late=300)),
         Status.LAGGING,
     ),
     ("Spark says idle", facts(status="idle"), Status.IDLE),

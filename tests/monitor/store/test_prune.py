@@ -10,6 +10,7 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from benchmarks.bulk_history import fill
+from monitor.alerts.rules import RULES
 from monitor.store.engine import create_engine
 from monitor.store.models import (
     AlertEvent,
@@ -74,7 +75,9 @@ def count(engine, table):
         return connection.scalar(sa.select(sa.func.count()).select_from(table))
 
 
-PARTITIONS = (f"t/{n}" for n in itertools.count())
+# One alert per rule and query may be live: the alerts written one after another are each of
+# another rule.
+RULE_NAMES = itertools.cycle(sorted(RULES))
 TRANSITIONS = {
     "pending": ["pending"],
     "firing": ["pending", "firing"],
@@ -84,7 +87,7 @@ TRANSITIONS = {
 
 
 def write_alert(engine, state, ended_ms=None, outcome="delivered"):
-    """An alert of query q in `state`, on a partition of its own, a minute per transition
+    """An alert of query q in `state`, of the next rule, a minute per transition
     up to `ended_ms` (or OLD); each notified transition (firing, resolved) has a delivery to
     one receiver with one attempt; the last one's is `outcome` ('delivered', 'abandoned' or
     'queued': failed, to be retried), the ones before it delivered."""
@@ -95,9 +98,10 @@ def write_alert(engine, state, ended_ms=None, outcome="delivered"):
             session.add(Query(id="q", run_id="run-1", status="active", updated_at_ms=OLD))
             session.flush()
         alert = AlertRow(
-            rule="partition_stalled",
+            rule=next(RULE_NAMES),
             query_id="q",
-            partition=next(PARTITIONS),
+            partitions=["t/1"],
+            held_at_ms=ended_ms or OLD,
             severity="warning",
             state=state,
             active_since_ms=start_ms,

@@ -4,6 +4,8 @@ import { getJson, setText, showError } from "./dom.js";
 
 const LIVE = ["firing", "pending"];
 export const SEVERITIES = ["critical", "warning"];
+// The rules that say a query is down: whatever else it shows follows from them.
+const QUERY_DOWN = ["query_failed", "no_progress", "query_unreadable", "query_terminated"];
 const LOAD_LIMIT = 1_000;
 
 export function isLive(alert) {
@@ -11,15 +13,22 @@ export function isLive(alert) {
 }
 
 function rank(alert) {
-  return [LIVE.indexOf(alert.state), SEVERITIES.indexOf(alert.severity)];
+  return [
+    LIVE.indexOf(alert.state),
+    alert.caused_by ? 1 : 0,
+    QUERY_DOWN.includes(alert.rule) ? 0 : 1,
+    SEVERITIES.indexOf(alert.severity),
+  ];
 }
 
-// Firing before pending, critical before warning, then the newest first.
+// As monitor/store/alerts.py orders them: firing before pending, causes before what they
+// cause, a query that is down before the rest, critical before warning, then the longest
+// active first.
 export function byUrgency(a, b) {
   const [x, y] = [rank(a), rank(b)];
-  if (x[0] !== y[0]) return x[0] - y[0];
-  if (x[1] !== y[1]) return x[1] - y[1];
-  return b.active_since_ms - a.active_since_ms || b.id - a.id;
+  const first = x.findIndex((value, index) => value !== y[index]);
+  if (first >= 0) return x[first] - y[first];
+  return a.active_since_ms - b.active_since_ms || a.id - b.id;
 }
 
 // How many alerts of each severity, most severe first, as [[severity, count], …].
@@ -96,16 +105,24 @@ export class AlertBook {
   firing(queryId) {
     return this.live(queryId).filter((alert) => alert.state === "firing");
   }
+
+  // The firing alerts that page: those no other alert causes.
+  paging(queryId) {
+    return this.firing(queryId).filter((alert) => !alert.caused_by);
+  }
 }
 
-// The header's link to the Alerts page says how many alerts fire, coloured by the worst.
+// The header's link to the Alerts page says how many alerts fire (those another causes are
+// counted apart), coloured by the worst.
 export function showAlertCount(book) {
   const link = document.getElementById("alert-count");
   book.onChange(() => {
-    const firing = book.firing();
-    const worst = bySeverity(firing).map(([severity]) => severity)[0];
+    const paging = book.paging();
+    const caused = book.firing().length - paging.length;
+    const worst = bySeverity(paging).map(([severity]) => severity)[0];
     link.hidden = false;
     link.className = worst ? `alert-count severity-${worst}` : "alert-count";
-    setText(link, firing.length ? `Alerts: ${firing.length} firing` : "Alerts: none firing");
+    const more = caused ? ` (+${caused} caused by them)` : "";
+    setText(link, paging.length ? `Alerts: ${paging.length} firing${more}` : "Alerts: none firing");
   });
 }

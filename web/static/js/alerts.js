@@ -24,14 +24,16 @@ const live = new AlertTable($("live-alerts"), {
 });
 const history = new AlertTable($("alert-history"), { actions: false });
 
-// As monitor/alerts/silences.py's silenced(): each of the silence's rule, query and partition,
-// when set, is the alert's (whose partition is null for the query as a whole).
+// As monitor/alerts/silences.py's silenced(): the silence's rule and query, when set, are the
+// alert's, and its partition, when set, is every partition the alert covers.
 function covers(silence, alert) {
-  return [
-    [silence.rule, alert.rule],
-    [silence.query_id, alert.query_id],
-    [silence.partition, alert.partition ?? ""],
-  ].every(([wanted, actual]) => wanted === null || wanted === actual);
+  const { partition } = silence;
+  const alone = alert.partitions.length > 0 && alert.partitions.every((p) => p === partition);
+  return (
+    (silence.rule === null || silence.rule === alert.rule) &&
+    (silence.query_id === null || silence.query_id === alert.query_id) &&
+    (partition === null || alone)
+  );
 }
 
 // The marks follow the silences the page shows, whenever the alerts or the silences change.

@@ -1,5 +1,5 @@
-// A table of alerts, one row each, updated in place: severity, state, rule, query, partition,
-// message, when, who acknowledged it; its buttons; and below it, on demand, its story
+// A table of alerts, one row each, updated in place: severity, state (and the alert that
+// causes it), rule, query, partitions, message, when, who acknowledged it; its buttons; and below it, on demand, its story
 // (transitions and notifications, from GET /api/alerts/<id>) or the silence form.
 import { NO_TOKEN, act, actor, hasToken } from "./actions.js";
 import { el, getJson, setText, setWrappingText } from "./dom.js";
@@ -119,7 +119,7 @@ export class AlertTable {
     tr.dataset.alert = alert.id;
     const cells = {};
     const severity = tr.appendChild(el("td")).appendChild(el("span"));
-    for (const field of ["state", "rule", "query", "partition", "message", "when", "acked"]) {
+    for (const field of ["state", "rule", "query", "partitions", "message", "when", "acked"]) {
       if (field !== "query" || this.options.query) cells[field] = tr.appendChild(el("td", field));
     }
     const link = cells.query && cells.query.appendChild(el("a"));
@@ -145,14 +145,17 @@ export class AlertTable {
     const { alert, cells } = row;
     row.severity.className = `severity severity-${alert.severity}`;
     setText(row.severity, alert.severity);
-    row.tr.className = `alert state-${alert.state}`;
-    setText(cells.state, alert.silenced ? `${alert.state}, silenced` : alert.state);
+    row.tr.className = `alert state-${alert.state}${alert.caused_by ? " caused" : ""}`;
+    const notes = [alert.state];
+    if (alert.silenced) notes.push("silenced");
+    if (alert.caused_by) notes.push(`caused by ${alert.caused_by}`);
+    setText(cells.state, notes.join(", "));
     setText(cells.rule, alert.rule);
     if (row.link) {
       row.link.href = `/queries/${encodeURIComponent(alert.query_id)}`;
       setText(row.link, alert.query || alert.query_id);
     }
-    setText(cells.partition, alert.partition || "—");
+    setWrappingText(cells.partitions, alert.partitions.join(", ") || "—");
     setWrappingText(cells.message, alert.message);
     showWhen(cells.when, alert);
     const acked = alert.acknowledged_at_ms !== null;
@@ -193,7 +196,7 @@ export class AlertTable {
   silenceForm(row) {
     const { alert } = row;
     const form = el("form", "silence-form");
-    const scope = [alert.rule, alert.query || alert.query_id, alert.partition].filter(Boolean);
+    const scope = [alert.rule, alert.query || alert.query_id];
     const minutes = el("input");
     Object.assign(minutes, { type: "number", name: "minutes", min: 1, max: MAX_SILENCE_MINUTES });
     minutes.value = SILENCE_MINUTES;
@@ -221,7 +224,6 @@ export class AlertTable {
   async silence(row, minutes, comment) {
     const { alert } = row;
     const body = { minutes, rule: alert.rule, query: alert.query_id, ...actor() };
-    if (alert.partition) body.partition = alert.partition;
     if (comment) body.comment = comment;
     const result = await act("POST", "/api/silences", body);
     const until = result.ok ? clock(result.body.silence.until_ms) : "";
