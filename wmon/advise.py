@@ -11,18 +11,19 @@ from typing import Any
 
 import sqlalchemy.orm as so
 
+from monitor.config import load_settings
 from monitor.health.lateness import SHARES
-from monitor.store.drop_causes import Lateness, lateness
+from monitor.store.drop_causes import NO_DELAY_KEEPS, Lateness, lateness
 from monitor.store.queries import find_query
-from wmon.options import json_option, open_store, store_option
-from wmon.render import Column, change, duration, plain, render_table
+from wmon.options import open_store, output_options, store_option
+from wmon.render import Column, change, duration, paragraph, plain, render_view
 
 
 def register(commands: Any) -> None:
     """Add `wmon advise`."""
     parser = commands.add_parser(
         "advise",
-        parents=[store_option(), json_option()],
+        parents=[store_option(), output_options()],
         help="the watermark delay that would have kept 99%%, 99.9%% and all of the records",
     )
     parser.add_argument("query", help="query id or name")
@@ -61,7 +62,7 @@ def delay_text(ms: int | None, delay_ms: int) -> str:
 
 
 COLUMNS = (
-    Column("partition", "partition", lambda name: "(query)" if name is None else name),
+    Column("partition", "partition", lambda name: "(query)" if name is None else name, cut=True),
     Column("records", "records"),
     Column("late", "late_records"),
     Column("delay now", "delay_ms", duration),
@@ -71,12 +72,16 @@ COLUMNS = (
 )
 
 
+def share_text(item: Lateness, share: float) -> str:
+    """The advice for one share: its delay written out, or that no delay keeps them."""
+    if item.no_delay_keeps(share):
+        return "no delay keeps these"
+    return delay_text(item.smallest_delay(share), item.delay_ms)
+
+
 def _shown(item: Lateness) -> SimpleNamespace:
-    """A table row: the figures, and each share's delay written out."""
-    delays = {
-        f"share_{index}": delay_text(item.smallest_delay(share), item.delay_ms)
-        for index, share in enumerate(SHARES)
-    }
+    """A table row: the figures, and each share's advice written out."""
+    delays = {f"share_{index}": share_text(item, share) for index, share in enumerate(SHARES)}
     return SimpleNamespace(**item.advice(), **delays)
 
 
@@ -84,18 +89,26 @@ def advise(args: argparse.Namespace) -> None:
     """Print the delays that would have kept each share of the query's records."""
     with so.Session(open_store(args.database_url)) as session:
         query = find_query(session, args.query)
-        found = lateness(session, query.id, args.from_ms, args.to_ms)
+        tolerance_ms = load_settings().future_tolerance_s * 1000
+        found = lateness(session, query.id, args.from_ms, args.to_ms, tolerance_ms)
     if args.json:
         print(json.dumps([item.advice() for item in found], indent=2))
         return
     if not found:
         print(
-            "(none: no batch in that range was measured against a watermark by the instrumented"
-            " operator; the event-log and JVM-listener ways in cannot measure records)"
+            paragraph(
+                "(none: no batch in that range was measured against a watermark by the"
+                " instrumented operator; the event-log and JVM-listener ways in cannot measure"
+                " records)"
+            )
         )
         return
-    print(render_table(COLUMNS, [_shown(item) for item in found]))
+    print(render_view(COLUMNS, [_shown(item) for item in found], args.wide))
     print(
-        "Each delay keeps at least that share of the records, at most one bucket (a factor of"
-        " two in lateness) above the exact delay; (+/-) is how much longer state is kept."
+        paragraph(
+            "Each delay keeps at least that share of the records, at most one bucket (a factor"
+            " of two in lateness) above the exact delay; (+/-) is how much longer state is kept."
+        )
     )
+    if any(item.no_delay_keeps(share) for item in found for share in SHARES):
+        print(paragraph(f"{NO_DELAY_KEEPS[0].upper()}{NO_DELAY_KEEPS[1:]}."))

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy.orm as so
 
+from monitor.alerts.rules import URGENT
 from monitor.config import DAY_S, load_settings
 from monitor.store.alerts import recent_alerts
 from monitor.store.engine import display_url
@@ -17,8 +18,8 @@ from wmon.options import (
     CliError,
     Parser,
     decimal_number,
-    json_option,
     open_store,
+    output_options,
     store_option,
     whole_number,
 )
@@ -36,7 +37,7 @@ def register(commands: Any) -> None:
     """Add `wmon alerts` and its `run` sub-command."""
     alerts = commands.add_parser(
         "alerts",
-        parents=[store_option(), json_option()],
+        parents=[store_option(), output_options()],
         help="list alerts, or evaluate the rules (alerts run)",
     )
     alerts.add_argument("--all", action="store_true", help="resolved ones too, newest first")
@@ -69,7 +70,7 @@ def register(commands: Any) -> None:
 def list_alerts(args: argparse.Namespace) -> None:
     """List alerts: the pending and firing ones, or with --all every one, newest first."""
     with so.Session(open_store(args.database_url)) as session:
-        print_rows(args, ALERT_COLUMNS, recent_alerts(session, not args.all, args.limit))
+        print_rows(args, ALERT_COLUMNS, recent_alerts(session, not args.all, args.limit, URGENT))
 
 
 def run_alerts(args: argparse.Namespace) -> None:

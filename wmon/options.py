@@ -45,10 +45,16 @@ def store_option() -> Parser:
     return store
 
 
-def json_option() -> Parser:
-    """A parent parser with `--json`."""
+def output_options() -> Parser:
+    """A parent parser with `--json` and `--wide`."""
     output = Parser(add_help=False)
     output.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    output.add_argument(
+        "--wide",
+        action="store_true",
+        help="every column, values whole (by default some are left out and long values cut"
+        " to fit the terminal, or 120 columns)",
+    )
     return output
 
 

@@ -23,8 +23,8 @@ from monitor.store.timers import recent_timer_snapshots
 from wmon.options import (
     MAX_ROWS,
     CliError,
-    json_option,
     open_store,
+    output_options,
     store_option,
     whole_number,
 )
@@ -35,13 +35,13 @@ from wmon.render import (
     TIMER_COLUMNS,
     partition_state,
     render_json,
-    render_table,
+    render_view,
 )
 
 
 def register(commands: Any) -> None:
     """Add the commands that read the stored history."""
-    parents = [store_option(), json_option()]
+    parents = [store_option(), output_options()]
     queries_parser = commands.add_parser(
         "queries", parents=parents, help="stored queries and their health, the most urgent first"
     )
@@ -84,8 +84,8 @@ def register(commands: Any) -> None:
 
 
 def print_rows(args: argparse.Namespace, columns: Any, rows: Sequence[Any]) -> None:
-    """Rows as a table, or as JSON with --json."""
-    print(render_json(columns, rows) if args.json else render_table(columns, rows))
+    """Rows as a table (every column with --wide), or as JSON with --json."""
+    print(render_json(columns, rows) if args.json else render_view(columns, rows, args.wide))
 
 
 def queries(args: argparse.Namespace) -> None:
@@ -100,7 +100,7 @@ def queries(args: argparse.Namespace) -> None:
         print(json.dumps(rows, indent=2))
     else:
         heard = [row | {"heard_ms": row["now_ms"] - row["updated_at_ms"]} for row in rows]
-        print(render_table(QUERY_COLUMNS, heard))
+        print(render_view(QUERY_COLUMNS, heard, args.wide))
 
 
 def _rules(path: Path | None) -> RuleSet:
@@ -136,9 +136,8 @@ def partitions(args: argparse.Namespace) -> None:
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
-        print(
-            render_table(PARTITION_COLUMNS, [row | {"state": partition_state(row)} for row in rows])
-        )
+        shown = [row | {"state": partition_state(row)} for row in rows]
+        print(render_view(PARTITION_COLUMNS, shown, args.wide))
 
 
 def timers(args: argparse.Namespace) -> None:

@@ -13,19 +13,19 @@ from monitor.store.rejected import list_rejected
 from wmon.options import (
     MAX_ROWS,
     configured_timeouts,
-    json_option,
     open_store,
+    output_options,
     store_option,
     whole_number,
 )
-from wmon.render import REJECTED_COLUMNS, render_json, render_table
+from wmon.render import REJECTED_COLUMNS, render_json, render_view
 
 
 def register(commands: Any) -> None:
     """Add `wmon rejected`."""
     parser = commands.add_parser(
         "rejected",
-        parents=[store_option(), json_option()],
+        parents=[store_option(), output_options()],
         help="events refused as invalid and set aside: list them, or replay them",
     )
     parser.add_argument(
@@ -64,5 +64,5 @@ def rejected(args: argparse.Namespace) -> None:
         print(
             render_json(REJECTED_COLUMNS, rows)
             if args.json
-            else render_table(REJECTED_COLUMNS, rows)
+            else render_view(REJECTED_COLUMNS, rows, args.wide)
         )

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import json
+import shutil
+import sys
+import textwrap
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
+
+from monitor.durations import duration
+
+# Off a terminal a table fits TABLE_WIDTH columns; on one, the terminal's width, never less than
+# MIN_WIDTH (a narrower one would leave nothing of the values that are cut).
+TABLE_WIDTH, MIN_WIDTH = 120, 80
+GAP = "  "
 
 
 def printable(text: str) -> str:
@@ -34,33 +43,24 @@ def _char_width(char: str) -> int:
     return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
 
 
+def ellipsized(text: str, room: int) -> str:
+    """Printable `text` in at most `room` terminal columns: cut with '…' when it is wider."""
+    if _width(text) <= room:
+        return text
+    kept, used = [], 0
+    for char in text:
+        used += _char_width(char)
+        if used >= room:
+            break
+        kept.append(char)
+    return "".join(kept) + "…"
+
+
 def iso_time(ms: int | None) -> str:
     """Epoch milliseconds as a readable UTC time, '-' when unknown."""
     if ms is None:
         return "-"
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
-
-
-def _compound(sign: str, big: int, big_unit: str, small: int, small_unit: str) -> str:
-    return f"{sign}{big} {big_unit} {small} {small_unit}" if small else f"{sign}{big} {big_unit}"
-
-
-def duration(ms: int | None) -> str:
-    """Milliseconds as people read a duration, as the dashboard writes them: '840 ms', '7.5 s',
-    '36 min 5 s', '1 h 57 min', '5 d 11 h'; '-' when unknown."""
-    if ms is None:
-        return "-"
-    sign, size = ("−" if ms < 0 else ""), abs(ms)
-    if size < 1_000:
-        return f"{sign}{size} ms"
-    if size < 60_000:  # rounded half up, as the pages' toFixed does
-        step = Decimal("0.1") if size < 10_000 else Decimal(1)
-        return f"{sign}{(Decimal(size) / 1_000).quantize(step, ROUND_HALF_UP)} s"
-    if size < 3_600_000:
-        return _compound(sign, size // 60_000, "min", size % 60_000 // 1_000, "s")
-    if size < 86_400_000:
-        return _compound(sign, size // 3_600_000, "h", size % 3_600_000 // 60_000, "min")
-    return _compound(sign, size // 86_400_000, "d", size % 86_400_000 // 3_600_000, "h")
 
 
 def change(ms: int | None) -> str:
@@ -73,9 +73,20 @@ def change(ms: int | None) -> str:
     return f"+{duration(ms)}" if ms > 0 else duration(ms)
 
 
+def age(ms: int | None) -> str:
+    """An age, now less a time: '1 h 57 min', or 'ahead of the clock by 1 h 57 min' when the
+    time is still to come; '-' when unknown."""
+    if ms is not None and ms < 0:
+        return f"ahead of the clock by {duration(-ms)}"
+    return duration(ms)
+
+
 def ago(ms: int | None) -> str:
-    """How long ago, '37 min ago'; '-' when unknown."""
-    return "-" if ms is None else f"{duration(ms)} ago"
+    """How long ago, '37 min ago', or 'ahead of the clock by 3 s' when the time is still to
+    come; '-' when unknown."""
+    if ms is None or ms < 0:
+        return age(ms)
+    return f"{duration(ms)} ago"
 
 
 def record_text(record: list[Any] | None) -> str:
@@ -97,56 +108,66 @@ def plain(value: Any) -> str:
 
 @dataclass(frozen=True)
 class Column:
-    """One column: its header, the row attribute it shows and how to show it."""
+    """One column: its header, the row attribute it shows and how to show it; whether only
+    `--wide` shows it (`extra`), and whether its values may be cut to make a line fit (`cut`)."""
 
     header: str
     attribute: str
     show: Callable[[Any], str] = plain
+    extra: bool = False
+    cut: bool = False
 
+
+# Each table's default columns answer its command's question in 120 columns; the extra ones,
+# which `--wide` adds, are kept in their place so that both views read in the same order.
 
 # A query as the overview lists it (web.api.payloads.summary_json), and how long since it was
-# last heard from.
+# last heard from; its name and Spark's error are what it is called and what went wrong.
 QUERY_COLUMNS = (
-    Column("name", "name"),
+    Column("name", "name", cut=True),
     Column("health", "status"),
     Column("heard", "heard_ms", ago),
     Column("last batch", "last_batch_id"),
     Column("spark", "stored_status"),
-    Column("error", "error_class"),
-    Column("id", "id"),
+    Column("error", "error_class", cut=True),
+    Column("id", "id", extra=True),
 )
+# Batch by batch: when, how much and how long, and where the watermark stood, whether it moved
+# and who drove it; the event times, rates, Flink's watermark and the driving record are extra.
 BATCH_COLUMNS = (
     Column("batch", "batch_id"),
     Column("time", "batch_time_ms", iso_time),
     Column("watermark", "watermark_ms", iso_time),
-    Column("event time min", "event_time_min_ms", iso_time),
-    Column("event time max", "event_time_max_ms", iso_time),
+    Column("event time min", "event_time_min_ms", iso_time, extra=True),
+    Column("event time max", "event_time_max_ms", iso_time, extra=True),
     Column("rows", "num_input_rows"),
-    Column("rows/s in", "input_rows_per_second"),
-    Column("rows/s done", "processed_rows_per_second"),
+    Column("rows/s in", "input_rows_per_second", extra=True),
+    Column("rows/s done", "processed_rows_per_second", extra=True),
     Column("took", "trigger_duration_ms", duration),
     Column("skew", "watermark_skew_ms", duration),
-    Column("flink watermark", "flink_watermark_ms", iso_time),
+    Column("flink watermark", "flink_watermark_ms", iso_time, extra=True),
     Column("watermark state", "watermark_state"),
-    Column("watermark driver", "watermark_driver_partition"),
-    Column("driver record", "watermark_driver_record", record_text),
+    Column("watermark driver", "watermark_driver_partition", cut=True),
+    Column("driver record", "watermark_driver_record", record_text, extra=True),
 )
+# Which partitions are behind, stuck or losing records: the offsets themselves, W_p (M_p less
+# the delay), the late total and the future records' lead are extra.
 PARTITION_COLUMNS = (
     Column("batch", "batch_id"),
-    Column("partition", "partition"),
-    Column("start", "start_offset"),
-    Column("end", "end_offset"),
-    Column("latest", "latest_offset"),
+    Column("partition", "partition", cut=True),
+    Column("start", "start_offset", extra=True),
+    Column("end", "end_offset", extra=True),
+    Column("latest", "latest_offset", extra=True),
     Column("offset lag", "offset_lag"),
     Column("state", "state"),
     Column("records", "records"),
     Column("max event time", "max_event_time_ms", iso_time),
-    Column("partition watermark", "partition_watermark_ms", iso_time),
-    Column("time lag", "time_lag_ms", duration),
+    Column("partition watermark", "partition_watermark_ms", iso_time, extra=True),
+    Column("time lag", "time_lag_ms", age),
     Column("late", "late_records"),
-    Column("late total", "late_records_total"),
+    Column("late total", "late_records_total", extra=True),
     Column("future", "future_records"),
-    Column("lead", "future_lead_ms", duration),
+    Column("lead", "future_lead_ms", duration, extra=True),
 )
 TIMER_COLUMNS = (
     Column("taken", "taken_at_ms", iso_time),
@@ -157,25 +178,29 @@ TIMER_COLUMNS = (
     Column("due", "due"),
 )
 
+# The event is a preview even with --wide: --json gives it whole.
 REJECTED_COLUMNS = (
     Column("id", "id"),
     Column("received", "received_at_ms", iso_time),
-    Column("from", "origin"),
-    Column("why", "error"),
-    Column("event", "document", lambda text: text if len(text) <= 60 else text[:59] + "…"),
+    Column("from", "origin", cut=True),
+    Column("why", "error", cut=True),
+    Column("event", "document", lambda text: ellipsized(text, 60), cut=True),
 )
 
+# The message names the partitions an alert covers; what causes it and when it fired or
+# resolved are extra.
 ALERT_COLUMNS = (
     Column("id", "id"),
     Column("state", "state"),
     Column("severity", "severity"),
     Column("rule", "rule"),
-    Column("query", "query"),
-    Column("partition", "partition"),
+    Column("query", "query", cut=True),
+    Column("partitions", "partitions", lambda names: ", ".join(names) or "-", extra=True),
+    Column("caused by", "caused_by", extra=True),
     Column("since", "active_since_ms", iso_time),
-    Column("fired", "fired_at_ms", iso_time),
-    Column("resolved", "resolved_at_ms", iso_time),
-    Column("message", "message"),
+    Column("fired", "fired_at_ms", iso_time, extra=True),
+    Column("resolved", "resolved_at_ms", iso_time, extra=True),
+    Column("message", "message", cut=True),
 )
 
 
@@ -190,19 +215,64 @@ def _field(row: Any, attribute: str) -> Any:
     return row[attribute] if isinstance(row, Mapping) else getattr(row, attribute)
 
 
-def render_table(columns: Sequence[Column], rows: Sequence[Any]) -> str:
-    """Rows as an aligned text table under a header line, control characters escaped."""
+def table_width() -> int:
+    """How many columns a table may take: the terminal's when stdout is one, never less than
+    MIN_WIDTH; TABLE_WIDTH when it is a pipe or a file."""
+    if not sys.stdout.isatty():
+        return TABLE_WIDTH
+    return max(shutil.get_terminal_size((TABLE_WIDTH, 24)).columns, MIN_WIDTH)
+
+
+def render_view(columns: Sequence[Column], rows: Sequence[Any], wide: bool) -> str:
+    """A command's table: by default its columns that are not extra, cut to table_width();
+    with --wide, every column and every value whole."""
+    if wide:
+        return render_table(columns, rows)
+    return render_table([c for c in columns if not c.extra], rows, table_width())
+
+
+def paragraph(text: str) -> str:
+    """Prose printed with a table, wrapped to table_width()."""
+    return textwrap.fill(text, table_width())
+
+
+def _fitted(columns: Sequence[Column], widths: list[int], width: int) -> list[int]:
+    """Column widths within `width`: the columns that may be cut share the room the others
+    leave, the narrowest first, each keeping its own width if its share allows, and never
+    narrower than its header."""
+    fixed = sum(room for c, room in zip(columns, widths, strict=True) if not c.cut)
+    left = width - fixed - len(GAP) * (len(columns) - 1)
+    fitted = list(widths)
+    cuttable = sorted((i for i, c in enumerate(columns) if c.cut), key=widths.__getitem__)
+    for done, i in enumerate(cuttable):
+        share = left // (len(cuttable) - done)
+        fitted[i] = max(min(widths[i], share), _width(columns[i].header))
+        left -= fitted[i]
+    return fitted
+
+
+def render_table(columns: Sequence[Column], rows: Sequence[Any], width: int | None = None) -> str:
+    """Rows as an aligned text table under a header line, control characters escaped; within
+    `width`, if given: the values of the columns that may be cut are cut with '…', and a line
+    still too long (the columns that may not be cut wider than `width`) is cut at its end."""
     if not rows:
         return "(none)"
     cells = [[c.header for c in columns]]
     cells += [[printable(c.show(_field(row, c.attribute))) for c in columns] for row in rows]
     widths = [max(_width(line[i]) for line in cells) for i in range(len(columns))]
-    return "\n".join(
-        "  ".join(
-            text + " " * (room - _width(text)) for text, room in zip(line, widths, strict=True)
+    fitted = widths if width is None else _fitted(columns, widths, width)
+    lines = [
+        GAP.join(
+            _padded(ellipsized(text, room), room) for text, room in zip(line, fitted, strict=True)
         ).rstrip()
         for line in cells
-    )
+    ]
+    return "\n".join(lines if width is None else [ellipsized(line, width) for line in lines])
+
+
+def _padded(text: str, room: int) -> str:
+    """Printable `text` followed by the spaces that make it `room` columns wide."""
+    return text + " " * (room - _width(text))
 
 
 def render_json(columns: Sequence[Column], rows: Sequence[Any]) -> str:

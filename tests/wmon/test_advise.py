@@ -7,6 +7,7 @@ import pytest
 from monitor.collect.progress import parse_progress
 from monitor.store.engine import create_engine
 from monitor.store.writes import write_event
+from tests.support.diagnosis_scenario import write_telemetry
 from tests.support.progress import progress_doc
 from wmon.main import main
 
@@ -56,7 +57,7 @@ def store(database_url):
 def delays(*by_share):
     """The advice's delays for 99%, 99.9% and 100% of the records."""
     return [
-        {"share": share, "delay_ms": ms}
+        {"share": share, "delay_ms": ms, "no_delay": None}
         for share, ms in zip((0.99, 0.999, 1.0), by_share, strict=True)
     ]
 
@@ -98,6 +99,49 @@ def test_advise_as_a_table(store, capsys):
         *("(query)", "200", "1", "10", "s"),
         *("10.0", "s", "(−3", "ms)", "12", "s", "(+2.0", "s)", "12", "s", "(+2.0", "s)"),
     ]
+
+
+@pytest.fixture
+def future_store(database_url):
+    """The telemetry query: a record 2 h ahead drives the watermark from batch 4 on, and the
+    30 records batch 5 reads are 2 h late."""
+    engine = create_engine(database_url)
+    write_telemetry(engine)
+    engine.dispose()
+    return database_url
+
+
+NO_DELAY = {
+    "delay_ms": None,
+    "no_delay": (
+        "no delay keeps these records: a future-dated record drove the watermark;"
+        " fix the producer's clock"
+    ),
+}
+
+
+def test_advise_says_no_delay_keeps_what_a_future_dated_record_dropped(future_store, capsys):
+    assert main(["advise", "telemetry", "--json", "--database-url", future_store]) == 0
+    whole, *partitions = json.loads(capsys.readouterr().out)
+    # Every share needs the 30 records 2 h late: 2 h 19 min of delay, no fix.
+    assert whole["delays"] == [{"share": s} | NO_DELAY for s in (0.99, 0.999, 1.0)]
+    assert [p["delays"][-1]["no_delay"] for p in partitions] == [NO_DELAY["no_delay"]] * 3
+    assert main(["advise", "telemetry", "--database-url", future_store]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].endswith("no delay keeps these  no delay keeps these  no delay keeps these")
+    assert lines[-1] == (
+        "No delay keeps these records: a future-dated record drove the watermark;"
+        " fix the producer's clock."
+    )
+
+
+def test_advise_keeps_the_delays_within_the_future_tolerance(future_store, capsys):
+    # Batches 2-4: the record drives batch 4's watermark, but only one record is late, by
+    # 1-2 s, judged by batch 3's: 12,048 ms keeps it, below the tolerance of 5 min.
+    argv = ["advise", "telemetry", "--json", "--database-url", future_store]
+    assert main([*argv, "--from", "2026-11-22T03:00:20Z", "--to", "2026-11-22T03:00:40Z"]) == 0
+    [whole, *_] = json.loads(capsys.readouterr().out)
+    assert whole["delays"] == delays(0, DELAY + 2_048, DELAY + 2_048)
 
 
 def test_advise_without_measured_batches_says_why(database_url, capsys):

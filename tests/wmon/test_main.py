@@ -19,6 +19,7 @@ from monitor.store.engine import create_engine, display_url, parse_url
 from monitor.store.migrate import current_revision, head_revision
 from monitor.store.writes import write_event
 from streaming.log import PartitionedLog
+from tests.support.diagnosis_scenario import write_telemetry
 from tests.support.network import closed_port
 from tests.support.progress import progress_doc
 from web import create_app
@@ -101,16 +102,13 @@ def table(*lines: str) -> str:
 
 
 QUERIES_A_MINUTE_LATER = table(
-    "name               health   heard     last batch  spark   error"
-    "                              id",
-    "rate_dedup         failed   49 s ago  5           failed  FOREACH_BATCH_USER_FUNCTION_ERROR"
-    "  22222222-2222-2222-2222-222222222222",
-    "telemetry_windows  healthy  57 s ago  3           active  -"
-    "                                  11111111-1111-1111-1111-111111111111",
+    "name               health   heard     last batch  spark   error",
+    "rate_dedup         failed   49 s ago  5           failed  FOREACH_BATCH_USER_FUNCTION_ERROR",
+    "telemetry_windows  healthy  57 s ago  3           active  -",
 )
 # Silent for longer than no_progress' threshold (5 minutes by default), a running query is
-# stalled.
-QUERIES_AN_HOUR_LATER = table(
+# stalled. With --wide, its id too.
+QUERIES_AN_HOUR_LATER_WIDE = table(
     "name               health   heard            last batch  spark   error"
     "                              id",
     "rate_dedup         failed   59 min 49 s ago  5           failed"
@@ -118,13 +116,19 @@ QUERIES_AN_HOUR_LATER = table(
     "telemetry_windows  stalled  59 min 56 s ago  3           active"
     "  -                                  11111111-1111-1111-1111-111111111111",
 )
-BATCH_HEADER = (
+BATCHES_TABLE = table(
+    "batch  time                     watermark                rows  took    skew"
+    "  watermark state  watermark driver",
+    "2      2026-11-22 02:57:32.500  2026-11-22 02:57:29.318  30    726 ms  -     ok"
+    "               -",
+    "3      2026-11-22 02:57:33.500  2026-11-22 02:57:29.318  40    726 ms  -     ok"
+    "               -",
+)
+LAST_BATCH_TABLE = table(BATCHES_TABLE.splitlines()[0], BATCHES_TABLE.splitlines()[2])
+BATCHES_WIDE = table(
     "batch  time                     watermark                event time min"
     "           event time max           rows  rows/s in  rows/s done  took    skew"
-    "  flink watermark  watermark state  watermark driver  driver record"
-)
-BATCHES_TABLE = table(
-    BATCH_HEADER,
+    "  flink watermark  watermark state  watermark driver  driver record",
     "2      2026-11-22 02:57:32.500  2026-11-22 02:57:29.318  2026-11-22 02:57:31.368"
     "  2026-11-22 02:57:33.318  30    23.6       55.0         726 ms  -     -                ok"
     "               -                 -",
@@ -132,10 +136,19 @@ BATCHES_TABLE = table(
     "  2026-11-22 02:57:33.318  40    23.6       55.0         726 ms  -     -                ok"
     "               -                 -",
 )
-LAST_BATCH_TABLE = table(BATCHES_TABLE.splitlines()[0], BATCHES_TABLE.splitlines()[2])
 
 
 def partitions_table(batch_id: int) -> str:
+    no_event_times = "-        -               -         -     -"
+    return table(
+        "batch  partition    offset lag  state  records  max event time  time lag  late  future",
+        f"{batch_id}      telemetry/0  4           ok     {no_event_times}",
+        f"{batch_id}      telemetry/1  0           ok     {no_event_times}",
+        f"{batch_id}      telemetry/2  600         ok     {no_event_times}",
+    )
+
+
+def partitions_wide(batch_id: int) -> str:
     no_event_times = (
         "-        -               -                    -         -     -           -       -"
     )
@@ -152,8 +165,10 @@ TABLE_CASES = [
     (["batches", QUERY, "--limit", "2"], BATCHES_TABLE),
     (["batches", "telemetry_windows", "--limit", "2"], BATCHES_TABLE),
     (["batches", "telemetry_windows", "--limit", "1"], LAST_BATCH_TABLE),
+    (["batches", QUERY, "--limit", "2", "--wide"], BATCHES_WIDE),
     (["partitions", QUERY], partitions_table(3)),
     (["partitions", "telemetry_windows", "--batch", "1"], partitions_table(1)),
+    (["partitions", QUERY, "--batch", "1", "--wide"], partitions_wide(1)),
     (["partitions", QUERY, "--batch", "0"], partitions_table(0)),
     (["partitions", QUERY, "--batch", "4"], "(none)\n"),
 ]
@@ -161,8 +176,10 @@ TABLE_IDS = [
     "batches by id",
     "batches by name",
     "batches limit 1",
+    "batches wide",
     "partitions of the latest batch",
     "partitions of batch 1 by name",
+    "partitions of batch 1 wide",
     "partitions of batch 0",
     "partitions of a batch not stored",
 ]
@@ -181,19 +198,20 @@ def test_an_empty_store_has_no_queries(
 
 
 @pytest.mark.parametrize(
-    ("later_ms", "expected"),
-    [(60_000, QUERIES_A_MINUTE_LATER), (3_600_000, QUERIES_AN_HOUR_LATER)],
-    ids=["a minute later", "an hour later"],
+    ("later_ms", "flags", "expected"),
+    [(60_000, [], QUERIES_A_MINUTE_LATER), (3_600_000, ["--wide"], QUERIES_AN_HOUR_LATER_WIDE)],
+    ids=["a minute later", "an hour later, wide"],
 )
 def test_queries_show_their_health_the_most_urgent_first(
     store: str,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     later_ms: int,
+    flags: list[str],
     expected: str,
 ):
     monkeypatch.setattr(wmon.queries, "now_ms", lambda: T0 + later_ms)
-    assert run(capsys, "queries", "--database-url", store) == (0, expected, "")
+    assert run(capsys, "queries", *flags, "--database-url", store) == (0, expected, "")
 
 
 def test_queries_as_json_are_the_rows_the_api_gives(
@@ -341,6 +359,18 @@ def test_json(store: str, capsys: pytest.CaptureFixture[str], argv: list[str], e
     status, out, err = run(capsys, *argv, "--json", "--database-url", store)
     assert (status, err) == (0, "")
     assert json.loads(out) == expected
+
+
+def test_a_partition_ahead_of_the_clock_says_so(
+    database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    engine = create_engine(database_url)
+    write_telemetry(engine)  # telemetry/2 reads a record 2 h 0 min 30 s ahead in batch 3
+    engine.dispose()
+    argv = ("partitions", "telemetry", "--batch", "3", "--database-url", database_url)
+    status, out, _ = run(capsys, *argv)
+    [row] = [line for line in out.splitlines() if "telemetry/2" in line]
+    assert status == 0 and "  ahead of the clock by 2 h  " in row
 
 
 def test_db_upgrade_migrates_once_then_says_already_at(

@@ -16,7 +16,16 @@ from monitor.store.writes import write_event
 from tests.support.progress import progress_doc
 from wmon.ingest import Progress
 from wmon.main import main
-from wmon.render import Column, printable, render_table
+from wmon.render import (
+    Column,
+    age,
+    ago,
+    ellipsized,
+    printable,
+    render_table,
+    render_view,
+    table_width,
+)
 
 QUERY, RUN = "11111111-1111-1111-1111-111111111111", "run-1"
 # 2026-11-22 02:57:30.000 UTC, as epoch ms.
@@ -50,6 +59,23 @@ def test_printable_escapes_controls_only(text: str, expected: str) -> None:
     assert printable(text) == expected
 
 
+@pytest.mark.parametrize(
+    ("ms", "expected_age", "expected_ago"),
+    [
+        (None, "-", "-"),
+        (0, "0 ms", "0 ms ago"),
+        (7_020_000, "1 h 57 min", "1 h 57 min ago"),
+        (-7_020_000, "ahead of the clock by 1 h 57 min", "ahead of the clock by 1 h 57 min"),
+        (-4_300, "ahead of the clock by 4.3 s", "ahead of the clock by 4.3 s"),
+    ],
+    ids=["unknown", "now", "behind", "ahead", "ahead-seconds"],
+)
+def test_a_negative_age_reads_as_ahead_of_the_clock(
+    ms: int | None, expected_age: str, expected_ago: str
+) -> None:
+    assert (age(ms), ago(ms)) == (expected_age, expected_ago)
+
+
 COLUMNS = (Column("name", "name"), Column("n", "n"))
 ALIGNED = [
     ("escaped", "a\x1bb", "name    n\na\\x1bb  1"),
@@ -63,6 +89,67 @@ ALIGNED = [
 )
 def test_a_table_is_aligned_on_what_the_terminal_shows(name: str, expected: str) -> None:
     assert render_table(COLUMNS, [SimpleNamespace(name=name, n=1)]) == expected
+
+
+CUTS = [
+    ("fits", "abcdef", 6, "abcdef"),
+    ("cut", "abcdefgh", 6, "abcde…"),
+    ("wide characters", "水位线水位线", 7, "水位线…"),
+    ("a wide character at the edge", "水位线", 4, "水…"),
+    ("combining accent", "cafe\u0301s and more", 6, "cafe\u0301s…"),
+    ("an escape", "a\\x1b[2Jb", 5, "a\\x1…"),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "room", "expected"), [case[1:] for case in CUTS], ids=[case[0] for case in CUTS]
+)
+def test_a_value_too_wide_is_cut_with_an_ellipsis(text: str, room: int, expected: str) -> None:
+    assert ellipsized(text, room) == expected
+
+
+CUT_COLUMNS = (
+    Column("id", "id"),
+    Column("name", "name", cut=True),
+    Column("note", "note", cut=True, extra=True),
+)
+
+
+def test_within_a_width_the_columns_that_may_be_cut_share_what_is_left() -> None:
+    rows = [
+        SimpleNamespace(id=1, name="short", note="x" * 50),
+        SimpleNamespace(id=22, name="水" * 20, note="fine"),
+    ]
+    # 40 columns less the id's 2 and two gaps of 2: 34, 17 each.
+    assert render_table(CUT_COLUMNS, rows, 40).splitlines() == [
+        "id  name               note",
+        "1   short              xxxxxxxxxxxxxxxx…",
+        "22  水水水水水水水水…  fine",
+    ]
+    # Whole when they fit; the narrower keeps its width, the other has the rest.
+    assert render_table(CUT_COLUMNS, rows, 200) == render_table(CUT_COLUMNS, rows)
+    assert render_table(CUT_COLUMNS, rows[:1], 40).splitlines()[1] == (
+        "1   short  " + "x" * 28 + "…"
+    )
+
+
+def test_a_line_still_too_wide_is_cut_at_its_end() -> None:
+    columns = (Column("id", "id"), Column("name", "name", cut=True))
+    table = render_table(columns, [SimpleNamespace(id="9" * 30, name="telemetry")], 20)
+    assert table.splitlines() == ["id" + " " * 17 + "…", "9" * 19 + "…"]
+
+
+def test_the_default_view_leaves_the_extra_columns_out_and_fits_120_columns() -> None:
+    rows = [SimpleNamespace(id=1, name="n" * 200, note="x")]
+    [header, line] = render_view(CUT_COLUMNS, rows, wide=False).splitlines()
+    assert (header, line) == ("id  name", "1   " + "n" * 115 + "…")
+    assert render_view(CUT_COLUMNS, rows, wide=True).splitlines()[1].endswith("n  x")
+
+
+def test_off_a_terminal_a_table_is_120_columns_wide(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setattr("sys.stdout", io.StringIO())
+    assert table_width() == 120
 
 
 @pytest.fixture
@@ -87,26 +174,24 @@ def table(*lines: str) -> str:
 
 
 SHOWN_TOPIC = "t\\x1b]0;pwned\\x07\\x00\\n"
+# A batch the operator did not measure: records, event times, lag, late and future unknown.
+NOT_MEASURED = "-        -               -         -     -"
 CLI_TABLES = [
     (
         ["queries"],
         table(
-            "name                       health   heard     last batch  spark   error  id",
-            "evil\\x1b[2J\\x00name\\nnext  healthy  30 s ago  0           active  -"
-            "      11111111-1111-1111-1111-111111111111",
+            "name                       health   heard     last batch  spark   error",
+            "evil\\x1b[2J\\x00name\\nnext  healthy  30 s ago  0           active  -",
         ),
     ),
     (
         ["partitions", QUERY],
         table(
-            "batch  partition                  start  end   latest  offset lag  state  records"
-            "  max event time  partition watermark  time lag  late  late total  future  lead",
-            f"0      {SHOWN_TOPIC}/0  1000   1020  1024    4           ok     -        -"
-            "               -                    -         -     -           -       -",
-            f"0      {SHOWN_TOPIC}/1  940    960   960     0           ok     -        -"
-            "               -                    -         -     -           -       -",
-            f"0      {SHOWN_TOPIC}/2  880    900   1500    600         ok     -        -"
-            "               -                    -         -     -           -       -",
+            "batch  partition                  offset lag  state  records  max event time"
+            "  time lag  late  future",
+            f"0      {SHOWN_TOPIC}/0  4           ok     {NOT_MEASURED}",
+            f"0      {SHOWN_TOPIC}/1  0           ok     {NOT_MEASURED}",
+            f"0      {SHOWN_TOPIC}/2  600         ok     {NOT_MEASURED}",
         ),
     ),
 ]
