@@ -14,6 +14,8 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 SCREEN = {"width": 1400, "height": 900}
 # A wall screen's.
 WALL = {"width": 1600, "height": 1000}
+# A phone's, held upright.
+PHONE = {"width": 390, "height": 844}
 
 
 def open_page(chromium, request, viewport):

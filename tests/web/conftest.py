@@ -8,7 +8,7 @@ import pytest
 
 import web
 from benchmarks.serving import serving
-from tests.support.pages import CHROMIUM, CHROMIUM_ARGS, SCREEN, WALL, open_page
+from tests.support.pages import CHROMIUM, CHROMIUM_ARGS, PHONE, SCREEN, WALL, open_page
 from tests.support.push_clients import Browser, end_all
 from web import create_app
 from web.sockets import socketio
@@ -66,6 +66,12 @@ def page(chromium, request):
 def screen(chromium, request):
     """A page of the README's screenshot's size, 1,400 × 900."""
     yield from open_page(chromium, request, SCREEN)
+
+
+@pytest.fixture
+def phone(chromium, request):
+    """A page of a phone's size, 390 × 844."""
+    yield from open_page(chromium, request, PHONE)
 
 
 @pytest.fixture

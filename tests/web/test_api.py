@@ -57,9 +57,9 @@ def write_statuses(engine):
         TimerSnapshot("healthy", "run-1", NOW - 5_000, NOW - 25_000, 7, NOW + 60_000, 60_000, 1),
     ]
     lagging = [
-        batch_event("lagging", 0, T0 + 100_000, name="lagging", event_times={0: (5, 1, 2, 5)}),
-        batch_event("lagging", 1, NOW - 20_000, name="lagging", event_times={0: (5, 1, 2, 0)}),
-        batch_event("lagging", 2, NOW - 10_000, name="lagging", event_times={0: (5, 1, 2, 3)}),
+        batch_event("lagging", 0, T0 + 100_000, name="lagging", event_times={0: (150, 1, 2, 150)}),
+        batch_event("lagging", 1, NOW - 20_000, name="lagging", event_times={0: (200, 1, 2, 0)}),
+        batch_event("lagging", 2, NOW - 10_000, name="lagging", event_times={0: (200, 1, 2, 120)}),
     ]
     stalled = [
         batch_event(
@@ -97,10 +97,101 @@ def test_the_overview_sorts_problems_first_and_terminated_last(engine, client):
         ("terminated", "terminated"),
     ]
     by_name = {q["name"]: q for q in queries}
-    assert by_name["lagging"]["late_records"] == 3  # the 5 of batch 0 are outside the window
+    # The 150 of batch 0 are outside the window; 120 of 400 read are over the late_records
+    # rule's count (100) and share (1 %).
+    assert by_name["lagging"]["late_records"] == 120
     assert by_name["stalled"]["offset_lag"] == 40
     assert by_name["failed"]["error_class"] == "X_ERROR"
     assert by_name["idle"]["stored_status"] == "idle"
+
+
+# A fleet of five, each with a run of its own: a failed query, a silent one (stalled), an idle
+# one, two healthy ones.
+def write_fleet(engine):
+    def batch(query_id, at_ms, name):
+        return batch_event(query_id, 0, at_ms, name=name, run_id=f"run-{query_id}")
+
+    write_events(
+        engine,
+        [
+            QueryStarted("f", "run-f", "Payments_EU", NOW - 200_000),
+            batch("f", NOW - 100_000, "Payments_EU"),
+            QueryTerminated("f", "run-f", NOW - 60_000, "boom", "X_ERROR"),
+            batch("s", NOW - 400_000, "orders-eu"),
+            QueryStarted("i", "run-i", "orders.us", NOW - 200_000),
+            batch("i", NOW - 100_000, "orders.us"),
+            QueryIdle("i", "run-i", NOW - 50_000),
+            batch("h1", NOW - 10_000, "clicks_raw"),
+            batch("h2", NOW - 10_000, "payments_us"),
+        ],
+    )
+
+
+@pytest.mark.parametrize(
+    ("query_string", "names", "total"),
+    [
+        ("", ["Payments_EU", "orders-eu", "orders.us", "clicks_raw", "payments_us"], 5),
+        ("q=PAYMENTS", ["Payments_EU", "payments_us"], 2),
+        ("q=s_", ["Payments_EU", "clicks_raw", "payments_us"], 3),
+        ("q=nothing", [], 0),
+        ("status=healthy", ["clicks_raw", "payments_us"], 2),
+        (
+            "status=healthy,failed,idle",
+            ["Payments_EU", "orders.us", "clicks_raw", "payments_us"],
+            4,
+        ),
+        ("status=error", [], 0),
+        ("q=orders&status=stalled,healthy", ["orders-eu"], 1),
+        ("limit=2", ["Payments_EU", "orders-eu"], 5),
+        ("limit=2&offset=2", ["orders.us", "clicks_raw"], 5),
+        ("offset=4", ["payments_us"], 5),
+        ("offset=5", [], 5),
+        ("q=u&status=idle,healthy,failed&limit=1&offset=1", ["orders.us"], 3),
+    ],
+    ids=[
+        "all",
+        "q, any case",
+        "q, any piece",
+        "q matching none",
+        "a status",
+        "several statuses",
+        "a status none has",
+        "q and statuses",
+        "limit",
+        "limit and offset",
+        "offset",
+        "offset past the end",
+        "everything",
+    ],
+)
+def test_the_overview_is_searched_filtered_and_paged(engine, client, query_string, names, total):
+    write_fleet(engine)
+    answer = ok(client.get(f"/api/queries?{query_string}"))
+    assert ([q["name"] for q in answer["queries"]], answer["total"]) == (names, total)
+
+
+@pytest.mark.parametrize(
+    ("query_string", "named"),
+    [
+        ("q=", "q"),
+        ("q=%20", "q"),
+        (f"q={'x' * 256}", "q"),
+        ("q=a%00b", "q"),
+        ("status=broken", "status"),
+        ("status=", "status"),
+        ("status=stalled,", "status"),
+        ("status=Stalled", "status"),
+        ("limit=0", "limit"),
+        ("limit=5001", "limit"),
+        ("limit=all", "limit"),
+        ("offset=-1", "offset"),
+        ("offset=1.5", "offset"),
+    ],
+)
+def test_bad_overview_parameters_get_a_400_naming_them(client, query_string, named):
+    response = client.get(f"/api/queries?{query_string}")
+    assert response.status_code == 400
+    assert response.get_json()["error"].startswith(f"{named} must ")
 
 
 def test_an_overview_entry_has_the_latest_figures_and_a_trend(engine, client):
@@ -119,6 +210,7 @@ def test_an_overview_entry_has_the_latest_figures_and_a_trend(engine, client):
         "skew_ms": 3_000,  # W_p of t/0 and t/1: NOW - 22 s and NOW - 25 s
         "late_records": 0,
         "late_window_ms": 300_000,
+        "silence_ms": 300_000,
         "pending_timers": 7,
         "next_timer_ms": NOW + 60_000,
         "offset_lag": 0,

@@ -24,7 +24,9 @@ VALUES = st.one_of(
     st.sampled_from(["99999999999999999999", str(2**63), str(-(2**63) - 1), "9" * 5_000]),
 )
 PARAMETERS = st.dictionaries(
-    st.sampled_from(["from", "to", "points", "limit", "state", "query"]), VALUES, max_size=4
+    st.sampled_from(["from", "to", "points", "limit", "offset", "state", "query", "q", "status"]),
+    VALUES,
+    max_size=4,
 )
 
 
@@ -57,7 +59,7 @@ def test_ranges_and_counts_are_within_bounds_or_a_bad_parameter(args):
 @example(args={"limit": str(2**63)}, path="/timers")
 def test_the_api_answers_any_query_string_with_200_400_or_404(client, engine, args, path):
     write_event(engine, batch_event("q0", 0, NOW - 1_000, name="orders"))
-    for url in (f"/api/queries/q0{path}", "/api/alerts"):
+    for url in (f"/api/queries/q0{path}", "/api/alerts", "/api/queries"):
         response = client.get(url, query_string=args)
         assert response.status_code in (200, 400, 404), (url, args, response.status_code)
         assert response.is_json

@@ -67,8 +67,11 @@ export function pointsFor(figure) {
   return Math.max(50, Math.min(5_000, Math.round(figure.clientWidth / 2)));
 }
 
+// The width inside the figure's padding, where the plot goes.
 function widthOf(figure) {
-  return Math.max(200, figure.clientWidth);
+  const style = getComputedStyle(figure);
+  const padding = parseFloat(style.paddingLeft) + parseFloat(style.paddingRight);
+  return Math.max(200, figure.clientWidth - padding);
 }
 
 // Keep a plot as wide as its figure.
@@ -112,6 +115,7 @@ export class Chart {
     this.dynamic = dynamic;
     this.keys = lines.map((line) => line.key);
     this.added = 0;
+    this.end = null;
     this.data = [[], ...lines.map(() => [])];
     this.ids = [];
     this.plot = new uPlot(
@@ -127,6 +131,14 @@ export class Chart {
         series: [{ value: (u, v) => clock(v) }, ...lines.map(seriesOf)],
         cursor: { focus: { prox: 20 } },
         focus: { alpha: 0.4 },
+        hooks: {
+          // Where the time axis ends, on the figure.
+          setScale: [
+            (u, key) => {
+              if (key === "x") figure.dataset.end = String(u.scales.x.max);
+            },
+          ],
+        },
       },
       this.data,
       figure,
@@ -187,8 +199,18 @@ export class Chart {
   }
 
   draw() {
+    const xs = this.data[0];
     this.plot.setData(this.data);
-    this.figure.dataset.points = String(this.data[0].length);
+    if (this.end !== null && xs.length && this.end > xs[xs.length - 1])
+      this.plot.setScale("x", { min: xs[0], max: this.end });
+    this.figure.dataset.points = String(xs.length);
+  }
+
+  // Let the time axis run on past the last point to `end` (ms; null: end at the data).
+  runTo(end) {
+    if (end === this.end) return;
+    this.end = end;
+    this.draw();
   }
 }
 
@@ -262,7 +284,7 @@ export function partitionChart(figure, palette, format) {
 export function sparkline(cell, colour) {
   return new uPlot(
     {
-      width: 160,
+      width: 120,
       height: 36,
       ms: 1,
       legend: { show: false },

@@ -1,21 +1,30 @@
-// The overview: every query, the most urgent first, kept up to date by `overview` events.
+// The overview: every query, the most urgent first, kept up to date by `overview` events;
+// searched by name, filtered by status and grouped by name prefix as the page's address says
+// (?q=…&status=stalled,lagging&group=prefix), a page of rows at a time.
 import { AlertBook, bySeverity, showAlertCount } from "./alertbook.js";
 import { sparkline } from "./charts.js";
-import { STATUSES, el, getJson, setBadge, setText, showError } from "./dom.js";
-import { count, duration } from "./format.js";
+import { STATUSES, el, getJson, setBadge, setText, setWrappingText, showError } from "./dom.js";
+import { age, count, duration } from "./format.js";
 import { connect, heardServerTime, serverNow } from "./live.js";
 
 const tbody = document.querySelector("#queries tbody");
+const COLUMNS = document.querySelectorAll("#queries thead th").length;
+// Every query's latest entry, and the rows drawn (those of the first `shown` that match).
+const entries = new Map();
 const rows = new Map();
 const book = new AlertBook();
 const TREND_COLOUR = "#7aa2ff";
+// A row costs a sparkline: a fleet is drawn a hundred rows at a time.
+const PAGE_ROWS = 100;
+const filters = readFilters();
+let shown = PAGE_ROWS;
 
 function urgency(entry) {
   return [STATUSES.indexOf(entry.status), entry.name || "", entry.id];
 }
 
 function compare(a, b) {
-  const [x, y] = [urgency(a.entry), urgency(b.entry)];
+  const [x, y] = [urgency(a), urgency(b)];
   if (x[0] !== y[0]) return x[0] - y[0];
   return x[1] < y[1] ? -1 : x[1] > y[1] ? 1 : x[2] < y[2] ? -1 : x[2] > y[2] ? 1 : 0;
 }
@@ -34,8 +43,16 @@ function makeRow(entry) {
   for (const field of ["age", "skew", "late", "timers", "lag"]) {
     cells[field] = tr.appendChild(el("td", "num"));
   }
+  // The next timer on a line of its own under the count, to keep the column narrow.
+  cells.pending = cells.timers.appendChild(el("span"));
+  cells.next = cells.timers.appendChild(el("span", "detail"));
   const trend = tr.appendChild(el("td", "trend"));
-  cells.last = tr.appendChild(el("td", "num"));
+  cells.last = tr.appendChild(el("td", "num last"));
+  // On a narrow screen the table's head is hidden: each figure says what it is.
+  const headings = document.querySelectorAll("#queries thead th");
+  [...tr.children].forEach((td, i) => {
+    td.dataset.label = headings[i].textContent;
+  });
   return { tr, cells, trend, spark: sparkline(trend, TREND_COLOUR), entry, firing: "" };
 }
 
@@ -71,7 +88,7 @@ function trendOf(entry) {
 
 function fill(row) {
   const { cells, entry } = row;
-  setText(cells.link, entry.name || entry.id);
+  setWrappingText(cells.link, entry.name || entry.id);
   setBadge(cells.badge, entry.status);
   const failure = entry.exception ? entry.error_class || "failed" : "";
   setText(cells.failure, entry.unreadable ? "stored rows cannot be read" : failure);
@@ -82,13 +99,11 @@ function fill(row) {
   cells.late.classList.toggle("bad", entry.late_records > 0);
   const known = entry.watermark_ms;
   const next =
-    entry.next_timer_ms === null || known === null
+    entry.next_timer_ms === null || known === null || entry.pending_timers === null
       ? ""
-      : `, next at W + ${duration(entry.next_timer_ms - known)}`;
-  setText(
-    cells.timers,
-    entry.pending_timers === null ? "—" : `${count(entry.pending_timers)}${next}`,
-  );
+      : `next at W + ${duration(entry.next_timer_ms - known)}`;
+  setText(cells.pending, count(entry.pending_timers));
+  setText(cells.next, next);
   setText(cells.lag, count(entry.offset_lag));
   showFiring(row);
   const { values, what } = trendOf(entry);
@@ -100,59 +115,232 @@ function fill(row) {
 function tickRow({ cells, entry }) {
   const now = serverNow();
   const known = entry.watermark_ms;
-  setText(cells.age, known === null ? "—" : duration(now - known));
-  const ago = entry.updated_at_ms === null ? "" : `, ${duration(now - entry.updated_at_ms)} ago`;
-  setText(cells.last, entry.last_batch_id === null ? "—" : `#${entry.last_batch_id}${ago}`);
+  setText(cells.age, known === null ? "—" : age(now - known));
+  // It may wrap after the batch, but not inside "20 s ago".
+  const heard = entry.updated_at_ms === null ? null : now - entry.updated_at_ms;
+  const since = heard === null ? "" : heard < 0 ? age(heard) : `${duration(heard)} ago`;
+  const ago = since && `, ${since.replaceAll(" ", "\u00a0")}`;
+  const waiting = entry.last_batch_id === null;
+  setText(cells.last, waiting ? "waiting for the first batch" : `#${entry.last_batch_id}${ago}`);
+  cells.last.classList.toggle("waiting", waiting);
 }
 
-function showCounts() {
+function readFilters() {
+  const params = new URLSearchParams(window.location.search);
+  const statuses = (params.get("status") || "").split(",");
+  return {
+    q: (params.get("q") || "").trim(),
+    statuses: new Set(STATUSES.filter((status) => statuses.includes(status))),
+    group: params.get("group") === "prefix",
+  };
+}
+
+// Into the page's address, so that a link or a reload shows the same.
+function keepFilters() {
+  const params = new URLSearchParams();
+  if (filters.q) params.set("q", filters.q);
+  const statuses = STATUSES.filter((status) => filters.statuses.has(status));
+  if (statuses.length) params.set("status", statuses.join(","));
+  if (filters.group) params.set("group", "prefix");
+  const search = params.toString().replaceAll("%2C", ",");
+  window.history.replaceState(null, "", search ? `?${search}` : window.location.pathname);
+}
+
+function named(entry) {
+  return entry.name || entry.id;
+}
+
+// The part of a name before its first `_`, `.` or `-`: "orders" of orders_enriched.
+function prefixOf(entry) {
+  const name = named(entry);
+  return name.split(/[_.-]/, 1)[0] || name;
+}
+
+function tally(list) {
   const counts = new Map();
-  for (const { entry } of rows.values())
-    counts.set(entry.status, (counts.get(entry.status) || 0) + 1);
-  const parts = STATUSES.filter((s) => counts.has(s)).map((s) => `${counts.get(s)} ${s}`);
-  setText(document.getElementById("counts"), `${rows.size} queries: ${parts.join(" · ")}`);
-  document.getElementById("empty").hidden = rows.size > 0;
+  for (const { status } of list) counts.set(status, (counts.get(status) || 0) + 1);
+  return counts;
 }
 
-function render(entries, full) {
-  for (const entry of entries) {
-    heardServerTime(entry.now_ms);
-    const row = rows.get(entry.id) || makeRow(entry);
-    row.entry = entry;
+// The queries whose name holds the search (in any case), and of those the ones of the statuses
+// chosen, the most urgent first.
+function select() {
+  const text = filters.q.toLowerCase();
+  const all = [...entries.values()];
+  const matching = text ? all.filter((entry) => named(entry).toLowerCase().includes(text)) : all;
+  const chosen = filters.statuses;
+  const filtered = chosen.size ? matching.filter((entry) => chosen.has(entry.status)) : matching;
+  return { matching, filtered: filtered.sort(compare) };
+}
+
+// Groups by prefix, each where its most urgent query sorts; without grouping, one group
+// without a heading.
+function arranged(filtered) {
+  if (!filters.group) return [[null, filtered]];
+  const groups = new Map();
+  for (const entry of filtered) {
+    const prefix = prefixOf(entry);
+    if (!groups.has(prefix)) groups.set(prefix, []);
+    groups.get(prefix).push(entry);
+  }
+  return [...groups];
+}
+
+// A group's heading row: its prefix, and how many of its queries have each status.
+function groupRow(prefix, members) {
+  const tr = el("tr", "group");
+  const th = tr.appendChild(el("th", null, prefix));
+  th.colSpan = COLUMNS;
+  th.scope = "rowgroup";
+  const counts = tally(members);
+  const parts = STATUSES.filter((s) => counts.has(s)).map((s) => `${count(counts.get(s))} ${s}`);
+  const many = members.length === 1 ? "query" : "queries";
+  th.append(el("span", "detail", `${count(members.length)} ${many}: ${parts.join(" · ")}`));
+  return tr;
+}
+
+function statusButton(status, label) {
+  const button = el("button", "status-filter", label);
+  button.type = "button";
+  button.dataset.status = status;
+  if (status) button.setAttribute("aria-pressed", String(filters.statuses.has(status)));
+  return button;
+}
+
+// "300 queries: 3 stalled · 297 healthy", each count a button that shows only those; with a
+// search, how many names match it; and how many of the matching queries are drawn.
+function showCounts(matching, filtered, drawn) {
+  const counts = tally(matching);
+  const statuses = STATUSES.filter((s) => counts.has(s) || filters.statuses.has(s));
+  const searched = filters.q ? `, ${count(matching.length)} named like “${filters.q}”` : "";
+  const head = `${count(entries.size)} queries${searched}: `;
+  const labels = statuses.map((status) => `${count(counts.get(status) || 0)} ${status}`);
+  const showing = drawn < filtered ? ` — showing ${count(drawn)} of ${count(filtered)}` : "";
+  const line = document.getElementById("counts");
+  const key = JSON.stringify([head, labels, [...filters.statuses], showing]);
+  if (line.dataset.key === key) return;
+  line.dataset.key = key;
+  const buttons = statuses.map((status, i) => statusButton(status, labels[i]));
+  if (filters.statuses.size) buttons.push(statusButton("", "all"));
+  line.replaceChildren(head, ...buttons.flatMap((button, i) => (i ? [" · ", button] : [button])));
+  if (showing) line.append(showing);
+}
+
+function rowOf(entry) {
+  let row = rows.get(entry.id);
+  if (!row) {
+    row = makeRow(entry);
     rows.set(entry.id, row);
     fill(row);
   }
-  if (full) {
-    const listed = new Set(entries.map((entry) => entry.id));
-    for (const [id, row] of rows) {
-      if (!listed.has(id)) {
-        row.spark.destroy();
-        row.tr.remove();
-        rows.delete(id);
-      }
+  return row;
+}
+
+// The first `shown` queries that match, under their groups' headings; rows that fall out of
+// them are dropped with their sparklines.
+function draw() {
+  const { matching, filtered } = select();
+  const sequence = [];
+  const drawn = new Set();
+  let left = shown;
+  for (const [prefix, members] of arranged(filtered)) {
+    if (left <= 0) break;
+    if (prefix !== null) sequence.push(groupRow(prefix, members));
+    for (const entry of members.slice(0, left)) {
+      sequence.push(rowOf(entry).tr);
+      drawn.add(entry.id);
+    }
+    left -= members.length;
+  }
+  for (const [id, row] of rows) {
+    if (!drawn.has(id)) {
+      row.spark.destroy();
+      row.tr.remove();
+      rows.delete(id);
     }
   }
-  const ordered = [...rows.values()].sort(compare);
-  ordered.forEach((row, i) => {
-    if (tbody.children[i] !== row.tr) tbody.insertBefore(row.tr, tbody.children[i] || null);
+  sequence.forEach((tr, i) => {
+    if (tbody.children[i] !== tr) tbody.insertBefore(tr, tbody.children[i] || null);
   });
-  const windowMs = entries.length ? entries[0].late_window_ms : null;
+  while (tbody.children.length > sequence.length) tbody.lastElementChild.remove();
+  showCounts(matching, filtered.length, drawn.size);
+  const more = document.getElementById("more");
+  more.hidden = drawn.size >= filtered.length;
+  setText(more, `Show ${count(Math.min(filtered.length - drawn.size, PAGE_ROWS))} more`);
+  document.getElementById("empty").hidden = entries.size > 0;
+  document.getElementById("no-match").hidden = entries.size === 0 || filtered.length > 0;
+}
+
+function render(list, full) {
+  // Before the rows: a new row's cells take their labels from the headings.
+  const windowMs = list.length ? list[0].late_window_ms : null;
   if (windowMs) {
     // The heading may wrap, but not inside "5 min".
     const span = duration(windowMs).replaceAll(" ", "\u00a0");
     setText(document.getElementById("late-heading"), `Late records, last ${span}`);
   }
-  showCounts();
+  for (const entry of list) {
+    heardServerTime(entry.now_ms);
+    entries.set(entry.id, entry);
+    const row = rows.get(entry.id);
+    if (row) {
+      row.entry = entry;
+      fill(row);
+    }
+  }
+  if (full) {
+    const listed = new Set(list.map((entry) => entry.id));
+    for (const id of entries.keys()) if (!listed.has(id)) entries.delete(id);
+  }
+  draw();
+}
+
+function refilter() {
+  shown = PAGE_ROWS;
+  keepFilters();
+  draw();
+}
+
+function listenToFilters() {
+  const search = document.getElementById("search");
+  const group = document.getElementById("group");
+  search.value = filters.q;
+  group.checked = filters.group;
+  search.addEventListener("input", () => {
+    filters.q = search.value.trim();
+    refilter();
+  });
+  group.addEventListener("change", () => {
+    filters.group = group.checked;
+    refilter();
+  });
+  // A status's count shows only those (several may be chosen); again, or "all", clears it.
+  document.getElementById("counts").addEventListener("click", (event) => {
+    const button = event.target.closest("button");
+    if (!button) return;
+    const { status } = button.dataset;
+    if (!status) filters.statuses.clear();
+    else if (!filters.statuses.delete(status)) filters.statuses.add(status);
+    refilter();
+  });
+  document.getElementById("more").addEventListener("click", () => {
+    shown += PAGE_ROWS;
+    draw();
+  });
 }
 
 async function start() {
-  const { queries } = await getJson("/api/queries");
-  render(queries, true);
+  listenToFilters();
   showAlertCount(book);
   book.onChange(() => rows.forEach(showFiring));
+  // At once, beside the queries: the alerts are drawn with the first rows, not after the
+  // socket's subscribe.
+  book.reload();
+  const { queries } = await getJson("/api/queries");
+  render(queries, true);
   // The overview room hears every alert: loaded afresh after each (re)join.
   const socket = connect((live) => live.emit("subscribe_overview", () => book.reload()));
-  socket.on("overview", ({ queries: entries, full }) => render(entries, full));
+  socket.on("overview", ({ queries: changed, full }) => render(changed, full));
   book.listen(socket);
   setInterval(() => rows.forEach(tickRow), 1_000);
 }
