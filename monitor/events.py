@@ -33,6 +33,20 @@ class QueryIdle:
 
 
 @dataclass(frozen=True)
+class BatchRunning:
+    """A batch in flight: at `timestamp_ms` the driver's query status said its trigger was
+    active on batch `batch_id` (None: the one after the last stored, before the run has
+    reported a batch), as it has been since `since_ms` (as closely as the driver's watch can
+    tell). Spark has no event for it; `monitor.attach` sends it while it lasts."""
+
+    query_id: str
+    run_id: str
+    timestamp_ms: int
+    batch_id: int | None
+    since_ms: int
+
+
+@dataclass(frozen=True)
 class QueryTerminated:
     """A run ended, with Spark's exception text when it failed."""
 
@@ -155,4 +169,4 @@ class TimerSnapshot:
     due: int
 
 
-Event = QueryStarted | QueryIdle | QueryTerminated | BatchProgress | TimerSnapshot
+Event = QueryStarted | QueryIdle | BatchRunning | QueryTerminated | BatchProgress | TimerSnapshot

@@ -409,6 +409,22 @@ def no_progress(facts: QueryFacts, now_ms: int, params: Params) -> Finding | Non
 
 
 @rule(
+    "a batch has been running for longer than the threshold",
+    Severity.WARNING,
+    threshold=(Kind.DURATION, 600_000),
+)
+def long_batch(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None:
+    """The batch in flight, as the driver tells (`monitor.attach`), began more than
+    `threshold` ago: the query works, but on one batch for long (a slow sink, a backfill)."""
+    if not facts.active or facts.running_since_ms is None:
+        return None
+    running = now_ms - facts.running_since_ms
+    if running <= params["threshold"]:
+        return None
+    return Finding(running, f"batch {facts.running_batch_id} has run for {duration(running)}")
+
+
+@rule(
     "the job's clock is ahead of the monitor's by more than `tolerance`",
     Severity.WARNING,
     tolerance=(Kind.DURATION, 60_000),

@@ -5,6 +5,10 @@ Spark's event log writes each listener event as one JSON object named by its cla
 the JVM listener posts the same objects to the collector, and the in-process listener builds
 them from Spark's `event.json()`. One conversion serves all three ways in.
 
+Spark has no event for a batch in flight; `monitor.attach` sends one of its own in the same
+form, named `wmon.BatchRunning` ({"id", "runId", "batchId" (null: the one after the last
+stored), "timestamp", "since"}).
+
 Spark's terminated event carries no time. Whoever saw it happen may add a `timestamp` in the
 form of the started event's; otherwise the caller's fallback time is used (the collector's
 clock, or the event log's own clock: the latest time the log showed before it).
@@ -18,7 +22,14 @@ from typing import Any
 
 from monitor.collect.progress import ProgressError, parse_progress, parse_time_ms
 from monitor.collect.texts import MAX_ID, MAX_NAME, short_name, storable_document, too_long
-from monitor.events import BatchProgress, Event, QueryIdle, QueryStarted, QueryTerminated
+from monitor.events import (
+    BatchProgress,
+    BatchRunning,
+    Event,
+    QueryIdle,
+    QueryStarted,
+    QueryTerminated,
+)
 from monitor.numbers import shown
 
 STREAMING_EVENT = "org.apache.spark.sql.streaming.StreamingQueryListener$"
@@ -29,6 +40,8 @@ STARTED, PROGRESS, IDLE, TERMINATED = (
     "QueryTerminatedEvent",
 )
 KINDS = (STARTED, PROGRESS, IDLE, TERMINATED)
+# Our own event, sent in the same form: a batch in flight (Spark tells of none).
+RUNNING = "wmon.BatchRunning"
 
 
 def _field(doc: dict[str, Any], key: str) -> Any:
@@ -68,6 +81,24 @@ def started_event(doc: dict[str, Any]) -> QueryStarted:
 def idle_event(doc: dict[str, Any]) -> QueryIdle:
     """A QueryIdle from the JSON form of Spark's QueryIdleEvent."""
     return QueryIdle(query_id=_id(doc, "id"), run_id=_id(doc, "runId"), timestamp_ms=_time(doc))
+
+
+def running_event(doc: dict[str, Any]) -> BatchRunning:
+    """A BatchRunning from its JSON form (RUNNING)."""
+    batch_id = doc.get("batchId")
+    if batch_id is not None and not (
+        isinstance(batch_id, int) and not isinstance(batch_id, bool) and batch_id >= 0
+    ):
+        raise ProgressError(
+            f"event field 'batchId' must be a batch id or null, not {shown(batch_id)}"
+        )
+    return BatchRunning(
+        query_id=_id(doc, "id"),
+        run_id=_id(doc, "runId"),
+        timestamp_ms=_time(doc),
+        batch_id=batch_id,
+        since_ms=parse_time_ms(_field(doc, "since")),
+    )
 
 
 def terminated_event(doc: dict[str, Any], fallback_ms: int | None) -> QueryTerminated:
@@ -139,6 +170,8 @@ def spark_event(doc: Any, fallback_ms: int | None) -> Event | None:
     """Our event from one of Spark's named events; None for Spark events about other things
     (jobs, stages, tasks, and streaming events this version does not know)."""
     name = event_name(doc)
+    if name == RUNNING:
+        return within_limits(running_event(storable_document(doc)))
     kind = name.removeprefix(STREAMING_EVENT)
     if kind == name or kind not in KINDS:
         return None

@@ -108,6 +108,10 @@ class QueryFacts:
     alerting: frozenset[str] = frozenset()
     # How far ahead of the store's clock the job's last claimed time was (None: not known).
     clock_ahead_ms: int | None = None
+    # The batch in flight as the driver last told, and since when (None: none, or no one
+    # tells: only `monitor.attach` does).
+    running_batch_id: int | None = None
+    running_since_ms: int | None = None
     # Why the query's stored rows could not be read or judged, when they could not: then
     # only its stored state is known, and nothing of its batches.
     unreadable: str | None = None

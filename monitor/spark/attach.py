@@ -1,4 +1,5 @@
-"""Attach the monitor to a SparkSession: a listener feeding a background store writer."""
+"""Attach the monitor to a SparkSession: a listener feeding a background store writer, and a
+watch telling of the batches in flight."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from monitor.config import load_settings
 from monitor.health.predicates import Timeouts
 from monitor.spark.instrument import interval_ms
 from monitor.spark.listener import WatermarkListener
+from monitor.spark.running import RunningWatch
 from monitor.spark.timers import TimerWatch
 from monitor.store.engine import create_engine, display_url
 from monitor.store.writes import write_events
@@ -38,7 +40,7 @@ class MonitorHandle:
         self._spark, self.listener, self._writer, self.engine = spark, listener, writer, engine
         self.database_url = destination
         self.attached = True
-        self._watches: list[TimerWatch] = []
+        self._watches: list[TimerWatch | RunningWatch] = [RunningWatch(spark, writer.submit)]
 
     def flush(self, timeout: float = 30.0) -> bool:
         """Wait until everything collected so far is in the store."""

@@ -27,6 +27,7 @@ import sqlalchemy.orm as so
 
 from monitor.events import (
     BatchProgress,
+    BatchRunning,
     Event,
     QueryIdle,
     QueryStarted,
@@ -340,6 +341,7 @@ def _started(event: QueryStarted, group: _Group) -> None:
         query.started_at_ms = event.timestamp_ms
         query.updated_at_ms = group.trusted(query, event.timestamp_ms)
         query.terminated_at_ms = query.exception = query.error_class = None
+        query.running_batch_id = query.running_since_ms = None
 
 
 @record.register
@@ -352,9 +354,27 @@ def _idle(event: QueryIdle, group: _Group) -> None:
 
 
 @record.register
+def _running(event: BatchRunning, group: _Group) -> None:
+    """A batch in flight: the query is heard from, and the batch noted until it is stored."""
+    query = group.query_row(event.query_id, event.run_id, event.timestamp_ms)
+    query.updated_at_ms = max(query.updated_at_ms, group.trusted(query, event.timestamp_ms))
+    if query.run_id != event.run_id or query.status not in (ACTIVE, IDLE):
+        return
+    last = -1 if query.last_batch_id is None else query.last_batch_id
+    batch_id = last + 1 if event.batch_id is None else event.batch_id
+    if batch_id <= last:
+        return  # stored already: the watch saw it before its progress came
+    if query.running_batch_id != batch_id:
+        query.running_batch_id, query.running_since_ms = batch_id, event.since_ms
+    else:
+        query.running_since_ms = earlier(query.running_since_ms, event.since_ms)
+
+
+@record.register
 def _terminated(event: QueryTerminated, group: _Group) -> None:
     query = group.query_row(event.query_id, event.run_id, event.timestamp_ms)
     if query.run_id == event.run_id:
+        query.running_batch_id = query.running_since_ms = None
         query.status = FAILED if event.exception else TERMINATED
         query.terminated_at_ms = event.timestamp_ms
         query.updated_at_ms = group.trusted(query, event.timestamp_ms)
@@ -409,6 +429,8 @@ def _batch(event: BatchProgress, group: _Group) -> None:
     run.last_batch_id = later(run.last_batch_id, event.batch_id)
     newest = group.latest(event.query_id).batch
     query.last_batch_id = None if newest is None else newest["batch_id"]
+    if query.running_batch_id is not None and query.running_batch_id <= event.batch_id:
+        query.running_batch_id = query.running_since_ms = None
     if run.terminated_at_ms is None and group.is_current(query, run):
         query.run_id, query.status, query.name = event.run_id, ACTIVE, event.name
     query.updated_at_ms = max(query.updated_at_ms, group.trusted(query, event.batch_time_ms))

@@ -31,6 +31,26 @@ def run_until(spark, scenario, log_dir, checkpoint, database_url, done, **timeou
     return query
 
 
+def run_until_idle(spark, scenario, log_dir, checkpoint, database_url, engine, partition):
+    """Play a scenario until `partition` alone is marked idle in a batch (idle after 1 s, never
+    stalled)."""
+
+    def idle_alone(query):
+        states = partition_states(engine, query.id)
+        return any(idle == {partition} for idle, _, _ in states.values())
+
+    return run_until(
+        spark,
+        scenario,
+        log_dir,
+        checkpoint,
+        database_url,
+        idle_alone,
+        stall_timeout=600,
+        idle_timeout=1,
+    )
+
+
 def partition_states(engine, query_id):
     """Per batch: (partitions marked idle, partitions marked stalled, their offset lags)."""
     with so.Session(engine) as session:
@@ -109,19 +129,8 @@ def test_a_drained_partition_without_new_data_is_idle_and_left_out_of_flinks_wat
         idle_partition=1,
     )
 
-    def idle_seen(query):
-        states = partition_states(engine, query.id)
-        return any(idle == {"telemetry/1"} for idle, _, _ in states.values())
-
-    query = run_until(
-        spark,
-        scenario,
-        log_dir,
-        checkpoint,
-        database_url,
-        idle_seen,
-        stall_timeout=600,
-        idle_timeout=1,
+    query = run_until_idle(
+        spark, scenario, log_dir, checkpoint, database_url, engine, "telemetry/1"
     )
     states = partition_states(engine, query.id)
     for idle, _, lags in states.values():
@@ -144,19 +153,8 @@ def test_a_fast_partition_that_drained_and_went_idle_still_counts_in_the_skew(
     # holding Spark's watermark ahead while the others work through their backlog.
     scenario = play("skewed_backfill", PartitionedLog(log_dir), partitions=3, records=900)
 
-    def fast_idle(query):
-        states = partition_states(engine, query.id)
-        return any(idle == {"telemetry/0"} for idle, _, _ in states.values())
-
-    query = run_until(
-        spark,
-        scenario,
-        log_dir,
-        checkpoint,
-        database_url,
-        fast_idle,
-        stall_timeout=600,
-        idle_timeout=1,
+    query = run_until_idle(
+        spark, scenario, log_dir, checkpoint, database_url, engine, "telemetry/0"
     )
     states = partition_states(engine, query.id)
     batch_id = min(b for b, (idle, _, _) in states.items() if idle == {"telemetry/0"})

@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 import monitor
 from monitor.alerts.evaluate import evaluate
 from monitor.alerts.rulefile import RuleSet
-from monitor.events import QueryIdle, QueryStarted, QueryTerminated, TimerSnapshot
+from monitor.events import BatchRunning, QueryIdle, QueryStarted, QueryTerminated, TimerSnapshot
 from monitor.spark.instrument import instrument
 from monitor.store.models import Batch
 from monitor.store.writes import write_event, write_events
@@ -122,7 +122,7 @@ def stored_rows(engine, query_id, batch_id):
 
 @pytest.mark.spark
 def test_the_query_page_updates_live_while_a_query_runs(
-    spark, database_url, serve, page, log_dir, checkpoint
+    spark, database_url, serve, page, log_dir, checkpoint, tmp_path
 ):
     log = PartitionedLog(log_dir)
     for partition in range(3):
@@ -131,7 +131,10 @@ def test_the_query_page_updates_live_while_a_query_runs(
             for i in range(400)
         ]
         log.append("telemetry", partition, records)
-    url = serve()
+    # Every late record counts: the page must turn lagging within the first few batches.
+    rules = tmp_path / "rules.yml"
+    rules.write_text("rules:\n  late_records: {count: 0}\n")
+    url = serve(ALERT_RULES=rules)
     handle = monitor.attach(spark, database_url)
     source = (
         spark.readStream.format("partitioned_log")
@@ -436,9 +439,9 @@ def dashboard_batch(i):
 
 def write_dashboard(engine):
     """orders_enriched as the README shows it, and payments_dedup, which failed 4 minutes
-    ago. The rules, evaluated a minute apart as the server does, leave six alerts live, five
-    of them orders_enriched's: t/2 stalled, late records on t/1 and t/3, the watermark skew
-    and the offset lag."""
+    ago. The built-in rules, evaluated a minute apart as the server does, leave five alerts
+    live, four of them orders_enriched's: t/2 stalled, late records on t/3 (t/1's few are a
+    trickle), the offset lag the stall causes, and the watermark skew, pending."""
     write_event(engine, QueryStarted(DASHBOARD_ID, "run-1", DASHBOARD, NOW - 905_000))
     write_events(engine, [dashboard_batch(i) for i in range(42)])
     write_events(
@@ -475,7 +478,7 @@ def open_dashboard(tab, url):
         "() => Number(document.getElementById('event-time-chart').dataset.points) > 0",
         timeout=WAIT_MS,
     )
-    tab.wait_for_selector("#live-alerts tbody tr.alert >> nth=4", state="attached", timeout=WAIT_MS)
+    tab.wait_for_selector("#live-alerts tbody tr.alert >> nth=3", state="attached", timeout=WAIT_MS)
 
 
 def box(tab, selector):
@@ -485,11 +488,12 @@ def box(tab, selector):
 def test_the_query_page_shows_its_cards_and_charts_first_and_its_alerts_as_a_strip(
     engine, serve, screen
 ):
-    """Five alerts take one line above the cards: their counts and the most urgent; the
-    table, with its actions, opens with the strip's button (from the keyboard too)."""
+    """Four alerts take one line above the cards: their counts and the most urgent; the
+    table, with its actions, opens with the strip's button (from the keyboard too), the alert
+    another causes marked so, after its cause."""
     write_dashboard(engine)
     open_dashboard(screen, serve(CLOCK=lambda: NOW))
-    assert screen.locator("#live-alerts tbody tr.alert").count() == 5
+    assert screen.locator("#live-alerts tbody tr.alert").count() == 4
     for selector in (".cards", "#event-time-chart"):
         assert box(screen, selector)["y"] + box(screen, selector)["height"] <= SCREEN["height"], (
             f"{selector} is not on the first screen"
@@ -497,7 +501,7 @@ def test_the_query_page_shows_its_cards_and_charts_first_and_its_alerts_as_a_str
 
     strip = screen.locator("#alert-strip")
     assert strip.is_visible() and box(screen, "#alert-strip")["height"] < 60, "one line"
-    assert strip.locator(".severity").all_text_contents() == ["3 critical", "2 warning"]
+    assert strip.locator(".severity").all_text_contents() == ["1 critical", "3 warning"]
     table = screen.locator("#live-alerts")
     first = table.locator("tr.alert").first  # the table lists the most urgent first
     assert first.locator(".severity").text_content() == "critical"
@@ -512,6 +516,8 @@ def test_the_query_page_shows_its_cards_and_charts_first_and_its_alerts_as_a_str
     assert toggle.get_attribute("aria-expanded") == "true"
     assert screen.locator("#token-form").is_visible()
     assert table.locator("tr.alert").first.get_by_role("button", name="Acknowledge").is_visible()
+    states = table.locator("td.state").all_text_contents()
+    assert states == ["firing", "firing", "firing, caused by partition_stalled", "pending"]
     toggle.click()
     expect(table).to_be_hidden()
     assert toggle.get_attribute("aria-expanded") == "false"
@@ -567,14 +573,119 @@ def test_alert_messages_break_only_between_words_at_1400_pixels(engine, serve, s
     if where == "query":
         open_dashboard(screen, url)
         screen.get_by_role("button", name="Alert table").click()
-        rows = 5
+        rows = 4
     else:
         screen.goto(f"{url}/alerts")
-        rows = 6
+        rows = 5
     messages = screen.locator("#live-alerts td.message")
     expect(messages).to_have_count(rows, timeout=WAIT_MS)
     expect(messages.first).to_be_visible()
     found = screen.evaluate(BROKEN_WORDS, "#live-alerts td.message")
     assert found["words"] > 5 * rows and found["broken"] == []
-    width = screen.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
-    assert width[0] <= width[1], "the page scrolls sideways"
+    assert not scrolls_sideways(screen), "the page scrolls sideways"
+    for action in ("Acknowledge", "Silence…"):
+        buttons = screen.locator("#live-alerts").get_by_role("button", name=action, exact=True)
+        expect(buttons).to_have_count(rows)
+        assert all(button.evaluate(INSIDE) for button in buttons.all()), f"{action} is cut off"
+
+
+# Whether an element is laid out within the width of the viewport.
+INSIDE = """(node) => {
+    const box = node.getBoundingClientRect();
+    return box.width > 0 && box.left >= 0 && box.right <= window.innerWidth;
+}"""
+
+
+def scrolls_sideways(tab):
+    return tab.evaluate("document.documentElement.scrollWidth > window.innerWidth")
+
+
+def all_inside(tab, selector):
+    """Whether every element `selector` matches (at least one) is within the viewport's width."""
+    found = tab.locator(selector)
+    return found.count() > 0 and all(node.evaluate(INSIDE) for node in found.all())
+
+
+@pytest.mark.parametrize("size", ["phone", "screen"])
+def test_the_overview_and_the_query_page_fit_a_phone_and_a_1400_pixel_screen(
+    engine, serve, request, size
+):
+    """Every query's status, alerts and last batch in sight, a card per query on the phone;
+    the query's name broken only between words and its charts as wide as the screen."""
+    tab = request.getfixturevalue(size)
+    write_dashboard(engine)
+    url = serve(CLOCK=lambda: NOW)
+    tab.goto(url)
+    expect(tab.locator("#queries tbody tr")).to_have_count(2, timeout=WAIT_MS)
+    expect(tab.locator("#queries .firing .severity")).to_have_count(3, timeout=WAIT_MS)
+    for selector in ("#queries td .badge", "#queries .firing .severity", "#queries td.last"):
+        assert all_inside(tab, selector), f"{selector} is out of sight"
+    assert not scrolls_sideways(tab)
+
+    open_dashboard(tab, url)
+    assert not scrolls_sideways(tab)
+    assert tab.evaluate(BROKEN_WORDS, "#query-name") == {"words": 2, "broken": []}
+    # The three charts and the two histograms of the diagnosis.
+    expect(tab.locator(".charts .uplot")).to_have_count(5)
+    assert all_inside(tab, ".charts .uplot")
+
+
+def write_silent_and_new(engine):
+    """orders, silent for 37 minutes since its last batch (the silence threshold is 5), and
+    fresh, started a minute ago, with no batch yet."""
+    last_ms = NOW - 37 * 60_000
+    write_events(
+        engine,
+        [
+            *(batch_event("q", i, last_ms - (4 - i) * 10_000, name="orders") for i in range(5)),
+            QueryStarted("new", "run-1", "fresh", NOW - 60_000),
+        ],
+    )
+
+
+def test_a_silent_query_shows_when_it_was_last_heard_and_a_new_one_that_it_waits(
+    engine, serve, page
+):
+    write_silent_and_new(engine)
+    url = serve(CLOCK=lambda: NOW, OVERVIEW_REFRESH_S=0.5)
+    page.goto(url)
+    fresh = page.locator("#queries tbody tr", has_text="fresh")
+    expect(fresh.locator("td.last")).to_have_text("waiting for the first batch", timeout=WAIT_MS)
+
+    page.goto(f"{url}/queries/orders")
+    expect(page.locator("#freshness")).to_contain_text(
+        re.compile(r"^Last heard 37 min( \d+ s)? ago"), timeout=WAIT_MS
+    )
+    expect(page.locator("#cards")).to_have_class(re.compile(r"\bstale\b"))
+    # The time axes run on to now, past the last batch 37 minutes ago, once the charts are in.
+    page.wait_for_function(
+        "(now) => ['event-time-chart', 'skew-chart', 'batches-chart'].every("
+        "(id) => Number(document.getElementById(id).dataset.end) >= now)",
+        arg=NOW,
+        timeout=WAIT_MS,
+    )
+
+    page.goto(f"{url}/queries/fresh")
+    expect(page.locator("#freshness")).to_contain_text("Waiting for the first batch")
+    expect(page.locator("#cards")).not_to_have_class(re.compile(r"\bstale\b"))
+
+
+def test_a_query_running_one_long_batch_says_so_and_is_not_stale(engine, serve, page):
+    """orders stored batch 4 eight minutes ago, and its driver has said since that batch 5
+    runs (a slow sink): the page says how long it has run, its cards are not greyed."""
+    last_ms = NOW - 8 * 60_000
+    write_events(
+        engine,
+        [
+            *(batch_event("q", i, last_ms - (4 - i) * 10_000, name="orders") for i in range(5)),
+            BatchRunning("q", "run-1", NOW - 2_000, 5, last_ms + 60_000),
+        ],
+    )
+    url = serve(CLOCK=lambda: NOW)
+    page.goto(f"{url}/queries/orders")
+    expect(page.locator("#freshness")).to_contain_text(
+        re.compile(r"^Running batch 5 for 7 min: the figures are those of batch 4"),
+        timeout=WAIT_MS,
+    )
+    expect(page.locator("#status")).not_to_have_text("stalled")
+    expect(page.locator("#cards")).not_to_have_class(re.compile(r"\bstale\b"))

@@ -31,6 +31,8 @@ QUERY_FIELDS = (
     "exception",
     "error_class",
     "clock_ahead_ms",
+    "running_batch_id",
+    "running_since_ms",
 )
 BATCH_FIELDS = (
     "batch_id",
@@ -118,6 +120,7 @@ def summary_json(summary: QuerySummary, lens: Lens) -> dict[str, Any]:
         "skew_ms": latest.watermark_skew_ms if latest else None,
         "late_records": facts.late_records,
         "late_window_ms": facts.thresholds.late_window_ms,
+        "silence_ms": facts.thresholds.silence_ms,
         "pending_timers": timers.pending if timers else None,
         "next_timer_ms": timers.next_expiry_ms if timers else None,
         "offset_lag": facts.offset_lag,
@@ -129,6 +132,8 @@ def summary_json(summary: QuerySummary, lens: Lens) -> dict[str, Any]:
         },
         "updated_at_ms": query.updated_at_ms,
         "clock_ahead_ms": query.clock_ahead_ms,
+        "running_batch_id": facts.running_batch_id,
+        "running_since_ms": facts.running_since_ms,
         "unreadable": facts.unreadable,
         "now_ms": lens.now_ms,
     }

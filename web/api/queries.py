@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import sqlalchemy.orm as so
 from flask import Blueprint, Response, current_app, request, stream_with_context
 
-from monitor.health.status import query_status
+from monitor.health.status import Status, query_status
+from monitor.numbers import INT64_MAX, shown
 from monitor.store.batches import latest_batch, rows_dropped
 from monitor.store.history import CSV_COLUMNS, batch_series, csv_rows, partition_series
 from monitor.store.models import Batch, Query
@@ -29,11 +30,20 @@ from web.api.payloads import (
     timers_json,
     unreadable_summary,
 )
-from web.guards.params import MAX_LIMIT, bounded, time_range, window
+from web.guards.params import (
+    MAX_LIMIT,
+    NAME_LENGTH,
+    BadParameter,
+    bounded,
+    text_field,
+    time_range,
+    window,
+)
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 
 DEFAULT_TIMER_LIMIT = 100
+STATUS_LABELS = tuple(status.label for status in Status)
 
 
 def _query(ref: str) -> Query:
@@ -47,11 +57,47 @@ def _default_to_ms(session: so.Session, query: Query, lens: Lens) -> int:
     return lens.now_ms if latest is None else latest.batch_time_ms + 1
 
 
+def _statuses(args: Mapping[str, str]) -> frozenset[str] | None:
+    """`status`: one or more statuses, comma-separated; None when not given."""
+    text = args.get("status")
+    if text is None:
+        return None
+    wanted = text.split(",")
+    for label in wanted:
+        if label not in STATUS_LABELS:
+            raise BadParameter(
+                f"status must be one or more of {', '.join(STATUS_LABELS)}, comma-separated, "
+                f"not {shown(label)}"
+            )
+    return frozenset(wanted)
+
+
+def _page(args: Mapping[str, str]) -> slice:
+    """`offset` (0 by default) and `limit` (every query by default) as a slice."""
+    offset = bounded(args, "offset", 0, 0, INT64_MAX)
+    if "limit" not in args:
+        return slice(offset, None)
+    return slice(offset, offset + bounded(args, "limit", MAX_LIMIT, 1, MAX_LIMIT))
+
+
+def _named(queries: Sequence[Query], text: str | None) -> Sequence[Query]:
+    """The queries whose name (id, for one without a name) holds `text`, in any case."""
+    if text is None:
+        return queries
+    wanted = text.lower()
+    return [query for query in queries if wanted in (query.name or query.id).lower()]
+
+
 @bp.get("/queries")
 def queries() -> dict[str, Any]:
-    """Every query with its status and figures, the most urgent first."""
+    """Every query with its status and figures, the most urgent first; `q` (a piece of the
+    name), `status`, `limit` and `offset` narrow it, and `total` counts the queries that match."""
+    args = request.args
+    text, statuses, page = text_field(args, "q", NAME_LENGTH), _statuses(args), _page(args)
     session, lens = db.session(), Lens.of(current_app)
-    return {"queries": overview(session, list_queries(session), lens)}
+    rows = overview(session, _named(list_queries(session), text), lens)
+    matching = [row for row in rows if statuses is None or row["status"] in statuses]
+    return {"queries": matching[page], "total": len(matching)}
 
 
 def _latest(session: so.Session, latest: Batch | None, since_ms: int) -> dict[str, Any]:
@@ -83,7 +129,12 @@ def _query_json(session: so.Session, lens: Lens, summary: QuerySummary) -> dict[
     status, late_window_ms = query_status(facts, lens.now_ms), facts.thresholds.late_window_ms
     return {
         "query": fields(found, QUERY_FIELDS)
-        | {"status": status.label, "stored_status": found.status, "unreadable": facts.unreadable},
+        | {
+            "status": status.label,
+            "stored_status": found.status,
+            "unreadable": facts.unreadable,
+            "silence_ms": facts.thresholds.silence_ms,
+        },
         **_latest(session, summary.latest, lens.now_ms - late_window_ms),
         "late_records": facts.late_records,
         "late_window_ms": late_window_ms,

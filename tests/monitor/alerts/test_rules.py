@@ -282,3 +282,23 @@ def test_late_records_say_how_much_of_the_input_they_were():
     assert finding.message == (
         "t/0 and t/1 dropped 420 late records in 5 min, 7.0 % of what they read"
     )
+
+
+@pytest.mark.parametrize(
+    "query_facts, expected",
+    [
+        (facts(running_batch_id=12, running_since_ms=NOW - 7 * MINUTE), []),
+        (facts(running_batch_id=12, running_since_ms=NOW - 11 * MINUTE), [((), 11 * MINUTE)]),
+        (facts(running_batch_id=12, running_since_ms=NOW - 11 * MINUTE, status="failed"), []),
+        (facts(), []),
+    ],
+    ids=["within-the-threshold", "past-it", "not-running-any-more", "nothing-in-flight"],
+)
+def test_long_batch(query_facts, expected):
+    assert found("long_batch", query_facts) == expected
+
+
+def test_a_long_batch_says_which_and_for_how_long():
+    rule_ = RULES["long_batch"]
+    running = facts(running_batch_id=12, running_since_ms=NOW - 11 * MINUTE)
+    assert rule_.check(running, NOW, rule_.defaults()).message == "batch 12 has run for 11 min"

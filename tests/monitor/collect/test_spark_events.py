@@ -10,6 +10,7 @@ import pytest
 from monitor.collect.progress import ProgressError, parse_progress
 from monitor.collect.spark_events import (
     PROGRESS,
+    RUNNING,
     STARTED,
     TERMINATED,
     event_time_ms,
@@ -145,3 +146,17 @@ def test_timestamps_are_written_as_spark_writes_them():
 )
 def test_the_time_each_kind_of_event_says_it_happened(document, at_ms):
     assert event_time_ms(document) == at_ms
+
+
+@pytest.mark.parametrize("batch_id", [-1, True, "7", 1.5])
+def test_a_batch_in_flight_with_a_bad_batch_id_is_refused(batch_id):
+    doc = {
+        "Event": RUNNING,
+        "id": "q",
+        "runId": "r",
+        "batchId": batch_id,
+        "timestamp": "2026-11-27T10:00:00.000Z",
+        "since": "2026-11-27T09:59:00.000Z",
+    }
+    with pytest.raises(ProgressError, match="batchId"):
+        spark_event(doc, None)

@@ -19,7 +19,7 @@ import {
   driverText,
 } from "./diagnosis.js";
 import { el, getJson, queryUrl, setBadge, setText, showError } from "./dom.js";
-import { clock, count, duration, rate } from "./format.js";
+import { age, behind, clock, count, duration, rate } from "./format.js";
 import { connect, heardServerTime, serverNow } from "./live.js";
 import { PartitionTable } from "./partitions.js";
 
@@ -71,7 +71,7 @@ const alerts = new AlertTable($("live-alerts"), {
 
 const diagnosis = new Diagnosis({ onShow: showDriver });
 
-const page = { lastBatch: null, batchTimeMs: null, watermarkMs: null, windowAt: 0 };
+const page = { lastBatch: null, batchTimeMs: null, watermarkMs: null, windowAt: 0, query: null };
 
 function sum(values) {
   const known = values.filter((v) => v !== null && v !== undefined);
@@ -88,6 +88,7 @@ function perBatch(values, batches) {
 }
 
 function showStatus(query) {
+  page.query = query;
   setBadge($("status"), query.status);
   const failed = Boolean(query.exception);
   $("failure").hidden = !failed;
@@ -105,8 +106,8 @@ function showBatch(batch, partitions) {
   setText($("batch-time"), `at ${clock(batch.batch_time_ms)}`);
   setText($("watermark"), `W ${clock(page.watermarkMs)}`);
   setText($("skew"), duration(batch.watermark_skew_ms));
-  const behind = aheadOfFlink(batch.watermark_ms, batch.flink_watermark_ms);
-  setText($("flink-behind"), behind === null ? "" : `Flink's W ${duration(behind)} behind`);
+  const flink = aheadOfFlink(batch.watermark_ms, batch.flink_watermark_ms);
+  setText($("flink-behind"), flink === null ? "" : `Flink's W ${behind(flink)}`);
   setText(
     $("dropped"),
     `Spark: ${count(batch.rows_dropped_by_watermark)} dropped by W in the last batch`,
@@ -185,10 +186,53 @@ function toggleAlertTable() {
   $("alerts-panel").hidden = !open;
 }
 
+// A failed query, or a running one that has said nothing for longer than its silence
+// threshold (a hung or killed driver): what the page shows is as of when it was last heard.
+function isStale(query, now) {
+  if (query.status === "failed") return true;
+  const silent = Number.isFinite(query.silence_ms) && now - query.updated_at_ms > query.silence_ms;
+  return query.status !== "terminated" && silent;
+}
+
+// A batch in flight for longer than this is said to run: a query working on one long batch
+// is not silent, and its figures are those of the batch before.
+const RUNNING_SHOWN_MS = 10_000;
+
+// The line above the cards, for a query that has read no batch yet (unless it ended), whose
+// figures are stale, or that has run one batch for a while; nothing otherwise.
+function freshness(now) {
+  const { query, lastBatch } = page;
+  const ago = `${duration(now - query.updated_at_ms)} ago`;
+  const ended = query.status === "failed" || query.status === "terminated";
+  if (lastBatch === -1) return ended ? "" : `Waiting for the first batch (last heard ${ago})`;
+  const batch = `batch ${lastBatch}, at ${clock(page.batchTimeMs)}`;
+  if (isStale(query, now)) return `Last heard ${ago}: the figures are those of ${batch}`;
+  const running = query.running_since_ms == null ? 0 : now - query.running_since_ms;
+  if (ended || running < RUNNING_SHOWN_MS) return "";
+  const what = `Running batch ${query.running_batch_id} for ${duration(running)}`;
+  return `${what}: the figures are those of ${batch}`;
+}
+
+// Says how fresh the figures are; a stale query's cards are greyed and its charts' time axis
+// runs on to now, so that the gap since its last batch shows.
+function showFreshness() {
+  const now = serverNow();
+  const text = freshness(now);
+  const waiting = page.lastBatch === -1;
+  const stale = !waiting && isStale(page.query, now);
+  const note = $("freshness");
+  note.hidden = text === "";
+  note.className = waiting ? "freshness waiting" : "freshness";
+  setText(note, text);
+  $("cards").classList.toggle("stale", stale);
+  for (const chart of Object.values(charts)) chart.runTo(stale ? now : null);
+}
+
 function tick() {
   alerts.tick();
   if (page.watermarkMs !== null)
-    setText($("watermark-age"), duration(serverNow() - page.watermarkMs));
+    setText($("watermark-age"), age(serverNow() - page.watermarkMs));
+  showFreshness();
 }
 
 function loadCharts(series, partitions) {
@@ -222,6 +266,7 @@ async function load() {
   if (!latest) {
     page.lastBatch = -1;
     $("no-partitions").hidden = false;
+    showFreshness();
     return;
   }
   showBatch(latest, detail.partitions);
