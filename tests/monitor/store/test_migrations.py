@@ -1,4 +1,7 @@
+import json
+
 import sqlalchemy as sa
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
@@ -42,4 +45,89 @@ def test_sqlite_store_runs_in_wal_mode(tmp_path):
     engine = create_engine(f"sqlite:///{tmp_path / 'nested' / 'wmon.db'}")
     with engine.connect() as connection:
         assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+    engine.dispose()
+
+
+def _to(engine, revision, command_name="upgrade"):
+    with engine.begin() as connection:
+        getattr(command, command_name)(migrate.alembic_config(connection), revision)
+
+
+def test_alerts_become_one_per_query_and_rule_and_live_partition_ones_end_told(
+    empty_database_url,
+):
+    """Upgrading to 0017: a live alert about one partition is resolved (a pending one
+    cancelled) with an event saying why, its resolved notification queued to whoever heard it
+    fire; history keeps its partition as a list of one; the query's own alert lives on."""
+    engine = create_engine(empty_database_url)
+    _to(engine, "0016")
+    with engine.begin() as connection:
+        connection.execute(
+            sa.text(
+                "INSERT INTO queries (id, run_id, status, updated_at_ms) "
+                "VALUES ('q', 'r', 'active', 1000)"
+            )
+        )
+        for row_id, partition, state, rule in [
+            (1, "t/1", "firing", "partition_stalled"),
+            (2, "t/2", "pending", "partition_idle"),
+            (3, "t/3", "resolved", "late_records"),
+            (4, "", "firing", "no_progress"),
+        ]:
+            connection.execute(
+                sa.text(
+                    "INSERT INTO alerts (id, rule, query_id, partition, severity, state,"
+                    " active_since_ms, fired_at_ms, message) VALUES (:id, :rule, 'q', :p,"
+                    " 'critical', :state, 100, 200, 'm')"
+                ),
+                {"id": row_id, "rule": rule, "p": partition, "state": state},
+            )
+        connection.execute(
+            sa.text(
+                "INSERT INTO alert_events (id, alert_id, transition, at_ms, message)"
+                " VALUES (10, 1, 'firing', 200, 'm')"
+            )
+        )
+        connection.execute(
+            sa.text(
+                "INSERT INTO deliveries (alert_event_id, receiver, created_at_ms, attempts,"
+                " next_attempt_at_ms, delivered_at_ms) VALUES (10, 'ops', 200, 1, 200, 210)"
+            )
+        )
+    migrate.upgrade(engine)
+    with engine.connect() as connection:
+        alerts = connection.execute(
+            sa.text("SELECT id, state, partitions, held_at_ms FROM alerts ORDER BY id")
+        ).all()
+        events = connection.execute(
+            sa.text(
+                "SELECT alert_id, transition, message FROM alert_events"
+                " WHERE transition <> 'firing' ORDER BY alert_id"
+            )
+        ).all()
+        queued = connection.execute(
+            sa.text(
+                "SELECT d.receiver, e.transition FROM deliveries d"
+                " JOIN alert_events e ON e.id = d.alert_event_id WHERE d.delivered_at_ms IS NULL"
+            )
+        ).all()
+    assert [
+        (row_id, state, json.loads(p) if isinstance(p, str) else p, held > 0)
+        for row_id, state, p, held in alerts
+    ] == [
+        (1, "resolved", ["t/1"], True),
+        (2, "cancelled", ["t/2"], True),
+        (3, "resolved", ["t/3"], True),
+        (4, "firing", [], True),
+    ]
+    assert [(alert_id, transition) for alert_id, transition, _ in events] == [
+        (1, "resolved"),
+        (2, "cancelled"),
+    ]
+    assert all("one alert per query and rule" in message for _, _, message in events)
+    assert queued == [("ops", "resolved")]
+    _to(engine, "0016", "downgrade")
+    with engine.connect() as connection:
+        kept = connection.execute(sa.text("SELECT id, partition FROM alerts ORDER BY id")).all()
+    assert [tuple(row) for row in kept] == [(1, "t/1"), (2, "t/2"), (3, "t/3"), (4, "")]
     engine.dispose()
