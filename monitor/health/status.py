@@ -9,7 +9,8 @@ The first rule that matches wins:
 4. `stalled` — the latest batch's watermark or one of its partitions is stalled, or a running
    query is silent: it has reported nothing for the silence threshold (a hung or killed
    driver) — the conditions of the alert rules `watermark_stalled`, `partition_stalled` and
-   `no_progress`, on the same facts;
+   `no_progress`, on the same facts; or an alert of one of those rules is live: a stall that
+   comes and goes stays `stalled` while its alert is held (`keep_firing_for`), not flapping;
 5. `lagging` — a partition loses records as late (more than the late count within the late
    window, and more than the late share of what it read: the alert rule `late_records`), a
    partition read
@@ -37,6 +38,10 @@ from monitor.health.predicates import (
     losing_late,
 )
 
+# The alert rules whose live alert keeps a query stalled: they hold after their condition
+# clears (keep_firing_for), so the status does not flap with it.
+STALL_RULES = frozenset({"watermark_stalled", "partition_stalled", "no_progress"})
+
 
 class Status(enum.IntEnum):
     """A query's status; a smaller value is more urgent and sorts first."""
@@ -63,7 +68,7 @@ def query_status(facts: QueryFacts, now_ms: int) -> Status:
         return Status.ERROR
     if facts.status == StoredStatus.TERMINATED:
         return Status.TERMINATED
-    if has_stalled_work(facts) or is_silent(facts, now_ms):
+    if has_stalled_work(facts) or is_silent(facts, now_ms) or facts.alerting & STALL_RULES:
         return Status.STALLED
     if (
         losing_late(facts)

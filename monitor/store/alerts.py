@@ -19,6 +19,7 @@ from monitor.store.models import (
     DeliveryAttempt,
     Query,
 )
+from monitor.store.sql import among
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,20 @@ def alert_events_by_id(
         .order_by(AlertEvent.id)
     )
     return [(event, alert, name) for event, alert, name in rows]
+
+
+def live_rules(session: so.Session, query_ids: Sequence[str]) -> dict[str, frozenset[str]]:
+    """By query id (at most IN_CHUNK of them), the rules with a live (pending or firing) alert
+    on the query."""
+    rows = session.execute(
+        sa.select(AlertRow.query_id, AlertRow.rule).where(
+            AlertRow.state.in_(LIVE_ALERT_STATES), among(AlertRow.query_id, query_ids)
+        )
+    )
+    found: dict[str, set[str]] = {}
+    for query_id, rule in rows:
+        found.setdefault(query_id, set()).add(rule)
+    return {query_id: frozenset(rules) for query_id, rules in found.items()}
 
 
 def live_alert_counts(session: so.Session) -> Counter[tuple[str, str, str]]:

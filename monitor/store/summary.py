@@ -3,12 +3,14 @@ late records and pending timers."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import sqlalchemy.orm as so
 
 from monitor.health.facts import QueryFacts, Thresholds
+from monitor.store.alerts import live_rules
 from monitor.store.batches import latest_batches
 from monitor.store.isolation import read_apart
 from monitor.store.models import (
@@ -61,6 +63,12 @@ def _unreadable(asked: Asked, reason: str) -> QuerySummary:
 
 def _summaries(session: so.Session, asked: Sequence[Asked], now_ms: int) -> dict[str, QuerySummary]:
     ids = [item.query.id for item in asked]
+    # A live stall alert, held by its keep_firing_for, keeps the status stalled too.
+    alerting = live_rules(session, ids)
+    asked = [
+        dataclasses.replace(item, alerting=item.alerting | alerting.get(key, frozenset()))
+        for item, key in zip(asked, ids, strict=True)
+    ]
     latest = latest_batches(session, ids)
     facts = facts_of(session, asked, latest, now_ms)
     timers = latest_timers(session, ids)

@@ -56,9 +56,10 @@ def rules_path(tmp_path):
 
 
 def agree(engine, database_url, path, seconds):
-    """Assert that the dashboard says stalled exactly when a stalled rule fires; the status."""
-    status = dashboard_status(database_url, path, seconds)
+    """Assert that the dashboard says stalled exactly when a stalled rule fires (the alerts
+    evaluated first, as the status holds a stall while its alert lives); the status."""
     fired = alerting(engine, path, seconds)
+    status = dashboard_status(database_url, path, seconds)
     assert (status == "stalled") == bool(fired & STALLED_RULES), (seconds, status, fired)
     return status, fired
 
@@ -69,6 +70,23 @@ def test_a_stalled_partition_is_stalled_for_both(engine, database_url, rules_pat
     assert agree(engine, database_url, path, 26) == ("stalled", {"partition_stalled"})
     moves_again(engine)
     assert agree(engine, database_url, path, 31)[0] == "healthy"
+
+
+def test_a_stall_that_clears_stays_stalled_while_its_alert_is_held(
+    engine, database_url, tmp_path
+):
+    """With the built-in timing the stall fires after a minute and is held two minutes after
+    it clears: the status stays stalled as long, instead of flapping with the stall."""
+    path = tmp_path / "rules.yml"
+    path.write_text("")
+    stalled(engine)
+    assert alerting(engine, path, 26) == {"partition_stalled"}
+    assert alerting(engine, path, 86) == {"partition_stalled"}
+    moves_again(engine)
+    assert alerting(engine, path, 91) == {"partition_stalled"}, "held"
+    assert dashboard_status(database_url, path, 91) == "stalled"
+    assert alerting(engine, path, 211) == set()
+    assert dashboard_status(database_url, path, 211) == "healthy"
 
 
 @pytest.mark.parametrize(

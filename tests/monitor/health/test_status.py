@@ -63,6 +63,16 @@ CASES = [
         Status.STALLED,
     ),
     (
+        "a stall's alert still live, held after its condition cleared",
+        facts(alerting=frozenset({"partition_stalled"})),
+        Status.STALLED,
+    ),
+    (
+        "another rule's live alert is no stall",
+        facts(alerting=frozenset({"watermark_skew"})),
+        Status.HEALTHY,
+    ),
+    (
         "stalled beats lagging",
         facts(watermark_stalled=True, partitions=partitions("", late=500)),
         Status.STALLED,
