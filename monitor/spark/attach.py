@@ -40,7 +40,7 @@ class MonitorHandle:
         self._spark, self.listener, self._writer, self.engine = spark, listener, writer, engine
         self.database_url = destination
         self.attached = True
-        self._watches: list[TimerWatch | RunningWatch] = [RunningWatch(spark, writer.submit)]
+        self._watches: list[TimerWatch | RunningWatch] = []
 
     def flush(self, timeout: float = 30.0) -> bool:
         """Wait until everything collected so far is in the store."""
@@ -64,6 +64,12 @@ class MonitorHandle:
         if self.engine is not None:
             self.engine.dispose()
         return closed
+
+    def watch_running(self) -> RunningWatch:
+        """Tell of each query's batch in flight while it runs (monitor.spark.running)."""
+        watch = RunningWatch(self._spark, self._writer.submit)
+        self._watches.append(watch)
+        return watch
 
     def watch_timers(
         self, query: Any, checkpoint: str, interval: float = 30.0, due_within: str = "30 minutes"
@@ -135,7 +141,9 @@ def attach(
         listener = WatermarkListener(sender.submit, forward_json=True)
         spark.streams.addListener(listener)
         log.info("wmon: monitoring streaming queries through %s", sender.endpoint)
-        return MonitorHandle(spark, listener, sender, None, database_url)
+        handle = MonitorHandle(spark, listener, sender, None, database_url)
+        handle.watch_running()
+        return handle
     timeouts = Timeouts(
         idle_ms=int(1000 * (settings.idle_timeout_s if idle_timeout is None else idle_timeout)),
         stall_ms=int(1000 * (settings.stall_timeout_s if stall_timeout is None else stall_timeout)),
@@ -150,4 +158,6 @@ def attach(
     listener = WatermarkListener(writer.submit, forward_json=True)
     spark.streams.addListener(listener)
     log.info("wmon: monitoring streaming queries into %s", display_url(engine))
-    return MonitorHandle(spark, listener, writer, engine, display_url(engine))
+    handle = MonitorHandle(spark, listener, writer, engine, display_url(engine))
+    handle.watch_running()
+    return handle
