@@ -169,6 +169,58 @@ def test_the_shipped_future_event_time_rule_fires_on_a_watermark_ahead_of_the_cl
     assert "SUCCESS" in tested.stdout
 
 
+# A partition stalled for two minutes, then moving again: held for two more. Another
+# partition drops a trickle of late records (50 in 5 minutes), a third a burst (150).
+HOLD_AND_GRADE_TEST = """
+rule_files: [{rules}]
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+      - series: 'wmon_partition_stalled{{query="q",query_id="q",topic="t",partition="1"}}'
+        values: '1 1 1 0 0 0 0 0'
+      - series: 'wmon_query_status{{query="q",query_id="q",status="active"}}'
+        values: '1x8'
+      - series: 'wmon_partition_late_records_total{{query="q",topic="t",partition="2"}}'
+        values: '0+10x8'
+      - series: 'wmon_partition_late_records_total{{query="q",topic="t",partition="3"}}'
+        values: '0+30x8'
+    alert_rule_test:
+      - eval_time: 4m
+        alertname: WmonPartitionStalled
+        exp_alerts:
+          - exp_labels: {{severity: critical, query: q, query_id: q, topic: t, partition: "1"}}
+            exp_annotations:
+              summary: "q: partition t/1 does not advance"
+              description: >-
+                Records wait in t/1 but the query has not read any for the stall timeout.
+      - eval_time: 6m
+        alertname: WmonPartitionStalled
+        exp_alerts: []
+      - eval_time: 7m
+        alertname: WmonLateRecords
+        exp_alerts:
+          - exp_labels: {{severity: warning, query: q, topic: t, partition: "3"}}
+            exp_annotations:
+              summary: "q: t/3 dropped 150 late records in 5 minutes"
+"""
+
+
+def test_the_shipped_rules_hold_a_cleared_stall_and_page_on_late_records_past_a_trickle(
+    tmp_path,
+):
+    """keep_firing_for keeps the stall firing two minutes after it cleared; a partition that
+    drops 50 late records in 5 minutes is no alert, one that drops 150 is a warning."""
+    promtool = installed("promtool", "prometheus")
+    test_file = tmp_path / "hold.yml"
+    test_file.write_text(HOLD_AND_GRADE_TEST.format(rules=RULES))
+    tested = subprocess.run(
+        [promtool, "test", "rules", str(test_file)], capture_output=True, text=True
+    )
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+    assert "SUCCESS" in tested.stdout
+
+
 def exported_names(target):
     """The names of the series GET /metrics declares, with or without samples now."""
     with urllib.request.urlopen(f"http://{target}/metrics", timeout=10) as response:
