@@ -157,16 +157,21 @@ tests:
 """
 
 
-def test_the_shipped_future_event_time_rule_fires_on_a_watermark_ahead_of_the_clock(tmp_path):
-    """Evaluated by Prometheus' own rule engine (promtool test rules) on given series."""
+def passes_promtool_test(tmp_path, test):
+    """Run a `promtool test rules` file over the shipped rules, evaluated by Prometheus' own
+    rule engine on the series it gives; assert that every expectation in it holds."""
     promtool = installed("promtool", "prometheus")
-    test_file = tmp_path / "future.yml"
-    test_file.write_text(FUTURE_RULE_TEST.format(rules=RULES))
+    test_file = tmp_path / "rules-test.yml"
+    test_file.write_text(test.format(rules=RULES))
     tested = subprocess.run(
         [promtool, "test", "rules", str(test_file)], capture_output=True, text=True
     )
     assert tested.returncode == 0, tested.stdout + tested.stderr
     assert "SUCCESS" in tested.stdout
+
+
+def test_the_shipped_future_event_time_rule_fires_on_a_watermark_ahead_of_the_clock(tmp_path):
+    passes_promtool_test(tmp_path, FUTURE_RULE_TEST)
 
 
 # A partition stalled for two minutes, then moving again: held for two more. Another
@@ -211,14 +216,7 @@ def test_the_shipped_rules_hold_a_cleared_stall_and_page_on_late_records_past_a_
 ):
     """keep_firing_for keeps the stall firing two minutes after it cleared; a partition that
     drops 50 late records in 5 minutes is no alert, one that drops 150 is a warning."""
-    promtool = installed("promtool", "prometheus")
-    test_file = tmp_path / "hold.yml"
-    test_file.write_text(HOLD_AND_GRADE_TEST.format(rules=RULES))
-    tested = subprocess.run(
-        [promtool, "test", "rules", str(test_file)], capture_output=True, text=True
-    )
-    assert tested.returncode == 0, tested.stdout + tested.stderr
-    assert "SUCCESS" in tested.stdout
+    passes_promtool_test(tmp_path, HOLD_AND_GRADE_TEST)
 
 
 def exported_names(target):
