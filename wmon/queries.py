@@ -99,8 +99,15 @@ def queries(args: argparse.Namespace) -> None:
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
-        heard = [row | {"heard_ms": row["now_ms"] - row["updated_at_ms"]} for row in rows]
-        print(render_view(QUERY_COLUMNS, heard, args.wide))
+        print(render_view(QUERY_COLUMNS, [_as_listed(row) for row in rows], args.wide))
+
+
+def _as_listed(row: dict[str, Any]) -> dict[str, Any]:
+    """An overview row with what the table adds: how long since the query was heard from, and
+    the batch in flight and for how long ('batch 12 for 7 min')."""
+    since = row["running_since_ms"]
+    running = None if since is None else (row["running_batch_id"], row["now_ms"] - since)
+    return row | {"heard_ms": row["now_ms"] - row["updated_at_ms"], "running": running}
 
 
 def _rules(path: Path | None) -> RuleSet:

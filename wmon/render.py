@@ -89,6 +89,14 @@ def ago(ms: int | None) -> str:
     return f"{duration(ms)} ago"
 
 
+def in_flight(running: tuple[int | None, int] | None) -> str:
+    """A batch in flight and how long it has run, 'batch 12 for 7 min'; '-' when none."""
+    if running is None:
+        return "-"
+    batch_id, ms = running
+    return f"batch {plain(batch_id)} for {duration(ms)}"
+
+
 def record_text(record: list[Any] | None) -> str:
     """A [key, event ms, offset] record as 'key@offset event time', '-' when unknown."""
     if record is None:
@@ -122,12 +130,14 @@ class Column:
 # which `--wide` adds, are kept in their place so that both views read in the same order.
 
 # A query as the overview lists it (web.api.payloads.summary_json), and how long since it was
-# last heard from; its name and Spark's error are what it is called and what went wrong.
+# last heard from and the batch it runs; its name and Spark's error are what it is called and
+# what went wrong.
 QUERY_COLUMNS = (
     Column("name", "name", cut=True),
     Column("health", "status"),
     Column("heard", "heard_ms", ago),
     Column("last batch", "last_batch_id"),
+    Column("running", "running", in_flight),
     Column("spark", "stored_status"),
     Column("error", "error_class", cut=True),
     Column("id", "id", extra=True),

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 import web
 import wmon.queries
 from monitor.collect.progress import parse_progress
-from monitor.events import QueryStarted, QueryTerminated
+from monitor.events import BatchRunning, QueryStarted, QueryTerminated
 from monitor.store.engine import create_engine, display_url, parse_url
 from monitor.store.migrate import current_revision, head_revision
 from monitor.store.writes import write_event
@@ -102,18 +102,19 @@ def table(*lines: str) -> str:
 
 
 QUERIES_A_MINUTE_LATER = table(
-    "name               health   heard     last batch  spark   error",
-    "rate_dedup         failed   49 s ago  5           failed  FOREACH_BATCH_USER_FUNCTION_ERROR",
-    "telemetry_windows  healthy  57 s ago  3           active  -",
+    "name               health   heard     last batch  running  spark   error",
+    "rate_dedup         failed   49 s ago  5           -        failed"
+    "  FOREACH_BATCH_USER_FUNCTION_ERROR",
+    "telemetry_windows  healthy  57 s ago  3           -        active  -",
 )
 # Silent for longer than no_progress' threshold (5 minutes by default), a running query is
 # stalled. With --wide, its id too.
 QUERIES_AN_HOUR_LATER_WIDE = table(
-    "name               health   heard            last batch  spark   error"
+    "name               health   heard            last batch  running  spark   error"
     "                              id",
-    "rate_dedup         failed   59 min 49 s ago  5           failed"
+    "rate_dedup         failed   59 min 49 s ago  5           -        failed"
     "  FOREACH_BATCH_USER_FUNCTION_ERROR  22222222-2222-2222-2222-222222222222",
-    "telemetry_windows  stalled  59 min 56 s ago  3           active"
+    "telemetry_windows  stalled  59 min 56 s ago  3           -        active"
     "  -                                  11111111-1111-1111-1111-111111111111",
 )
 BATCHES_TABLE = table(
@@ -212,6 +213,20 @@ def test_queries_show_their_health_the_most_urgent_first(
 ):
     monkeypatch.setattr(wmon.queries, "now_ms", lambda: T0 + later_ms)
     assert run(capsys, "queries", *flags, "--database-url", store) == (0, expected, "")
+
+
+def test_a_query_running_a_long_batch_is_heard_from_and_says_which_batch(
+    store: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+):
+    engine = create_engine(store)
+    since = T0 + 4_000
+    write_event(engine, BatchRunning(QUERY, RUN, T0 + 3_600_000, None, since))
+    engine.dispose()
+    monkeypatch.setattr(wmon.queries, "now_ms", lambda: T0 + 3_605_000)
+    status, out, _ = run(capsys, "queries", "--database-url", store)
+    assert status == 0
+    # Silent for an hour but for word of its batch in flight: healthy, and running batch 4.
+    assert re.search(r"\ntelemetry_windows +healthy +5.0 s ago +3 +batch 4 for 1 h +active", out)
 
 
 def test_queries_as_json_are_the_rows_the_api_gives(

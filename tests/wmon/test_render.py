@@ -180,8 +180,8 @@ CLI_TABLES = [
     (
         ["queries"],
         table(
-            "name                       health   heard     last batch  spark   error",
-            "evil\\x1b[2J\\x00name\\nnext  healthy  30 s ago  0           active  -",
+            "name                       health   heard     last batch  running  spark   error",
+            "evil\\x1b[2J\\x00name\\nnext  healthy  30 s ago  0           -        active  -",
         ),
     ),
     (
