@@ -108,6 +108,7 @@ class DemoDashboard:
         if options.database_url:
             config["DATABASE_URL"] = options.database_url
         listener = _bound_socket(options.host, options.port)
+        _create_store(options.database_url)
         app = create_app(config)
         web.start(app)
         server = make_server(options.host, options.port, app, threaded=True, fd=listener.fileno())
@@ -125,6 +126,19 @@ class DemoDashboard:
 
         self.server.shutdown()
         web.stop(self.app)
+
+
+def _create_store(database_url: str | None) -> None:
+    """Create or migrate the demo's store before the dashboard's background work looks at it:
+    on a first run there is none yet, and the queries' monitor would make it only later."""
+    from monitor.store import migrate
+    from wmon.options import open_store
+
+    engine = open_store(database_url, must_exist=False)
+    try:
+        migrate.upgrade(engine)
+    finally:
+        engine.dispose()
 
 
 def _bound_socket(host: str, port: int) -> socket.socket:
