@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from monitor.collect.spark_events import RUNNING, spark_event
+from monitor.events import BatchRunning
 from tests.support.collector_stub import Answer, Receiver
 from tests.support.waiting import wait_until
 
@@ -26,6 +28,8 @@ ISO_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 FILES = 4
 # Retries soon after a receiver comes back, so the tests do not wait out a long backoff.
 FAST = {"spark.wmon.maxBackoffMs": "300"}
+# No batch-in-flight events among those the tests count: the watch has tests of its own.
+QUIET = {"spark.wmon.runningIntervalMs": "3600000"}
 # 2026-11-23T10:00:00Z: event time of the first record.
 BASE_S = 1_795_428_000
 
@@ -121,7 +125,8 @@ def run(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
     receivers["unavailable"].status = 503
     receivers["rejecting"].status = 400
     app_id = spark.sparkContext.applicationId
-    settings = {**SETTINGS, "plain": {**SETTINGS["plain"], "spark.app.id": app_id}}
+    settings = {name: {**QUIET, **each} for name, each in SETTINGS.items()}
+    settings["plain"]["spark.app.id"] = app_id
     listeners = {
         name: new_listener(spark, receivers[name].url, each) for name, each in settings.items()
     }
@@ -289,8 +294,12 @@ def test_callback_times_are_kept_for_every_event(run: Run) -> None:
         ({"spark.wmon.maxBackoffMs": "0"}, "spark.wmon.maxBackoffMs=0 must be a whole number"),
         ({"spark.wmon.queueSize": "99999999999"}, "spark.wmon.queueSize=99999999999 must be"),
         ({"spark.wmon.token": "two words"}, "spark.wmon.token may only hold visible ASCII"),
+        (
+            {"spark.wmon.runningIntervalMs": "50"},
+            "spark.wmon.runningIntervalMs=50 must be a whole number from 100 to 3600000",
+        ),
     ],
-    ids=["scheme", "no-host", "backoff", "queue-too-big", "token"],
+    ids=["scheme", "no-host", "backoff", "queue-too-big", "token", "running-too-often"],
 )
 def test_each_bad_setting_is_one_warning(
     spark: Any, settings: dict[str, str], warning: str
@@ -533,3 +542,98 @@ def test_a_request_too_large_goes_again_smaller_until_one_event_is_rejected(
     assert (len(last_big.events), last_big.status) == (1, 413)
     assert (counts["rejected"], counts["delivered"]) == (1, 3)
     assert listener.lastRejection().startswith("event too large: answered 413")
+
+
+# Batches in flight: told every spark.wmon.runningIntervalMs while a query's trigger is active.
+
+SLEEP_S = 2.0
+
+
+def start_slow_query(spark: Any, folder: Path, slept: list[tuple[int, float, float]]) -> Any:
+    """Two batches of one text file each, each held SLEEP_S in foreachBatch; each batch's id
+    and when it slept (epoch seconds) are added to `slept`."""
+    data = folder / "data"
+    data.mkdir()
+    now = time.time()
+    for k in range(2):
+        path = data / f"part-{k}.txt"
+        path.write_text(f"line {k}\n")
+        os.utime(path, (now - 100 + k, now - 100 + k))  # the file source reads the oldest first
+
+    def sleep(frame: Any, batch_id: int) -> None:
+        started = time.time()
+        time.sleep(SLEEP_S)
+        slept.append((batch_id, started, time.time()))
+
+    return (
+        spark.readStream.option("maxFilesPerTrigger", 1)
+        .text(str(data))
+        .writeStream.foreachBatch(sleep)
+        .trigger(availableNow=True)
+        .option("checkpointLocation", str(folder / "checkpoint"))
+        .start()
+    )
+
+
+def through_the_end(receiver: Receiver) -> list[dict[str, Any]] | None:
+    """Every event delivered, once the last is the run's terminated event; else None."""
+    events = receiver.delivered()
+    return events if events and events[-1]["Event"] == EVENT + "QueryTerminatedEvent" else None
+
+
+def test_batches_in_flight_are_told_while_they_run_and_not_after(
+    spark: Any, tmp_path: Path
+) -> None:
+    receiver = Receiver().start()
+    listener = new_listener(spark, receiver.url, {"spark.wmon.runningIntervalMs": "200"})
+    streams = spark._jsparkSession.streams()
+    streams.addListener(listener)
+    slept: list[tuple[int, float, float]] = []
+    try:
+        query = start_slow_query(spark, tmp_path, slept)
+        assert query.awaitTermination(60), "the query did not finish in 60 s"
+        events = wait_until(lambda: through_the_end(receiver), 10, "the terminated event")
+        time.sleep(1)  # five more looks: none may tell of the ended run
+        assert receiver.delivered() == events
+    finally:
+        streams.removeListener(listener)
+        listener.close()
+        receiver.stop()
+    assert [batch for batch, _, _ in slept] == [0, 1]
+    ended_ms = spark_event(events[-1], None).timestamp_ms
+    running = {at: spark_event(e, None) for at, e in enumerate(events) if e["Event"] == RUNNING}
+    for told in running.values():  # each one as the collector reads it
+        assert isinstance(told, BatchRunning)
+        assert (told.query_id, told.run_id) == (query.id, query.runId)
+        assert told.since_ms <= told.timestamp_ms <= ended_ms
+    for batch, started, ended in slept:
+        # Told while foreachBatch slept: before the run's first progress, the batch is null.
+        during = {
+            at: told
+            for at, told in running.items()
+            if started * 1000 + 50 < told.timestamp_ms < ended * 1000 - 50
+        }
+        assert len(during) >= 3, f"batch {batch} was told {len(during)} times in {SLEEP_S} s"
+        assert {told.batch_id for told in during.values()} == {None if batch == 0 else batch}
+        assert len({told.since_ms for told in during.values()}) == 1
+        for at in during:
+            [next_progress, *_] = [e for e in events[at:] if "progress" in e]
+            assert next_progress["progress"]["batchId"] == batch
+
+
+def watches(spark: Any) -> int:
+    """How many batch-in-flight watches run in the JVM: its threads named wmon-running."""
+    threads = spark._jvm.java.lang.Thread.getAllStackTraces().keySet()
+    return sum(thread.getName() == "wmon-running" for thread in threads)
+
+
+def test_only_an_enabled_listener_watches_and_closing_it_stops_the_watch(spark: Any) -> None:
+    before = watches(spark)
+    disabled = new_listener(spark, None, {})
+    enabled = new_listener(spark, "http://127.0.0.1:9", {})
+    try:
+        assert watches(spark) == before + 1
+    finally:
+        enabled.close()
+        disabled.close()
+    wait_until(lambda: watches(spark) == before, 5, "the watch's thread to end")

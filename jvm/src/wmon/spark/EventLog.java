@@ -4,10 +4,13 @@ import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
 import java.util.Objects;
+import java.util.UUID;
 import java.util.function.Supplier;
 
 /** Spark's event-log form of a listener event: its JSON with the class name as "Event". */
 final class EventLog {
+    /** Our own event, in the same form, for a batch in flight: Spark has none. */
+    static final String BATCH_RUNNING = "wmon.BatchRunning";
     /** The form Spark gives the other events' "timestamp" (always UTC, milliseconds). */
     private static final DateTimeFormatter TIMESTAMP =
             DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSS'Z'").withZone(ZoneOffset.UTC);
@@ -35,6 +38,18 @@ final class EventLog {
     /** As {@link #line}, with a "timestamp" first: Spark's terminated event carries no time. */
     static String lineAt(Object event, String json, Instant received) {
         return withFields(event, "\"timestamp\":\"" + TIMESTAMP.format(received) + "\",", json);
+    }
+
+    /**
+     * {"Event":"wmon.BatchRunning","id","runId","batchId","timestamp","since"}: at {@code at}
+     * the run's trigger was active on {@code batchId} (null: the batch after the last stored,
+     * before the run's first progress), as it has been since {@code since}.
+     */
+    static String batchRunning(UUID id, UUID runId, Long batchId, Instant at, Instant since) {
+        String batch = batchId == null ? "null" : batchId.toString();
+        return "{\"Event\":\"" + BATCH_RUNNING + "\",\"id\":\"" + id + "\",\"runId\":\"" + runId
+                + "\",\"batchId\":" + batch + ",\"timestamp\":\"" + TIMESTAMP.format(at)
+                + "\",\"since\":\"" + TIMESTAMP.format(since) + "\"}";
     }
 
     private static String withFields(Object event, String extra, String json) {

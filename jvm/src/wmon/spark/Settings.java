@@ -14,6 +14,7 @@ final class Settings {
     static final String BATCH_SIZE = "spark.wmon.batchSize";
     static final String MAX_BACKOFF_MS = "spark.wmon.maxBackoffMs";
     static final String CLOSE_TIMEOUT_MS = "spark.wmon.closeTimeoutMs";
+    static final String RUNNING_INTERVAL_MS = "spark.wmon.runningIntervalMs";
 
     /** Where events go: {@code <spark.wmon.url>/api/ingest}, or null when unset or unusable. */
     final URI ingestUri;
@@ -23,6 +24,8 @@ final class Settings {
     final int batchSize;
     final long maxBackoffMs;
     final long closeTimeoutMs;
+    /** How often the active queries are asked which of them runs a batch now. */
+    final long runningIntervalMs;
     /** What was wrong with the configuration, one sentence per setting. */
     final List<String> warnings;
 
@@ -35,6 +38,7 @@ final class Settings {
         batchSize = (int) number(conf, BATCH_SIZE, 200, 1, 100_000, found);
         maxBackoffMs = number(conf, MAX_BACKOFF_MS, 30_000, 1, 3_600_000, found);
         closeTimeoutMs = number(conf, CLOSE_TIMEOUT_MS, 10_000, 0, 3_600_000, found);
+        runningIntervalMs = number(conf, RUNNING_INTERVAL_MS, 5_000, 100, 3_600_000, found);
         warnings = Collections.unmodifiableList(found);
     }
 

@@ -19,7 +19,8 @@ import org.slf4j.LoggerFactory;
  * <p>Callbacks run on Spark's listener bus thread: they only queue the event itself (Spark's
  * events are immutable) and, for a terminated event, the time it arrived; they never throw. A
  * daemon thread renders each event's JSON and delivers the queue; a shutdown hook gives it
- * {@code spark.wmon.closeTimeoutMs} to finish when the JVM exits.
+ * {@code spark.wmon.closeTimeoutMs} to finish when the JVM exits. Another daemon thread tells
+ * of the batches in flight of the queries this listener saw start ({@link RunningWatch}).
  */
 public class WatermarkListener extends StreamingQueryListener {
     private static final long serialVersionUID = 1L;
@@ -31,6 +32,7 @@ public class WatermarkListener extends StreamingQueryListener {
 
     private final transient Settings settings;
     private final transient Sender sender;
+    private final transient RunningWatch running;
     private final transient Thread shutdownHook;
     private final transient CallbackTimes times = new CallbackTimes(KEEP_TIMES);
     private final AtomicLong failures = new AtomicLong();
@@ -41,10 +43,12 @@ public class WatermarkListener extends StreamingQueryListener {
         settings.warnings.forEach(warning -> LOG.warn("wmon: {}", warning));
         if (settings.ingestUri == null) {
             sender = null;
+            running = null;
             shutdownHook = null;
         } else {
             sender = new Sender(settings);
             sender.start();
+            running = new RunningWatch(sender, settings.runningIntervalMs);
             shutdownHook = new Thread(this::deliverAndStop, "wmon-listener-shutdown");
             Runtime.getRuntime().addShutdownHook(shutdownHook);
             LOG.info("wmon: posting streaming query events to {}", settings.ingestUri);
@@ -85,6 +89,7 @@ public class WatermarkListener extends StreamingQueryListener {
         long start = System.nanoTime();
         try {
             if (sender != null) {
+                running.noted(event);
                 sender.offer(EventLog.later(event, json, stamp ? Instant.now() : null));
             }
         } catch (Throwable t) {
@@ -97,7 +102,10 @@ public class WatermarkListener extends StreamingQueryListener {
         }
     }
 
-    /** Deliver what is queued for at most spark.wmon.closeTimeoutMs, then stop sending. */
+    /**
+     * Stop telling of batches in flight, deliver what is queued for at most
+     * spark.wmon.closeTimeoutMs, then stop sending.
+     */
     public void close() {
         if (shutdownHook != null) {
             try {
@@ -114,6 +122,7 @@ public class WatermarkListener extends StreamingQueryListener {
         if (sender == null) {
             return;
         }
+        running.close();
         try {
             sender.close(settings.closeTimeoutMs);
         } catch (InterruptedException e) {
@@ -134,8 +143,9 @@ public class WatermarkListener extends StreamingQueryListener {
      * Counters since the start: queued, delivered, dropped (queue full, or left at close),
      * rejected (refused by the collector as invalid, or too large: never sent again), retries
      * (posts whose events go again: an outage, or a 413 of several), pending (in the queue now),
-     * failures (callbacks that could not queue their event, and queued events whose JSON the
-     * sender's thread could not render: neither is sent) and callbacks.
+     * failures (callbacks that could not queue their event, queued events whose JSON the
+     * sender's thread could not render, and looks for batches in flight that failed: none is
+     * sent) and callbacks.
      */
     public Map<String, Long> stats() {
         Map<String, Long> stats = sender != null
@@ -143,7 +153,8 @@ public class WatermarkListener extends StreamingQueryListener {
                 : new java.util.LinkedHashMap<>(Map.of("queued", 0L, "delivered", 0L,
                         "dropped", 0L, "rejected", 0L, "retries", 0L, "pending", 0L,
                         "failures", 0L));
-        stats.merge("failures", failures.get(), Long::sum);
+        long watchFailures = running == null ? 0 : running.failures();
+        stats.merge("failures", failures.get() + watchFailures, Long::sum);
         stats.put("callbacks", times.count());
         return stats;
     }
