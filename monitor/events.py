@@ -37,7 +37,8 @@ class BatchRunning:
     """A batch in flight: at `timestamp_ms` the driver's query status said its trigger was
     active on batch `batch_id` (None: the one after the last stored, before the run has
     reported a batch), as it has been since `since_ms` (as closely as the driver's watch can
-    tell). Spark has no event for it; `monitor.attach` sends it while it lasts."""
+    tell). Spark has no event for it; `monitor.attach` and the JVM listener send it while it
+    lasts."""
 
     query_id: str
     run_id: str

@@ -5,9 +5,9 @@ Spark's event log writes each listener event as one JSON object named by its cla
 the JVM listener posts the same objects to the collector, and the in-process listener builds
 them from Spark's `event.json()`. One conversion serves all three ways in.
 
-Spark has no event for a batch in flight; `monitor.attach` sends one of its own in the same
-form, named `wmon.BatchRunning` ({"id", "runId", "batchId" (null: the one after the last
-stored), "timestamp", "since"}).
+Spark has no event for a batch in flight; `monitor.attach` and the JVM listener send one of
+their own in the same form, named `wmon.BatchRunning` ({"id", "runId", "batchId" (null: the
+one after the last stored), "timestamp", "since"}).
 
 Spark's terminated event carries no time. Whoever saw it happen may add a `timestamp` in the
 form of the started event's; otherwise the caller's fallback time is used (the collector's
