@@ -130,6 +130,13 @@ def _add_selection(parser: argparse.ArgumentParser) -> None:
         "/metrics and an evaluation pass",
     )
     only.add_argument(
+        "--storage",
+        action="store_true",
+        help="measure only what the history costs on disk: --events instrumented batches of "
+        "--partitions partitions into a fresh SQLite store and, unless --no-postgres, a scratch "
+        "PostgreSQL database, table by table, and 30 days of such a query",
+    )
+    only.add_argument(
         "--operator",
         action="store_true",
         help="measure only the instrumented operator, in the JVM and in Python: on the JVM-only "
@@ -207,6 +214,7 @@ def run(args: argparse.Namespace) -> None:
     from benchmarks.prune import prune_figures
     from benchmarks.push import live_figures
     from benchmarks.spark import spark_figures
+    from benchmarks.storage import storage_figures
     from benchmarks.ways_in import ways_in_figures
 
     if args.ways_in:
@@ -220,6 +228,9 @@ def run(args: argparse.Namespace) -> None:
         return
     if args.operator:
         operator_figures(args)
+        return
+    if args.storage:
+        storage_figures(args)
         return
     if not args.dashboard:
         collector_figures(args)

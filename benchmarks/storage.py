@@ -1,0 +1,151 @@
+"""`python -m benchmarks --storage`: what the history costs on disk, table by table.
+
+`--events` instrumented batches (default 2,000) of one query with `--partitions` partitions
+(default 64), a batch every 10 s, go through the real write path (`write_events`, 50 a
+transaction) into a fresh SQLite store and, unless --no-postgres, a scratch PostgreSQL
+database. Each table's size with its indexes is then read from the store itself (SQLite's
+`dbstat`; PostgreSQL's `pg_total_relation_size`, TOAST included), divided by the batches, and
+projected to 30 days of such a query (259,200 batches) and to a fleet of 500 of them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from benchmarks.scratch import scratch_database
+from benchmarks.synthetic import synthetic_progress
+from monitor.collect.progress import parse_progress
+from monitor.store.engine import create_engine
+from monitor.store.migrate import upgrade
+from monitor.store.models import Base
+from monitor.store.writes import write_events
+
+GROUP_SIZE = 50  # batches stored in one transaction
+BATCH_EVERY_MS = 10_000
+MONTH_BATCHES = 30 * 86_400_000 // BATCH_EVERY_MS
+FLEET = 500
+# The tables that grow with every batch; the rest (queries, runs, alerts…) are "other".
+BATCH_TABLES = ("batches", "state_operators", "sources", "partitions", "partition_event_times")
+
+
+def storage_figures(args: argparse.Namespace) -> None:
+    """Bytes per batch on each store, table by table, and what a month of them comes to."""
+    print(
+        f"storage: {args.events:,} instrumented batches of {args.partitions} partitions through "
+        f"the write path (one query, a batch every {BATCH_EVERY_MS // 1000} s), then each "
+        "table's size with its indexes:",
+        flush=True,
+    )
+    for kind, database_url in _each_store(args):
+        engine = create_engine(database_url)
+        try:
+            upgrade(engine)
+            seconds = _fill(engine, args.events, args.partitions)
+            sizes = _table_bytes(engine)
+        finally:
+            engine.dispose()
+        print(f"  {kind} (stored in {seconds:.1f} s): {_summary(sizes, args.events)}", flush=True)
+
+
+def _fill(engine: sa.Engine, batches: int, partitions: int) -> float:
+    """Store `batches` instrumented batches of one query; seconds it took."""
+    query_id, run_id = str(uuid.uuid4()), str(uuid.uuid4())
+    start_ms = (int(time.time() * 1000) // BATCH_EVERY_MS - batches) * BATCH_EVERY_MS
+    started = time.perf_counter()
+    for first in range(0, batches, GROUP_SIZE):
+        events = [
+            parse_progress(
+                synthetic_progress(
+                    query_id,
+                    run_id,
+                    batch_id,
+                    partitions,
+                    start_ms + BATCH_EVERY_MS * batch_id,
+                    instrumented=True,
+                )
+            )
+            for batch_id in range(first, min(first + GROUP_SIZE, batches))
+        ]
+        write_events(engine, events)
+    return time.perf_counter() - started
+
+
+def _table_bytes(engine: sa.Engine) -> dict[str, int]:
+    """Each of the store's tables' bytes, its indexes (and PostgreSQL's TOAST) included."""
+    tables = list(Base.metadata.tables)
+    with engine.connect() as connection:
+        if engine.dialect.name == "sqlite":
+            # dbstat names a page by the table or index it belongs to.
+            owners = {
+                row.name: row.tbl_name
+                for row in connection.execute(
+                    sa.text(
+                        "SELECT name, tbl_name FROM sqlite_schema WHERE type IN ('table', 'index')"
+                    )
+                )
+            }
+            sizes = dict.fromkeys(tables, 0)
+            for name, size in connection.execute(
+                sa.text("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name")
+            ):
+                owner = owners.get(name)
+                if owner in sizes:
+                    sizes[owner] += int(size)
+            return sizes
+        return {
+            table: int(
+                connection.execute(
+                    sa.text("SELECT pg_total_relation_size(CAST(:table AS regclass))"),
+                    {"table": table},
+                ).scalar_one()
+            )
+            for table in tables
+        }
+
+
+def _summary(sizes: dict[str, int], batches: int) -> str:
+    """Bytes a batch in all and by table, the largest first, and the month's projection."""
+    per_batch = {table: sizes[table] / batches for table in BATCH_TABLES}
+    other = sum(size for table, size in sizes.items() if table not in BATCH_TABLES) / batches
+    total = sum(per_batch.values()) + other
+    parts = ", ".join(
+        f"{table} {_bytes(size)}"
+        for table, size in sorted(per_batch.items(), key=lambda item: -item[1])
+    )
+    month = total * MONTH_BATCHES
+    return (
+        f"{_bytes(total)} a batch ({parts}, other tables {_bytes(other)}); 30 days of this "
+        f"query: {_bytes(month)}, of {FLEET} such queries: {_bytes(month * FLEET)}"
+    )
+
+
+def _bytes(size: float) -> str:
+    """A size as people read it: 842 B, 8.3 KB, 10.0 GB (powers of 1,000)."""
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1_000:
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1_000
+    return f"{size:.1f} TB"
+
+
+def _each_store(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
+    """A fresh store at a time: (its kind, its URL), SQLite then PostgreSQL."""
+    with _sqlite_store() as url:
+        yield "SQLite", url
+    if not args.no_postgres:
+        with scratch_database(args.postgres_url, "wmon_bench_storage") as url:
+            yield "PostgreSQL", url
+
+
+@contextmanager
+def _sqlite_store() -> Iterator[str]:
+    with tempfile.TemporaryDirectory(prefix="wmon-storage-") as folder:
+        yield f"sqlite:///{Path(folder) / 'storage.db'}"
