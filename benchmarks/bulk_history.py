@@ -110,7 +110,6 @@ def _batch(query_id: str, batch_id: int, at_ms: int, partitions: int) -> dict[st
         "processed_rows_per_second": float(2 * RECORDS * partitions),
         "trigger_duration_ms": 500 + batch_id % 100,
         "durations_ms": {"triggerExecution": 500 + batch_id % 100},
-        "observed_metrics": {},
         "watermark_advanced_at_ms": at_ms,
         "watermark_skew_ms": skew,
         "flink_watermark_ms": at_ms - DELAY_MS - skew,

@@ -78,14 +78,12 @@ class PartitionOffsets:
 
 @dataclass(frozen=True)
 class SourceProgress:
-    """One source of a batch: raw offsets as Spark reported them, and their partitions."""
+    """One source of a batch: its figures, and its partitions' offsets where the source's
+    offsets have partitions (offsets of other shapes are not kept)."""
 
     source_index: int
     description: str
     kind: str
-    start_offset: str | None
-    end_offset: str | None
-    latest_offset: str | None
     num_input_rows: int | None
     input_rows_per_second: float | None
     processed_rows_per_second: float | None
@@ -152,7 +150,6 @@ class BatchProgress:
     durations_ms: dict[str, int] = field(default_factory=dict)
     operators: tuple[OperatorProgress, ...] = ()
     sources: tuple[SourceProgress, ...] = ()
-    observed_metrics: dict[str, Any] = field(default_factory=dict)
     event_times: tuple[PartitionEventTimes, ...] = ()
 
 

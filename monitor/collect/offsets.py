@@ -41,20 +41,6 @@ def decode(offset: Any) -> Any:
     return offset
 
 
-def encode(offset: Any) -> str | None:
-    """An offset as compact JSON text, as the store keeps it raw. Spark's event log gives
-    offsets as the source's JSON text, `progress.json` as JSON: both are stored alike; text
-    that is not JSON is kept as it is."""
-    if offset is None:
-        return None
-    if isinstance(offset, str):
-        try:
-            offset = json.loads(offset)
-        except (ValueError, RecursionError):
-            return offset
-    return json.dumps(offset, separators=(",", ":"), sort_keys=True)
-
-
 def _is_offset(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and -1 <= value <= INT64_MAX
 

@@ -15,7 +15,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from monitor.collect.observed import ObservationError, partition_event_times
-from monitor.collect.offsets import encode, parse_partitions, source_kind
+from monitor.collect.offsets import parse_partitions, source_kind
 from monitor.events import BatchProgress, OperatorProgress, PartitionEventTimes, SourceProgress
 from monitor.numbers import INT64_MAX, INT64_MIN, NumberError, json_whole, shown
 
@@ -138,16 +138,13 @@ def parse_operator(index: int, doc: dict[str, Any]) -> OperatorProgress:
 
 
 def parse_source(index: int, doc: dict[str, Any]) -> SourceProgress:
-    """One entry of sources[]: raw offsets kept as text, partitions parsed where known."""
+    """One entry of sources[]: its figures, and its partitions where their offsets are known."""
     description = str(doc.get("description") or "")
     start, end, latest = doc.get("startOffset"), doc.get("endOffset"), doc.get("latestOffset")
     return SourceProgress(
         source_index=index,
         description=description,
         kind=source_kind(description),
-        start_offset=encode(start),
-        end_offset=encode(end),
-        latest_offset=encode(latest),
         num_input_rows=_int(doc.get("numInputRows")),
         input_rows_per_second=_rate(doc.get("inputRowsPerSecond")),
         processed_rows_per_second=_rate(doc.get("processedRowsPerSecond")),
@@ -180,7 +177,6 @@ def parse_progress(doc: Any) -> BatchProgress:
         durations_ms=durations,
         operators=tuple(parse_operator(i, op) for i, op in enumerate(_list(doc, "stateOperators"))),
         sources=tuple(parse_source(i, src) for i, src in enumerate(sources)),
-        observed_metrics=observed,
         event_times=_event_times(observed),
     )
 

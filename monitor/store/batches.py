@@ -31,15 +31,13 @@ def batch_of(session: so.Session, query_id: str, batch_id: int) -> Batch | None:
 
 
 def latest_batches(session: so.Session, query_ids: Sequence[str]) -> dict[str, Batch]:
-    """Each query's batch with the highest batch id, by query id; those with none left out.
-    Their observed metrics (the raw JSON, kilobytes a batch) are not read."""
+    """Each query's batch with the highest batch id, by query id; those with none left out."""
     newest = newest_of(Batch.__table__, "batch_id", query_ids)
     batches = session.scalars(
         sa.select(Batch)
         .join(
             newest, sa.and_(Batch.query_id == newest.c.query_id, Batch.batch_id == newest.c.newest)
         )
-        .options(so.defer(Batch.observed_metrics, raiseload=True))
     )
     return {batch.query_id: batch for batch in batches}
 

@@ -101,7 +101,6 @@ class Batch(Base):
     processed_rows_per_second: so.Mapped[float | None] = so.mapped_column(sa.Float)
     trigger_duration_ms: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
     durations_ms: so.Mapped[dict[str, int]] = so.mapped_column(sa.JSON)
-    observed_metrics: so.Mapped[dict[str, Any]] = so.mapped_column(sa.JSON)
     watermark_advanced_at_ms: so.Mapped[int | None] = so.mapped_column(Millis)
     watermark_stalled: so.Mapped[bool] = so.mapped_column(sa.Boolean, server_default=sa.false())
     watermark_rewound: so.Mapped[bool] = so.mapped_column(sa.Boolean, server_default=sa.false())
@@ -145,7 +144,7 @@ class StateOperator(Base):
 
 
 class Source(Base):
-    """One source in one batch, its offsets kept raw as Spark reported them."""
+    """One source in one batch: its figures (its partitions' offsets are `partitions` rows)."""
 
     __tablename__ = "sources"
     __table_args__ = (sa.UniqueConstraint("query_id", "batch_id", "source_index"),)
@@ -156,9 +155,6 @@ class Source(Base):
     source_index: so.Mapped[int] = so.mapped_column(sa.Integer)
     description: so.Mapped[str] = so.mapped_column(sa.Text)
     kind: so.Mapped[str] = so.mapped_column(sa.String(32))
-    start_offset: so.Mapped[str | None] = so.mapped_column(sa.Text)
-    end_offset: so.Mapped[str | None] = so.mapped_column(sa.Text)
-    latest_offset: so.Mapped[str | None] = so.mapped_column(sa.Text)
     num_input_rows: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
     input_rows_per_second: so.Mapped[float | None] = so.mapped_column(sa.Float)
     processed_rows_per_second: so.Mapped[float | None] = so.mapped_column(sa.Float)

@@ -1,6 +1,6 @@
 import pytest
 
-from monitor.collect.offsets import decode, encode, parse_partitions, source_kind
+from monitor.collect.offsets import parse_partitions, source_kind
 
 
 def _table(partitions):
@@ -82,14 +82,3 @@ def test_parse_partitions(start, end, latest, expected):
 )
 def test_source_kind(description, kind):
     assert source_kind(description) == kind
-
-
-@pytest.mark.parametrize(
-    "offset, text",
-    [(None, None), (5, "5"), ({"t": {"1": 2, "0": 1}}, '{"t":{"0":1,"1":2}}'), ("raw", "raw")],
-    ids=["none", "number", "dict", "text"],
-)
-def test_encode_keeps_offsets_as_compact_json(offset, text):
-    assert encode(offset) == text
-    if isinstance(offset, (int, dict)):
-        assert decode(text) == offset

@@ -21,7 +21,10 @@ from monitor.collect.spark_events import (
 from monitor.events import QueryStarted, QueryTerminated
 from tests.support.progress import fixture, progress_doc
 
-TASK = json.dumps({"batch": 2, "delay_ms": 10_000, "late_watermark_ms": None, "partitions": {}})
+MEASURED = {"records": 3, "min_ms": 1_000, "max_ms": 2_000, "late": 0, "samples": []}
+TASK = json.dumps(
+    {"batch": 2, "delay_ms": 10_000, "late_watermark_ms": None, "partitions": {"t/0": MEASURED}}
+)
 
 
 def as_in_event_log(progress: dict) -> dict:
@@ -51,7 +54,7 @@ def test_the_event_logs_form_of_a_progress_is_the_same_batch():
     logged["sources"][0]["processedRowsPerSecond"] = 55.04999
     batch = parse_progress(logged)
     assert batch == parse_progress(progress)
-    assert batch.observed_metrics == {"wmon": {"tasks": [TASK]}}
+    assert [times.partition for times in batch.event_times] == ["t/0"]
     assert (batch.num_input_rows, batch.input_rows_per_second) == (60, 30.0)
 
 

@@ -684,7 +684,6 @@ def test_a_batch_with_malformed_figures_is_kept_and_the_figures_logged(caplog, o
     with caplog.at_level(logging.ERROR, logger="monitor.collect.progress"):
         progress = parse_progress(doc)
     assert (progress.batch_id, progress.num_input_rows, progress.event_times) == (9, 40, ())
-    assert progress.observed_metrics == observed
     [record] = caplog.records
     assert record.levelno == logging.ERROR
     prefix = "wmon: ignored the instrumented operator's figures: "

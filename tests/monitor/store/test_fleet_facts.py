@@ -51,7 +51,6 @@ def _batch(k: int, batch_id: int, at_ms: int) -> Batch:
         batch_time_ms=at_ms,
         watermark_ms=None if batch_id == 0 else at_ms - 10_000 * (batch_id % 4),
         durations_ms={},
-        observed_metrics={},
         watermark_stalled=(batch_id + k) % 3 == 0,
         watermark_rewound=(batch_id * k) % 5 == 1,
         watermark_skew_ms=batch_id * 10 if k % 2 else None,

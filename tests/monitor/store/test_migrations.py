@@ -131,3 +131,48 @@ def test_alerts_become_one_per_query_and_rule_and_live_partition_ones_end_told(
         kept = connection.execute(sa.text("SELECT id, partition FROM alerts ORDER BY id")).all()
     assert [tuple(row) for row in kept] == [(1, "t/1"), (2, "t/2"), (3, "t/3"), (4, "")]
     engine.dispose()
+
+
+def test_the_raw_observed_metrics_and_offsets_go_and_their_batches_stay(empty_database_url):
+    """Upgrading to 0019: the batches and sources keep every other figure."""
+    engine = create_engine(empty_database_url)
+    _to(engine, "0018")
+    with engine.begin() as connection:
+        connection.execute(
+            sa.text(
+                "INSERT INTO queries (id, run_id, status, updated_at_ms) "
+                "VALUES ('q', 'r', 'active', 1000)"
+            )
+        )
+        connection.execute(
+            sa.text(
+                "INSERT INTO batches (id, query_id, batch_id, run_id, batch_time_ms,"
+                " num_input_rows, durations_ms, observed_metrics)"
+                " VALUES (1, 'q', 7, 'r', 1000, 40, '{}', :observed)"
+            ),
+            {"observed": json.dumps({"wmon": {"tasks": ["{}"]}})},
+        )
+        connection.execute(
+            sa.text(
+                "INSERT INTO sources (id, query_id, batch_id, source_index, description, kind,"
+                " start_offset, end_offset, num_input_rows)"
+                " VALUES (1, 'q', 7, 0, 'KafkaV2[Subscribe[t]]', 'kafka', :start, :end, 40)"
+            ),
+            {"start": '{"t":{"0":1}}', "end": '{"t":{"0":41}}'},
+        )
+    migrate.upgrade(engine)
+    with engine.connect() as connection:
+        batches = connection.execute(
+            sa.text("SELECT query_id, batch_id, num_input_rows FROM batches")
+        ).all()
+        sources = connection.execute(
+            sa.text("SELECT batch_id, description, kind, num_input_rows FROM sources")
+        ).all()
+    inspector = sa.inspect(engine)
+    assert "observed_metrics" not in {c["name"] for c in inspector.get_columns("batches")}
+    assert not {"start_offset", "end_offset", "latest_offset"} & {
+        c["name"] for c in inspector.get_columns("sources")
+    }
+    assert [tuple(row) for row in batches] == [("q", 7, 40)]
+    assert [tuple(row) for row in sources] == [(7, "KafkaV2[Subscribe[t]]", "kafka", 40)]
+    engine.dispose()
