@@ -308,6 +308,15 @@ def test_the_history_page_loads_a_range_and_exports_csv(engine, serve, page, tmp
     page.click("button[data-range='day']")
     page.wait_for_url(re.compile(r"\?range=day$"), timeout=WAIT_MS)
     assert page.get_attribute("button[data-range='day']", "aria-pressed") == "true"
+    # 30 days: the range line gives both ends their dates, the end's today included.
+    page.click("button[data-range='month']")
+    page.wait_for_url(re.compile(r"\?range=month$"), timeout=WAIT_MS)
+    page.wait_for_function(
+        "() => / to \\d{4}-\\d\\d-\\d\\d \\d\\d:/.test("
+        "document.getElementById('range-note').textContent)",
+        timeout=WAIT_MS,
+    )
+    assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d to ", note.text_content())
 
     # The last 10 minutes, chosen with the date inputs: batches 100 to 119.
     page.fill("input[name=from]", local_input(page, NOW - 600_000 - 1_000))

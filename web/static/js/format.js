@@ -101,9 +101,20 @@ function date(moment) {
 export function clock(ms) {
   if (ms === null || ms === undefined) return DASH;
   const moment = new Date(ms);
-  const time = `${pad(moment.getHours())}:${pad(moment.getMinutes())}:${pad(moment.getSeconds())}`;
-  if (moment.toDateString() === new Date().toDateString()) return time;
-  return `${date(moment)} ${time}`;
+  if (moment.toDateString() === new Date().toDateString()) return timeOfDay(moment);
+  return `${date(moment)} ${timeOfDay(moment)}`;
+}
+
+// A time range: both ends with their dates when they fall on different days ("2026-10-28
+// 14:00:00 to 2026-11-27 14:00:00"), else as clock writes them.
+export function span(fromMs, toMs) {
+  const [from, to] = [new Date(fromMs), new Date(toMs)];
+  if (from.toDateString() === to.toDateString()) return `${clock(fromMs)} to ${clock(toMs)}`;
+  return `${date(from)} ${timeOfDay(from)} to ${date(to)} ${timeOfDay(to)}`;
+}
+
+function timeOfDay(moment) {
+  return `${pad(moment.getHours())}:${pad(moment.getMinutes())}:${pad(moment.getSeconds())}`;
 }
 
 // An axis tick: the date for steps of a day or more, else the time to the minute or second.

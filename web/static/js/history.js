@@ -12,10 +12,10 @@ import {
 import { AlertBook, showAlertCount } from "./alertbook.js";
 import { Diagnosis, diagnosisUrl } from "./diagnosis.js";
 import { getJson, queryUrl, setText, showError } from "./dom.js";
-import { clock, count, duration, localInput } from "./format.js";
+import { count, duration, localInput, span } from "./format.js";
 import { connect } from "./live.js";
 
-const SPANS = { hour: 3_600_000, day: 86_400_000, week: 7 * 86_400_000 };
+const SPANS = { hour: 3_600_000, day: 86_400_000, week: 7 * 86_400_000, month: 30 * 86_400_000 };
 const queryId = document.querySelector("main").dataset.query;
 const $ = (id) => document.getElementById(id);
 const form = $("range");
@@ -115,7 +115,7 @@ let asked = 0;
 
 // The diagnosis over the range, read once the charts are in, so that they show first.
 async function showDiagnosis(range, mine) {
-  const words = `from ${clock(range.from)} to ${clock(range.to)}`;
+  const words = `from ${span(range.from, range.to)}`;
   diagnosis.reading(words);
   const body = await getJson(diagnosisUrl(queryId, range.from, range.to));
   if (mine === asked) diagnosis.show(body, words);
@@ -138,7 +138,7 @@ async function show(wanted) {
   const total = batches.series.batches.reduce((a, b) => a + b, 0);
   setText(
     $("range-note"),
-    `${clock(range.from)} to ${clock(range.to)} (local time): ${count(total)} batches, ` +
+    `${span(range.from, range.to)} (local time): ${count(total)} batches, ` +
       `${count(Object.keys(partitions.partitions).length)} partitions, ` +
       `in intervals of ${duration(batches.bucket_ms)}`,
   );
