@@ -53,14 +53,10 @@ def _to(engine, revision, command_name="upgrade"):
         getattr(command, command_name)(migrate.alembic_config(connection), revision)
 
 
-def test_alerts_become_one_per_query_and_rule_and_live_partition_ones_end_told(
-    empty_database_url,
-):
-    """Upgrading to 0017: a live alert about one partition is resolved (a pending one
-    cancelled) with an event saying why, its resolved notification queued to whoever heard it
-    fire; history keeps its partition as a list of one; the query's own alert lives on."""
-    engine = create_engine(empty_database_url)
-    _to(engine, "0016")
+def store_at(database_url, revision):
+    """A store migrated up to `revision`, holding query 'q' (run 'r')."""
+    engine = create_engine(database_url)
+    _to(engine, revision)
     with engine.begin() as connection:
         connection.execute(
             sa.text(
@@ -68,6 +64,17 @@ def test_alerts_become_one_per_query_and_rule_and_live_partition_ones_end_told(
                 "VALUES ('q', 'r', 'active', 1000)"
             )
         )
+    return engine
+
+
+def test_alerts_become_one_per_query_and_rule_and_live_partition_ones_end_told(
+    empty_database_url,
+):
+    """Upgrading to 0017: a live alert about one partition is resolved (a pending one
+    cancelled) with an event saying why, its resolved notification queued to whoever heard it
+    fire; history keeps its partition as a list of one; the query's own alert lives on."""
+    engine = store_at(empty_database_url, "0016")
+    with engine.begin() as connection:
         for row_id, partition, state, rule in [
             (1, "t/1", "firing", "partition_stalled"),
             (2, "t/2", "pending", "partition_idle"),
@@ -135,15 +142,8 @@ def test_alerts_become_one_per_query_and_rule_and_live_partition_ones_end_told(
 
 def test_the_raw_observed_metrics_and_offsets_go_and_their_batches_stay(empty_database_url):
     """Upgrading to 0019: the batches and sources keep every other figure."""
-    engine = create_engine(empty_database_url)
-    _to(engine, "0018")
+    engine = store_at(empty_database_url, "0018")
     with engine.begin() as connection:
-        connection.execute(
-            sa.text(
-                "INSERT INTO queries (id, run_id, status, updated_at_ms) "
-                "VALUES ('q', 'r', 'active', 1000)"
-            )
-        )
         connection.execute(
             sa.text(
                 "INSERT INTO batches (id, query_id, batch_id, run_id, batch_time_ms,"
