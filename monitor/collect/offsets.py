@@ -69,7 +69,7 @@ def parse_partitions(start: Any, end: Any, latest: Any) -> tuple[PartitionOffset
     """The partitions of one source, from its start, end and latest offsets.
 
     Partitions come from the end offset (what the batch read up to); an unknown
-    shape gives no partitions, never an error: the raw offsets are kept elsewhere.
+    shape gives no partitions, never an error (the source's figures are kept without them).
     """
     ends = partition_positions(end)
     if ends is None:
