@@ -167,7 +167,6 @@ class Partition(Base):
     __table_args__ = (
         sa.UniqueConstraint("query_id", "batch_id", "source_index", "partition"),
         sa.Index(None, "query_id", "batch_time_ms"),
-        sa.Index(None, "query_id", "partition", "batch_time_ms"),
     )
 
     id: so.Mapped[int] = so.mapped_column(RowId, primary_key=True)
@@ -198,7 +197,6 @@ class PartitionEventTime(Base):
     __tablename__ = "partition_event_times"
     __table_args__ = (
         sa.UniqueConstraint("query_id", "batch_id", "partition"),
-        sa.Index(None, "query_id", "partition", "batch_time_ms"),
         # The few rows with future-dated records, by time, without reading the others.
         sa.Index(
             "ix_partition_event_times_future",
