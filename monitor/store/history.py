@@ -157,6 +157,8 @@ SAMPLED_FIELDS = (
 # query's first batch; the offset it started from is not known.
 TOTALS = {"late_records": ("late_records_total", 0), "records": ("end_offset", None)}
 PARTITION_FIELDS = (*SAMPLED_FIELDS, *(total for total, _ in TOTALS.values()))
+# The series partition_series gives each partition, besides their times.
+PARTITION_SERIES = (*SAMPLED_FIELDS, *TOTALS)
 
 
 def _partition_rows(
@@ -187,7 +189,7 @@ def _partition_series(
     rows: dict[tuple[str, int], dict[str, Any]],
     window: Window,
 ) -> Series:
-    series: Series = {"time_ms": []} | {field: [] for field in (*SAMPLED_FIELDS, *TOTALS)}
+    series: Series = {"time_ms": []} | {field: [] for field in PARTITION_SERIES}
     last = rows.get((name, before), {}) if before is not None else {}
     for bucket in sorted(ends):
         row = rows.get((name, ends[bucket]))

@@ -483,6 +483,17 @@ def test_partition_history_per_bucket(engine, client):
     assert t1["offset_lag"] == [0, 0, 0] and t1["stalled"] == [False] * 3
 
 
+def test_partition_history_keeps_the_fields_asked_for(engine, client):
+    write_partition_history(engine)
+    url = f"/api/queries/ph/partitions/history?from={T0 + 1_000}&to={T0 + 7_000}&points=3"
+    every = ok(client.get(url))["partitions"]
+    asked = ok(client.get(f"{url}&fields=offset_lag,late_records"))["partitions"]
+    assert sorted(asked) == sorted(every) == ["t/0", "t/1"]
+    kept = ("time_ms", "offset_lag", "late_records")
+    for name, series in asked.items():
+        assert series == {key: every[name][key] for key in kept}
+
+
 def test_the_first_bucket_of_a_query_counts_late_records_from_zero(engine, client):
     write_partition_history(engine)
     url = f"/api/queries/ph/partitions/history?from={T0}&to={T0 + 2_000}&points=1"
@@ -544,6 +555,8 @@ def test_timer_snapshots_oldest_first(engine, client):
         ("batches?points=many", "points"),
         ("partitions/history?from=x", "from"),
         ("partitions/history?points=-3", "points"),
+        ("partitions/history?fields=offset_lag,lag", "fields"),
+        ("partitions/history?fields=", "fields"),
         ("history.csv?to=soon", "to"),
         ("timers?limit=0", "limit"),
         ("timers?limit=ten", "limit"),

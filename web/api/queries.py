@@ -13,7 +13,13 @@ from flask import Blueprint, Response, current_app, request, stream_with_context
 from monitor.health.status import Status, query_status
 from monitor.numbers import INT64_MAX, shown
 from monitor.store.batches import latest_batch, rows_dropped
-from monitor.store.history import CSV_COLUMNS, batch_series, csv_rows, partition_series
+from monitor.store.history import (
+    CSV_COLUMNS,
+    PARTITION_SERIES,
+    batch_series,
+    csv_rows,
+    partition_series,
+)
 from monitor.store.models import Batch, Query
 from monitor.store.partitions import partition_details
 from monitor.store.queries import find_query, list_queries
@@ -157,17 +163,38 @@ def batches(ref: str) -> dict[str, Any]:
     }
 
 
+def _series_fields(args: Mapping[str, str]) -> frozenset[str]:
+    """`fields`: the partition series wanted, comma-separated; every one by default."""
+    text = args.get("fields")
+    if text is None:
+        return frozenset(PARTITION_SERIES)
+    wanted = text.split(",")
+    for name in wanted:
+        if name not in PARTITION_SERIES:
+            raise BadParameter(
+                f"fields must be one or more of {', '.join(PARTITION_SERIES)}, comma-separated, "
+                f"not {shown(name)}"
+            )
+    return frozenset(wanted)
+
+
 @bp.get("/queries/<ref>/partitions/history")
 def partition_history(ref: str) -> dict[str, Any]:
-    """Per-partition series over a time range, downsampled into at most `points` buckets."""
+    """Per-partition series over a time range, downsampled into at most `points` buckets;
+    `fields` keeps only the series named (their times always come)."""
     session, found = db.session(), _query(ref)
     span = window(request.args, _default_to_ms(session, found, Lens.of(current_app)))
+    wanted = _series_fields(request.args) | {"time_ms"}
+    series = partition_series(session, found.id, span)
     return {
         "query": found.id,
         "from_ms": span.from_ms,
         "to_ms": span.to_ms,
         "bucket_ms": span.bucket_ms,
-        "partitions": partition_series(session, found.id, span),
+        "partitions": {
+            name: {field: values for field, values in each.items() if field in wanted}
+            for name, each in series.items()
+        },
     }
 
 

@@ -16,6 +16,8 @@ import { count, duration, localInput, span } from "./format.js";
 import { connect } from "./live.js";
 
 const SPANS = { hour: 3_600_000, day: 86_400_000, week: 7 * 86_400_000, month: 30 * 86_400_000 };
+// The partition series the charts draw: the API leaves the others out.
+const DRAWN = "partition_watermark_ms,offset_lag,late_records";
 const queryId = document.querySelector("main").dataset.query;
 const $ = (id) => document.getElementById(id);
 const form = $("range");
@@ -131,7 +133,7 @@ async function show(wanted) {
   const query = `from=${range.from}&to=${range.to}&points=${pointsFor(figure)}`;
   const [batches, partitions] = await Promise.all([
     getJson(`${queryUrl(queryId, "batches")}?${query}`),
-    getJson(`${queryUrl(queryId, "partitions", "history")}?${query}`),
+    getJson(`${queryUrl(queryId, "partitions", "history")}?${query}&fields=${DRAWN}`),
   ]);
   if (mine !== asked) return;
   loadCharts(batches.series, partitions.partitions);
