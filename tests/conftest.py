@@ -19,15 +19,9 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The longest tests first, then the other end-to-end ones: under `make test` the workers
-    take files in this order, and the longest (the whole demo, three minutes) left for last
-    would run alone at the end."""
-    items.sort(
-        key=lambda item: (
-            item.get_closest_marker("longest") is None,
-            item.get_closest_marker("e2e") is None,
-        )
-    )
+    """The slow end-to-end files first: under `make test` the workers take files in this
+    order, and the longest (the whole demo, three minutes) left for last would run alone."""
+    items.sort(key=lambda item: item.get_closest_marker("e2e") is None)
 
 
 @pytest.fixture(scope="session")

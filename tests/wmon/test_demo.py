@@ -21,7 +21,7 @@ from streaming.demo import DEMO_SCENARIOS
 from tests.support.network import closed_port
 from tests.support.waiting import wait_until
 
-pytestmark = [pytest.mark.e2e, pytest.mark.longest, pytest.mark.spark]
+pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 ALERTS_DOC = Path(__file__).parents[2] / "docs" / "alerts.md"
 # An alert as the demo's table in docs/alerts.md lists it.
 Alert = tuple[str, str, str, str | None]
