@@ -18,12 +18,6 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The slow end-to-end files first: under `make test` the workers take files in this
-    order, and the longest (the whole demo, three minutes) left for last would run alone."""
-    items.sort(key=lambda item: item.get_closest_marker("e2e") is None)
-
-
 @pytest.fixture(scope="session")
 def spark():
     """The one SparkSession of the test run, with the partitioned-log source registered."""
