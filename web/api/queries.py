@@ -11,7 +11,7 @@ import sqlalchemy.orm as so
 from flask import Blueprint, Response, current_app, request, stream_with_context
 
 from monitor.health.status import Status, query_status
-from monitor.numbers import INT64_MAX, shown
+from monitor.numbers import INT64_MAX
 from monitor.store.batches import latest_batch, rows_dropped
 from monitor.store.history import (
     CSV_COLUMNS,
@@ -39,8 +39,8 @@ from web.api.payloads import (
 from web.guards.params import (
     MAX_LIMIT,
     NAME_LENGTH,
-    BadParameter,
     bounded,
+    choices,
     text_field,
     time_range,
     window,
@@ -61,21 +61,6 @@ def _default_to_ms(session: so.Session, query: Query, lens: Lens) -> int:
     stopped yesterday opens on its last hour."""
     latest = latest_batch(session, query.id)
     return lens.now_ms if latest is None else latest.batch_time_ms + 1
-
-
-def _statuses(args: Mapping[str, str]) -> frozenset[str] | None:
-    """`status`: one or more statuses, comma-separated; None when not given."""
-    text = args.get("status")
-    if text is None:
-        return None
-    wanted = text.split(",")
-    for label in wanted:
-        if label not in STATUS_LABELS:
-            raise BadParameter(
-                f"status must be one or more of {', '.join(STATUS_LABELS)}, comma-separated, "
-                f"not {shown(label)}"
-            )
-    return frozenset(wanted)
 
 
 def _page(args: Mapping[str, str]) -> slice:
@@ -99,7 +84,8 @@ def queries() -> dict[str, Any]:
     """Every query with its status and figures, the most urgent first; `q` (a piece of the
     name), `status`, `limit` and `offset` narrow it, and `total` counts the queries that match."""
     args = request.args
-    text, statuses, page = text_field(args, "q", NAME_LENGTH), _statuses(args), _page(args)
+    text, page = text_field(args, "q", NAME_LENGTH), _page(args)
+    statuses = choices(args, "status", STATUS_LABELS)
     session, lens = db.session(), Lens.of(current_app)
     rows = overview(session, _named(list_queries(session), text), lens)
     matching = [row for row in rows if statuses is None or row["status"] in statuses]
@@ -163,28 +149,14 @@ def batches(ref: str) -> dict[str, Any]:
     }
 
 
-def _series_fields(args: Mapping[str, str]) -> frozenset[str]:
-    """`fields`: the partition series wanted, comma-separated; every one by default."""
-    text = args.get("fields")
-    if text is None:
-        return frozenset(PARTITION_SERIES)
-    wanted = text.split(",")
-    for name in wanted:
-        if name not in PARTITION_SERIES:
-            raise BadParameter(
-                f"fields must be one or more of {', '.join(PARTITION_SERIES)}, comma-separated, "
-                f"not {shown(name)}"
-            )
-    return frozenset(wanted)
-
-
 @bp.get("/queries/<ref>/partitions/history")
 def partition_history(ref: str) -> dict[str, Any]:
     """Per-partition series over a time range, downsampled into at most `points` buckets;
     `fields` keeps only the series named (their times always come)."""
     session, found = db.session(), _query(ref)
     span = window(request.args, _default_to_ms(session, found, Lens.of(current_app)))
-    wanted = _series_fields(request.args) | {"time_ms"}
+    fields = choices(request.args, "fields", PARTITION_SERIES)
+    wanted = {"time_ms", *(PARTITION_SERIES if fields is None else fields)}
     series = partition_series(session, found.id, span)
     return {
         "query": found.id,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -62,6 +62,21 @@ def bounded(args: Mapping[str, str], name: str, default: int, low: int, high: in
         return whole(text, name, low, high)
     except NumberError as error:
         raise BadParameter(str(error)) from None
+
+
+def choices(args: Mapping[str, str], name: str, known: Sequence[str]) -> frozenset[str] | None:
+    """One or more of `known`, comma-separated; None when absent."""
+    text = args.get(name)
+    if text is None:
+        return None
+    wanted = text.split(",")
+    for choice in wanted:
+        if choice not in known:
+            raise BadParameter(
+                f"{name} must be one or more of {', '.join(known)}, comma-separated, "
+                f"not {shown(choice)}"
+            )
+    return frozenset(wanted)
 
 
 def epoch_ms(name: str, text: str) -> int:
