@@ -90,7 +90,13 @@ def ingest_logs(args: argparse.Namespace) -> None:
     if not migrate.is_current(engine):
         migrate.upgrade(engine)
     progress = Progress(sys.stderr)
-    ingester = Ingester(engine, args.urls, configured_timeouts(), report=progress.problem)
+    ingester = Ingester(
+        engine,
+        args.urls,
+        configured_timeouts(),
+        report=progress.problem,
+        following=args.follow,
+    )
 
     def show(application: Application, number: int, of: int) -> None:
         progress.application(application, number, of, ingester.totals)

@@ -37,7 +37,15 @@ from monitor.collect.spark_events import (
 from monitor.collect.writer import TRANSIENT_ERRORS
 from monitor.events import BatchProgress, Event, QueryIdle, QueryStarted, QueryTerminated
 from monitor.health.predicates import Timeouts
-from monitor.ingest.logfiles import Application, LogError, LogFile, discover
+from monitor.ingest.logfiles import (
+    Application,
+    LogEndsShort,
+    LogError,
+    LogFile,
+    discover,
+    filesystem,
+    size_of,
+)
 from monitor.ingest.reader import LogLine, LogReader, Position
 from monitor.store.engine import error_reason
 from monitor.store.models import LogPosition
@@ -52,6 +60,8 @@ LINES_PER_WRITE = 1_000
 APPLICATION_END = "SparkListenerApplicationEnd"
 # Spark logs no end of a query whose application stops under it (spark.stop() without
 # query.stop(), a killed driver): its run ends with the application, failed, saying so.
+# How long a file found ending short while following may stay so before it is reported.
+SHORT_GRACE_S = 10.0
 UNSTOPPED = "the Spark application ended while this run was active; Spark logged no end of it"
 
 
@@ -98,7 +108,12 @@ class _AppState:
 
 class Ingester:
     """Reads the event logs at `urls` into the store on `engine`; call `step` once for a
-    backfill, again and again to follow. `report` gets each problem in one line."""
+    backfill, again and again to follow (`following`). `report` gets each problem in one line.
+
+    While following, a complete file that ends inside a line or frame may be one still being
+    copied in (an application's directory copied into the history folder): it is read again
+    from its stored position at the next step, and reported and left only if it has not grown.
+    """
 
     def __init__(
         self,
@@ -107,11 +122,14 @@ class Ingester:
         timeouts: Timeouts,
         report: Callable[[str], None] = log.warning,
         max_backoff: float = 5.0,
+        following: bool = False,
     ) -> None:
         self._engine, self._urls, self._timeouts = engine, list(urls), timeouts
-        self._report, self._max_backoff = report, max_backoff
+        self._report, self._max_backoff, self._following = report, max_backoff, following
         self._apps: dict[str, _AppState] = {}
         self._broken: set[str] = set()
+        self._short: dict[str, _Short] = {}
+        self._counted: set[str] = set()
         self.totals = Totals()
 
     def discover(self) -> list[Application]:
@@ -164,6 +182,8 @@ class Ingester:
         files = [file for file in state.application.files if file.key not in done]
         positions = stored_positions(self._engine, [file.key for file in files]) if files else {}
         for file in files:
+            if file.key in self._short and not self._grown(file):
+                return
             if file.compacted and state.read_before and file.key not in positions:
                 self._problem(
                     f"{file.url}: skipped: the history server compacted files this ingest had"
@@ -184,7 +204,9 @@ class Ingester:
             if reader is None:
                 start = Position(stored.bytes_read, stored.lines_read) if stored else Position()
                 reader = state.readers[file.key] = LogReader(file, start)
-                self.totals.files += 1
+                if file.key not in self._counted:
+                    self._counted.add(file.key)
+                    self.totals.files += 1
             else:
                 reader.relocate(file)
         except LogError as error:
@@ -198,6 +220,13 @@ class Ingester:
             bytes_before = reader.bytes_read
             try:
                 lines = reader.read(LINES_PER_WRITE)
+            except LogEndsShort as error:
+                if not self._following:
+                    self._give_up(reader.file.key, str(error))
+                    return True
+                self._short[reader.file.key] = _Short(error, time.monotonic())
+                del state.readers[reader.file.key]
+                return False
             except LogError as error:
                 self._give_up(reader.file.key, str(error))
                 # A broken file of a rolling log must not hold back the files after it.
@@ -294,6 +323,26 @@ class Ingester:
             time.sleep(backoff)
             backoff = min(backoff * 2, self._max_backoff)
 
+    def _grown(self, file: LogFile) -> bool:
+        """Whether a file found ending short has changed size since: then it is read again.
+        One that stays the same for SHORT_GRACE_S is reported, once."""
+        short = self._short[file.key]
+        try:
+            size = size_of(*filesystem(file.url), file.url)
+        except LogError as error:
+            del self._short[file.key]
+            self._give_up(file.key, str(error))
+            return False
+        if size != short.error.size:
+            del self._short[file.key]
+            return True
+        if not short.reported and time.monotonic() - short.since >= SHORT_GRACE_S:
+            short.reported = True
+            self._problem(
+                f"{short.error} (waited {SHORT_GRACE_S:g} s for the rest; read again if it grows)"
+            )
+        return False
+
     def _give_up(self, key: str, message: str) -> None:
         """A file that cannot be read: reported once, then left alone."""
         self._broken.add(key)
@@ -302,6 +351,15 @@ class Ingester:
     def _problem(self, message: str) -> None:
         self.totals.problems += 1
         self._report(message)
+
+
+@dataclass
+class _Short:
+    """A complete file found ending short while following, and since when."""
+
+    error: LogEndsShort
+    since: float
+    reported: bool = False
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,15 @@ class LogError(Exception):
         super().__init__(f"{where}: {reason}")
 
 
+class LogEndsShort(LogError):
+    """A complete file that ends inside its last line or compressed frame, at `size` bytes:
+    truncated, or still being copied in."""
+
+    def __init__(self, url: str, reason: str, line: int, size: int) -> None:
+        super().__init__(url, reason, line)
+        self.size = size
+
+
 @dataclass(frozen=True)
 class LogFile:
     """One file of an application's event log.
@@ -133,6 +142,20 @@ def filesystem(url: str) -> tuple[fsspec.AbstractFileSystem, str]:
         return fsspec.core.url_to_fs(url)
     except (ImportError, ValueError, OSError) as error:
         raise LogError(url, f"no file system for this URL: {error}") from error
+
+
+def size_of(fs: fsspec.AbstractFileSystem, path: str, url: str) -> int:
+    """The size of a file now (never a cached one), or a LogError."""
+    try:
+        fs.invalidate_cache(path)
+        size = fs.size(path)
+    except FileNotFoundError as error:
+        raise LogError(url, "vanished: the file no longer exists") from error
+    except OSError as error:
+        raise LogError(url, f"cannot be read: {error}") from error
+    if size is None:
+        raise LogError(url, "cannot be read: its file system gives no size")
+    return int(size)
 
 
 def discover(url: str, errors: list[LogError] | None = None) -> list[Application]:

@@ -14,15 +14,17 @@ line's ``end`` with what was made of it; a new reader from that position returns
 line, nothing skipped or repeated. An uncompressed file is read from the position on; a
 compressed one is decompressed from its start, skipping to the position. Every failure
 (corrupt or truncated data, a file that is unreadable or gone, an unknown codec) raises
-``LogError`` with the file's URL and, where known, the line number.
+``LogError`` with the file's URL and, where known, the line number; a complete file that ends
+inside a line or compressed frame raises its subclass ``LogEndsShort``, with the file's size.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NoReturn
 
 from monitor.ingest.codecs import CodecError, decompressor
-from monitor.ingest.logfiles import LogError, LogFile, filesystem
+from monitor.ingest.logfiles import LogEndsShort, LogError, LogFile, filesystem, size_of
 
 # Compressed bytes read from storage at a time: a 128 MiB rolled file is never held whole.
 CHUNK_SIZE = 1 << 20
@@ -111,17 +113,11 @@ class LogReader:
             if self._broken is not None:
                 return
         if self._offset >= size and self.file.complete and b"\n" not in self._pending:
-            self._finish()
+            self._finish(size)
 
     def _size(self) -> int:
-        try:
-            self._fs.invalidate_cache(self._path)
-            size = self._fs.size(self._path)
-        except FileNotFoundError as error:
-            raise LogError(self.file.url, "vanished: the file no longer exists") from error
-        except OSError as error:
-            raise LogError(self.file.url, f"cannot be read: {error}") from error
-        if size is None or size < self._offset:
+        size = size_of(self._fs, self._path, self.file.url)
+        if size < self._offset:
             raise self._fail(f"the file is shorter ({size} bytes) than what was read from it")
         return size
 
@@ -179,17 +175,24 @@ class LogReader:
         del self._pending[:start]
         return lines
 
-    def _finish(self) -> None:
-        """The whole of a complete file has been read: anything left over is truncation."""
+    def _finish(self, size: int) -> None:
+        """The whole of a complete file, `size` bytes, has been read: anything left over
+        means it ends short."""
         if self._skip:
-            raise self._fail(f"the file ends before the position (offset {self.position.offset})")
+            self._ends_short(
+                size, f"the file ends before the position (offset {self.position.offset})"
+            )
         try:
             self._decompressor.finish()
         except CodecError as error:
-            raise self._fail(str(error)) from error
+            self._ends_short(size, str(error), error)
         if self._pending:
-            raise self._fail("truncated: the last line has no end")
+            self._ends_short(size, "truncated: the last line has no end")
         self.done = True
+
+    def _ends_short(self, size: int, reason: str, cause: Exception | None = None) -> NoReturn:
+        self._broken = LogEndsShort(self.file.url, reason, self.position.line + 1, size)
+        raise self._broken from cause
 
     def _fail(self, reason: str) -> LogError:
         """A LogError at the next line; the decompression state is lost, so it sticks."""

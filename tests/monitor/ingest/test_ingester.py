@@ -242,11 +242,47 @@ def test_wmon_ingest_exits_1_when_something_was_not_stored(event_logs, tmp_path)
     assert "5 events stored" in done.stdout, "the readable application is stored"
 
 
+def test_an_application_copied_in_while_followed_is_read_whole_once_its_file_is(
+    event_logs, tmp_path, monkeypatch
+):
+    """A finished application copied into the history folder: its status file first, then its
+    events file in two parts; one that stays short past the grace is reported, once."""
+    history = tmp_path / "history"
+    (source,) = event_logs.directory("zstd").iterdir()
+    copied = history / source.name
+    copied.mkdir(parents=True)
+    for status in source.glob("appstatus_*"):
+        shutil.copy(status, copied)
+    (events,) = source.glob("events_*")
+    data = events.read_bytes()
+    (copied / events.name).write_bytes(data[: len(data) // 2])
+    engine, problems = store(tmp_path / "wmon.db"), []
+    follower = Ingester(engine, [str(history)], Timeouts(), report=problems.append, following=True)
+    follower.step()
+    follower.step()
+    assert (problems, statuses(engine)) == ([], ["active"]), "the lines so far, and waiting"
+
+    monkeypatch.setattr(ingester_module, "SHORT_GRACE_S", 0.0)
+    follower.step()
+    follower.step()
+    [waited] = problems
+    assert waited.endswith(
+        "the last frame is incomplete (waited 0 s for the rest; read again if it grows)"
+    )
+
+    (copied / events.name).write_bytes(data)
+    follower.step()
+    assert statuses(engine) == ["terminated"]
+    assert (follower.totals.files, follower.totals.events) == (1, 5)
+    assert len(problems) == 1
+
+
 def test_wmon_ingest_follow_picks_up_new_applications_until_interrupted(event_logs, tmp_path):
     history = tmp_path / "history"
     history.mkdir()
     database_url = f"sqlite:///{tmp_path / 'wmon.db'}"
     env = dict(os.environ, WMON_DATABASE_URL=database_url)
+    engine = store(tmp_path / "wmon.db")
     follower = subprocess.Popen(
         [WMON, "ingest", "--follow", "--interval", "0.2", str(history)],
         stdout=subprocess.PIPE,
@@ -255,7 +291,6 @@ def test_wmon_ingest_follow_picks_up_new_applications_until_interrupted(event_lo
         env=env,
     )
     try:
-        engine = store(tmp_path / "wmon.db")
         for count, variant in enumerate(("zstd", "snappy"), 1):
             (application,) = event_logs.directory(variant).iterdir()
             shutil.copytree(application, history / application.name)

@@ -4,7 +4,7 @@ from dataclasses import replace
 
 import pytest
 
-from monitor.ingest.logfiles import LogError, discover
+from monitor.ingest.logfiles import LogEndsShort, LogError, discover
 from monitor.ingest.reader import LogLine, LogReader, Position
 from tests.support.event_logs import CODEC_VARIANTS, only_file, read_all, summary
 
@@ -159,6 +159,7 @@ def test_a_truncated_complete_file(event_logs, copy_of, variant):
     path = cut_file(event_logs, copy_of, variant, inside_a_line)
     good, error = read_until_error(LogReader(only_file(path)))
     assert "truncated" in error.reason
+    assert isinstance(error, LogEndsShort) and error.size == path.stat().st_size
     assert error.line == len(good) + 1
     assert error.url == path.as_uri()
     assert str(error).startswith(f"{path.as_uri()}:{error.line}: ")
