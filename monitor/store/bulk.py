@@ -14,6 +14,15 @@ from typing import Any
 import sqlalchemy as sa
 
 
+def _json(value: Any) -> str:
+    """A JSON cell's text, as json.dumps writes it; the common empty values without a call."""
+    if value is None:
+        return "null"
+    if not value and isinstance(value, (list, dict)):
+        return "[]" if isinstance(value, list) else "{}"
+    return json.dumps(value)
+
+
 def insert_rows(connection: sa.Connection, table: sa.Table, rows: Sequence[dict[str, Any]]) -> None:
     """Insert `rows`, column dicts that all have the same columns, into `table`."""
     if not rows:
@@ -22,7 +31,7 @@ def insert_rows(connection: sa.Connection, table: sa.Table, rows: Sequence[dict[
     values = [tuple(map(row.__getitem__, columns)) for row in rows]
     for index, name in enumerate(columns):
         if isinstance(table.c[name].type, sa.JSON):
-            values = [(*v[:index], json.dumps(v[index]), *v[index + 1 :]) for v in values]
+            values = [(*v[:index], _json(v[index]), *v[index + 1 :]) for v in values]
     names = ", ".join(f'"{name}"' for name in columns)
     driver = connection.connection.driver_connection
     if driver is None:
