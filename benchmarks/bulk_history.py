@@ -1,7 +1,8 @@
 """Synthetic history inserted in bulk, for the benchmarks and the tests that need volume.
 
 A day of 1-second batches × 64 partitions is 11 million rows: plain multi-row inserts of
-plausible values, without the writer's per-batch reads and derivations, fill it in minutes.
+plausible values, without the writer's per-batch reads and derivations, fill it in minutes;
+their per-minute rollups are kept as the writer keeps them (store.minutes).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from monitor.health.facts import StoredStatus
+from monitor.store.minutes import Minutes
 from monitor.store.models import (
     Base,
     Batch,
@@ -43,6 +45,7 @@ def fill(
     _query_rows(engine, query_id, last_ms, first_batch + batches - 1)
     for offset in range(0, batches, CHUNK):
         count = min(CHUNK, batches - offset)
+        minutes, stored = Minutes(), {}
         with engine.begin() as connection:
             for table, rows in _chunk_rows(
                 query_id,
@@ -53,6 +56,9 @@ def fill(
                 partitions,
             ):
                 connection.execute(sa.insert(table), rows)
+                stored[table] = rows
+            minutes.add_batches(stored[Partition], stored[PartitionEventTime])
+            minutes.write(connection)
 
 
 def _query_rows(engine: sa.Engine, query_id: str, last_ms: int, last_batch: int) -> None:
@@ -150,6 +156,9 @@ def _partition(batch_id: int, at_ms: int, p: int) -> dict[str, Any]:
         "offset_lag": p,
         "last_arrival_ms": at_ms,
         "last_advance_ms": at_ms,
+        "idle": False,
+        "stalled": False,
+        "rewound": False,
     }
 
 
@@ -172,4 +181,5 @@ def _event_times(batch_id: int, at_ms: int, p: int) -> dict[str, Any]:
         "late_records_total": late_total,
         "late_samples": [],
         "time_lag_ms": at_ms - max_event,
+        "future_records": 0,
     }

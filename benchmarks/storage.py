@@ -33,7 +33,14 @@ BATCH_EVERY_MS = 10_000
 MONTH_BATCHES = 30 * 86_400_000 // BATCH_EVERY_MS
 FLEET = 500
 # The tables that grow with every batch; the rest (queries, runs, alerts…) are "other".
-BATCH_TABLES = ("batches", "state_operators", "sources", "partitions", "partition_event_times")
+BATCH_TABLES = (
+    "batches",
+    "state_operators",
+    "sources",
+    "partitions",
+    "partition_event_times",
+    "partition_minutes",
+)
 
 
 def storage_figures(args: argparse.Namespace) -> None:

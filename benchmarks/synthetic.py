@@ -9,10 +9,10 @@ from typing import Any
 
 
 def measured(batch_id: int, partitions: int, time_ms: int) -> dict[str, Any]:
-    """The instrumented operator's observed metric for one batch: every partition measured,
-    some records late, with samples."""
+    """The instrumented operator's observed metric for one batch: every partition of topic
+    `telemetry` measured, named as the source names it, some records late, with samples."""
     figures = {
-        str(p): {
+        f"telemetry/{p}": {
             "records": 1000,
             "min_ms": time_ms - 5_000 - p,
             "max_ms": time_ms - 500 + p,

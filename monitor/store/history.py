@@ -1,7 +1,9 @@
 """History over a time range, downsampled in SQL into at most `points` equal time buckets.
 
 Series are columnar, `{"time_ms": [...], "watermark_ms": [...], ...}`, one entry per bucket
-that holds at least one batch; `time_ms` is the start of the bucket.
+that holds at least one batch; `time_ms` is the start of the bucket. Partition series of
+buckets a minute or wider come from the per-minute rollups (store.minutes): the minutes that
+start in the range, with the largest lags and any stall of each bucket.
 """
 
 from __future__ import annotations
@@ -13,7 +15,14 @@ from typing import Any
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.store.models import Batch, Partition, PartitionEventTime, StateOperator
+from monitor.store.minutes import MINUTE_MS
+from monitor.store.models import (
+    Batch,
+    Partition,
+    PartitionEventTime,
+    PartitionMinute,
+    StateOperator,
+)
 from monitor.store.sums import whole_sum
 
 MAX_POINTS = 5_000
@@ -204,13 +213,59 @@ def _partition_series(
     return series
 
 
+def resolution(window: Window) -> str:
+    """What a window's partition series are read from: "minute" when its buckets are a minute
+    or wider (store.minutes' rollups), "batch" otherwise."""
+    return "minute" if window.bucket_ms >= MINUTE_MS else "batch"
+
+
 def partition_series(session: so.Session, query_id: str, window: Window) -> dict[str, Series]:
+    """Per partition, each bucket's series: from the rows of the batches when the buckets are
+    narrower than a minute, else from the per-minute rollups."""
+    if resolution(window) == "minute":
+        return _minute_series(session, query_id, window)
+    return _batch_series(session, query_id, window)
+
+
+# Each partition series from the minutes of a bucket: the largest lags and W_p, any idle or
+# stalled batch, the sums of late records and of records read.
+MINUTE_AGGREGATES: tuple[Aggregate, ...] = (
+    ("max_event_time_ms", sa.func.max(PartitionMinute.max_event_time_ms), _whole),
+    ("partition_watermark_ms", sa.func.max(PartitionMinute.watermark_max_ms), _whole),
+    ("time_lag_ms", sa.func.max(PartitionMinute.time_lag_max_ms), _whole),
+    ("offset_lag", sa.func.max(PartitionMinute.offset_lag_max), _whole),
+    ("idle", sa.func.max(PartitionMinute.idle_batches), _flag),
+    ("stalled", sa.func.max(PartitionMinute.stalled_batches), _flag),
+    ("late_records", whole_sum(PartitionMinute.late_records), _whole),
+    ("records", whole_sum(PartitionMinute.offset_records), _whole),
+)
+
+
+def _minute_series(session: so.Session, query_id: str, window: Window) -> dict[str, Series]:
+    """Per partition, the minutes that start in the window, aggregated per bucket: a bucket
+    shows the largest lag and any stall of any batch in it."""
+    bucket = window.bucket(PartitionMinute.minute_ms)
+    rows = session.execute(
+        sa.select(PartitionMinute.partition, bucket, *_columns(MINUTE_AGGREGATES))
+        .where(PartitionMinute.query_id == query_id, window.covers(PartitionMinute.minute_ms))
+        .group_by(PartitionMinute.partition, bucket)
+        .order_by(PartitionMinute.partition, bucket)
+    )
+    found: dict[str, dict[int, dict[str, Any]]] = {}
+    for row in rows:
+        found.setdefault(row.partition, {})[row.bucket] = _converted(row, MINUTE_AGGREGATES)
+    return {
+        name: _columnar(window, buckets, list(PARTITION_SERIES)) for name, buckets in found.items()
+    }
+
+
+def _batch_series(session: so.Session, query_id: str, window: Window) -> dict[str, Series]:
     """Per partition, the running values at the last batch of each bucket.
 
     M_p, W_p, late-record totals and end offsets only grow, so their values at a bucket's
     last batch are the bucket's maxima, and differences of the totals give the exact late
     records and records read per bucket; offset lag, time lag and the flags are the bucket's
-    last values. Reading those batches only keeps a day of 64 partitions fast.
+    last values, which for buckets under a minute are those of one batch or a few.
     """
     ends = bucket_ends(session, query_id, window)
     if not ends:

@@ -244,6 +244,35 @@ class PartitionEventTime(Base):
     slack_buckets_total: so.Mapped[dict[str, int] | None] = so.mapped_column(sa.JSON)
 
 
+class PartitionMinute(Base):
+    """One source partition of a query over one minute: what its batches in that minute showed,
+    summed, maxed or counted, so that a long range is read from a row a minute, not every batch,
+    and still shows the largest lag and any stall inside it (store.minutes writes it)."""
+
+    __tablename__ = "partition_minutes"
+
+    query_id: so.Mapped[str] = so.mapped_column(sa.String(36), primary_key=True)
+    minute_ms: so.Mapped[int] = so.mapped_column(Millis, primary_key=True)
+    partition: so.Mapped[str] = so.mapped_column(JobText, primary_key=True)
+    batches: so.Mapped[int] = so.mapped_column(sa.Integer)
+    # Sums over the minute's batches: records the instrumented operator measured, records read
+    # by offsets (end − start), late and future-dated records.
+    records: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    offset_records: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    late_records: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    future_records: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    # The largest M_p, the smallest and largest W_p, the largest time and offset lag.
+    max_event_time_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    watermark_min_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    watermark_max_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    time_lag_max_ms: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    offset_lag_max: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    # How many of the minute's batches found the partition idle, stalled or rewound.
+    idle_batches: so.Mapped[int] = so.mapped_column(sa.Integer)
+    stalled_batches: so.Mapped[int] = so.mapped_column(sa.Integer)
+    rewound_batches: so.Mapped[int] = so.mapped_column(sa.Integer)
+
+
 class TimerSnapshotRow(Base):
     """A query's pending timers at one moment, as the state reader found them."""
 

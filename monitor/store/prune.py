@@ -1,7 +1,8 @@
 """Prune history older than the retention period, in short transactions that writers slip between.
 
 Batches older than the cutoff go with their state operators, sources, partitions and partition
-event times; so do older pending-timer snapshots. Queries and runs are never deleted, nor a
+event times; so do older pending-timer snapshots, and the per-minute rollups of minutes that
+ended before it. Queries and runs are never deleted, nor a
 query's newest batch (its rows are what the overview shows, and the next batch's running event
 times and health are derived from them) and its newest timer snapshot (its pending timers).
 
@@ -13,10 +14,11 @@ do, and keep their alerts. A live alert (pending or firing) is never deleted, no
 however old. A silence that ended before the cutoff goes.
 
 Each transaction deletes at most `chunk` batches (with their rows: about 2 × 64 partition rows per
-batch at 64 partitions), `chunk` timer snapshots, `chunk` alerts (with their rows: a few events, a
-delivery of the firing and the resolved one per receiver, usually one attempt each; a delivery
-retried for a day against a receiver that is down has about 300, and 32 alerts with two such,
-19,200 attempts, went in 30 ms on either store) or `chunk` silences, so that a listener's write
+batch at 64 partitions), `chunk` minutes of rollups (a row per partition), `chunk` timer
+snapshots, `chunk` alerts (with their rows: a few events, a delivery of the firing and the
+resolved one per receiver, usually one attempt each; a delivery retried for a day against a
+receiver that is down has about 300, and 32 alerts with two such, 19,200 attempts, went in
+30 ms on either store) or `chunk` silences, so that a listener's write
 waits for one short transaction at most. Between transactions the pruner pauses as long as the last
 one took (at most MAX_PAUSE_S): SQLite's busy handler retries a waiting writer after sleeps of up
 to 100 ms, so with transactions back to back a writer often misses the gaps. `python -m benchmarks`
@@ -33,6 +35,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from monitor.store.minutes import MINUTE_MS
 from monitor.store.models import (
     AlertEvent,
     AlertRow,
@@ -41,6 +44,7 @@ from monitor.store.models import (
     DeliveryAttempt,
     Partition,
     PartitionEventTime,
+    PartitionMinute,
     Query,
     Silence,
     Source,
@@ -55,7 +59,14 @@ BATCH_TABLES = (StateOperator, Source, Partition, PartitionEventTime)
 ALERT_TABLES = (AlertRow, AlertEvent, Delivery, DeliveryAttempt)
 TABLES = tuple(
     table.__tablename__
-    for table in (Batch, *BATCH_TABLES, TimerSnapshotRow, *ALERT_TABLES, Silence)
+    for table in (
+        Batch,
+        *BATCH_TABLES,
+        PartitionMinute,
+        TimerSnapshotRow,
+        *ALERT_TABLES,
+        Silence,
+    )
 )
 # An alert in any other state (models.LIVE_ALERT_STATES, or one we do not know) is kept.
 ENDED_ALERT_STATES = ("resolved", "cancelled")
@@ -101,13 +112,13 @@ def prune(
 
 
 def _steps(engine: sa.Engine, before_ms: int, chunk: int) -> list[Step]:
-    """Each query's batches and timer snapshots, then the alerts and the silences."""
+    """Each query's batches, minutes and timer snapshots, then the alerts and the silences."""
     with engine.connect() as connection:
         query_ids = connection.scalars(sa.select(Query.id).order_by(Query.id)).all()
     steps: list[Step] = [
         functools.partial(delete, query_id, before_ms, chunk)
         for query_id in query_ids
-        for delete in (_delete_batches, _delete_timer_snapshots)
+        for delete in (_delete_batches, _delete_minutes, _delete_timer_snapshots)
     ]
     steps += [
         functools.partial(delete, before_ms, chunk) for delete in (_delete_alerts, _delete_silences)
@@ -156,6 +167,28 @@ def _delete_batches(
             where = sa.and_(table.query_id == query_id, table.batch_id.in_(batch_ids))
             _delete(connection, pruned, table, where)
     return len(batch_ids)
+
+
+def _delete_minutes(
+    query_id: str, before_ms: int, chunk: int, connection: sa.Connection, pruned: Pruned
+) -> int:
+    """Delete the rollups of the query's oldest `chunk` minutes that ended before the cutoff."""
+    minutes = connection.scalars(
+        sa.select(PartitionMinute.minute_ms)
+        .where(
+            PartitionMinute.query_id == query_id,
+            PartitionMinute.minute_ms <= before_ms - MINUTE_MS,
+        )
+        .distinct()
+        .order_by(PartitionMinute.minute_ms)
+        .limit(chunk)
+    ).all()
+    if minutes:
+        where = sa.and_(
+            PartitionMinute.query_id == query_id, PartitionMinute.minute_ms.in_(minutes)
+        )
+        _delete(connection, pruned, PartitionMinute, where)
+    return len(minutes)
 
 
 def _delete_timer_snapshots(

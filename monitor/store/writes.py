@@ -12,6 +12,8 @@ Events are written set-based, a group in one transaction: the query and run rows
 query's latest state are read for the whole group at once and carried from batch to batch in
 memory, health is derived in Python, and the group's rows are inserted with one multi-row
 statement per table. Each batch row records when it was stored, for the monitor's ingest lag.
+The per-minute rollups of the batches' partitions are kept in the same transaction
+(store.minutes).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from monitor.store.batch_rows import batch_rows, earlier, event_time_rows, later
 from monitor.store.bulk import insert_rows
 from monitor.store.carry import carry_into_later
 from monitor.store.lineage import Placement, RunSpan, Verdict, place
+from monitor.store.minutes import Minutes
 from monitor.store.models import (
     Base,
     Batch,
@@ -88,6 +91,7 @@ def write_events(
         for event in events:
             record(event, group)
         group.insert_waiting()
+        group.minutes.write(session.connection())
         group.written.stored = len(events) - group.written.repeated - group.written.stale
         if also is not None:
             also(session, group.written)
@@ -117,6 +121,7 @@ class _Group:
     def __init__(self, session: so.Session, timeouts: Timeouts, stored_at_ms: int) -> None:
         self.session, self.timeouts, self.stored_at_ms = session, timeouts, stored_at_ms
         self.written = Written()
+        self.minutes = Minutes()
         self._waiting: dict[type[Base], list[Row]] = {table: [] for table in _INSERT_ORDER}
         self._latest: dict[str, _Latest] = {}
         self._queries: dict[str, Query] = {}
@@ -222,6 +227,13 @@ class _Group:
                 Batch.query_id == query_id, Batch.batch_id >= batch_id, Batch.run_id.in_(runs)
             )
         )
+        earliest = self.session.scalar(
+            sa.select(sa.func.min(Batch.batch_time_ms)).where(
+                Batch.query_id == query_id, Batch.batch_id.in_(superseded)
+            )
+        )
+        if earliest is not None:
+            self.minutes.again(query_id, earliest)
         state = _Latest(None, {}, {})
         if newest is not None:
             state = _read_latest(self.session, [query_id], below=newest + 1)[query_id]
@@ -264,6 +276,7 @@ class _Group:
             self.insert_waiting()
             times = rows[PartitionEventTime]
             carry_into_later(self.session, query_id, batch["batch_id"], times, removed)
+            self.minutes.again(query_id, batch["batch_time_ms"])
             self._latest |= _read_latest(self.session, [query_id])
             return
         times = rows[PartitionEventTime]
@@ -424,6 +437,7 @@ def _batch(event: BatchProgress, group: _Group) -> None:
     if superseded is not None:
         derive.restored(batch, rows[Partition], superseded.batch, superseded.partitions)
     group.add(rows)
+    group.minutes.add(rows[Partition], rows[PartitionEventTime])
     group.follow(event.query_id, batch, rows, removed)
     run.first_batch_id = earlier(run.first_batch_id, event.batch_id)
     run.last_batch_id = later(run.last_batch_id, event.batch_id)

@@ -48,7 +48,15 @@ def sqlite_locked(path: str | Path) -> Iterator[None]:
 
 
 # What each of a query's history tables holds, in a stable order, for comparing two stores.
-_STORED_TABLES = ("queries", "runs", "batches", "sources", "partitions", "partition_event_times")
+_STORED_TABLES = (
+    "queries",
+    "runs",
+    "batches",
+    "sources",
+    "partitions",
+    "partition_event_times",
+    "partition_minutes",
+)
 # Columns that say when and how this store got a row, not what the query did: never compared
 # (the application's log a run was read from is known to `wmon ingest` alone).
 _STORE_CLOCK = ("stored_at_ms", "first_stored_ms", "app_id")

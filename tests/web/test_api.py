@@ -17,6 +17,7 @@ from web import create_app
 from wmon.main import main
 
 T0 = 1_795_316_400_000  # 2026-11-22T03:00:00Z
+DAY_MS = 86_400_000
 NOW = T0 + 600_000
 SINCE = NOW - 300_000  # the default late window: five minutes
 
@@ -468,6 +469,7 @@ def test_partition_history_per_bucket(engine, client):
     url = f"/api/queries/ph/partitions/history?from={T0 + 1_000}&to={T0 + 7_000}&points=3"
     body = ok(client.get(url))
     assert body["bucket_ms"] == 2_000 and sorted(body["partitions"]) == ["t/0", "t/1"]
+    assert body["resolution"] == "batch"
     t0, t1 = body["partitions"]["t/0"], body["partitions"]["t/1"]
     # Buckets: batches 1-2, 3-4, 5-6.
     assert t0["time_ms"] == t1["time_ms"] == [T0 + 1_000, T0 + 3_000, T0 + 5_000]
@@ -481,6 +483,17 @@ def test_partition_history_per_bucket(engine, client):
     assert t1["max_event_time_ms"] == [T0 + 500] * 3
     assert t1["time_lag_ms"] == [1_500, 3_500, 5_500]
     assert t1["offset_lag"] == [0, 0, 0] and t1["stalled"] == [False] * 3
+
+
+def test_partition_history_of_a_long_range_is_read_from_the_minutes(engine, client):
+    write_partition_history(engine)
+    url = f"/api/queries/ph/partitions/history?from={T0 - DAY_MS}&to={T0 + DAY_MS}&points=2"
+    body = ok(client.get(url))
+    assert (body["bucket_ms"], body["resolution"]) == (DAY_MS, "minute")
+    t0, t1 = body["partitions"]["t/0"], body["partitions"]["t/1"]
+    assert t0["time_ms"] == t1["time_ms"] == [T0]
+    assert (t0["late_records"], t1["late_records"]) == ([3], [4]), "every batch's, summed"
+    assert (t0["offset_lag"], t0["max_event_time_ms"]) == ([6], [T0 + 6_000]), "the largest"
 
 
 def test_partition_history_keeps_the_fields_asked_for(engine, client):

@@ -19,6 +19,7 @@ from monitor.store.history import (
     batch_series,
     csv_rows,
     partition_series,
+    resolution,
 )
 from monitor.store.models import Batch, Query
 from monitor.store.partitions import partition_details
@@ -163,6 +164,7 @@ def partition_history(ref: str) -> dict[str, Any]:
         "from_ms": span.from_ms,
         "to_ms": span.to_ms,
         "bucket_ms": span.bucket_ms,
+        "resolution": resolution(span),
         "partitions": {
             name: {field: values for field, values in each.items() if field in wanted}
             for name, each in series.items()

@@ -1,23 +1,17 @@
 """The set-based write path: events written together as one group, or in groups of any size, store
 exactly what they store written one at a time, in every table, replays and restarts included."""
 
-import json
 from collections.abc import Iterator
 
 import pytest
 import sqlalchemy as sa
 
 from benchmarks.scratch import create_database, drop_database
-from benchmarks.synthetic import synthetic_progress
-from monitor.collect.progress import parse_progress
-from monitor.events import QueryIdle, QueryStarted, QueryTerminated, TimerSnapshot
 from monitor.store.engine import create_engine
 from monitor.store.writes import write_event, write_events
+from tests.support.group_events import MINUTE, T0, A, B, events, progress
 from tests.support.stores import POSTGRES_SERVER, migrated, stored_rows
 
-A, B = "aaaaaaaa-0000-0000-0000-000000000001", "bbbbbbbb-0000-0000-0000-000000000002"
-T0 = 1_795_000_000_000
-MINUTE = 60_000
 TABLES = (
     "queries",
     "runs",
@@ -26,48 +20,9 @@ TABLES = (
     "sources",
     "partitions",
     "partition_event_times",
+    "partition_minutes",
     "timer_snapshots",
 )
-
-
-def progress(query_id, run_id, batch_id, at_ms, *, unmeasured=(), start_back=0):
-    """An instrumented batch of four partitions: partition 2 stalls from batch 2 on (its end
-    offset stays while more arrives), partitions in `unmeasured` had no records; a restart
-    from an older checkpoint starts `start_back` offsets back."""
-    doc = synthetic_progress(query_id, run_id, batch_id, 4, at_ms, instrumented=True)
-    [source] = doc["sources"]
-    if batch_id >= 2:
-        source["startOffset"]["telemetry"]["2"] = source["endOffset"]["telemetry"]["2"] = 2002
-    for offset in source["startOffset"]["telemetry"]:
-        source["startOffset"]["telemetry"][offset] -= start_back
-    [task] = doc["observedMetrics"]["wmon"]["tasks"]
-    figures = json.loads(task)
-    for name in unmeasured:
-        del figures["partitions"][name]
-    doc["observedMetrics"]["wmon"]["tasks"] = [json.dumps(figures)]
-    return parse_progress(doc)
-
-
-def events():
-    """Two queries interleaved: starts, batches a minute apart, a replayed batch, a restart
-    from an older checkpoint, an idle query, a timer snapshot, a failure."""
-    written = [QueryStarted(A, "a1", "alpha", T0), QueryStarted(B, "b1", "beta", T0)]
-    for batch_id in range(8):
-        at_ms = T0 + batch_id * MINUTE
-        quiet = ("3",) if 3 <= batch_id <= 5 else ()
-        written.append(progress(A, "a1", batch_id, at_ms, unmeasured=quiet))
-        if batch_id < 5:
-            written.append(progress(B, "b1", batch_id, at_ms + 500))
-    written += [
-        progress(A, "a2", 7, T0 + 9 * MINUTE),  # the last batch again, after a restart
-        progress(A, "a3", 4, T0 + 10 * MINUTE, start_back=1500),  # an older checkpoint
-        progress(A, "a3", 5, T0 + 11 * MINUTE),
-        QueryIdle(A, "a3", T0 + 12 * MINUTE),
-        TimerSnapshot(A, "a3", T0 + 12 * MINUTE, T0, 7, T0 + 13 * MINUTE, 60_000, 2),
-        QueryTerminated(B, "b1", T0 + 12 * MINUTE, "java.lang.IllegalStateException", "E1"),
-        progress(A, "a3", 6, T0 + 13 * MINUTE, unmeasured=("0", "1")),
-    ]
-    return written
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -124,6 +79,11 @@ def test_one_group_and_groups_of_three_store_what_single_events_store(store_urls
     assert [row["status"] for row in alpha["queries"] + beta["queries"]] == ["active", "failed"]
 
 
+# Reads a group makes: query rows, runs, the newest batch, its partitions and event times,
+# the stored minutes its batches fold into (store.minutes), and one to spare.
+READS = 7
+
+
 def reads(statements):
     """The statements that read rows; the one that waits for the group's turn is not one."""
     return [
@@ -137,7 +97,7 @@ def test_a_group_reads_each_query_once_however_many_batches_it_holds(engine):
     statements = []
     sa.event.listen(engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
     write_events(engine, [progress(A, "a1", n, T0 + n * MINUTE) for n in range(50)])
-    assert len(reads(statements)) <= 6, reads(statements)
+    assert len(reads(statements)) <= READS, reads(statements)
 
 
 def test_a_group_reads_the_state_of_all_its_queries_together(engine):
@@ -149,7 +109,7 @@ def test_a_group_reads_the_state_of_all_its_queries_together(engine):
     statements = []
     sa.event.listen(engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
     write_events(engine, [progress(query, runs[query], 1, T0 + MINUTE) for query in queries])
-    assert len(reads(statements)) <= 6, reads(statements)
+    assert len(reads(statements)) <= READS, reads(statements)
     stored = stored_rows(engine, queries[7], tables=("batches", "partitions"))
     assert [row["batch_id"] for row in stored["batches"]] == [0, 1]
     # Partition 2 stalls from batch 2 on; until then every partition advanced in each batch.

@@ -9,6 +9,9 @@ from alembic.script import ScriptDirectory
 from monitor.store import migrate
 from monitor.store.engine import create_engine
 from monitor.store.models import Base
+from monitor.store.writes import write_events
+from tests.support.group_events import A, B, events
+from tests.support.stores import stored_rows
 
 
 def test_there_is_exactly_one_head():
@@ -186,3 +189,15 @@ def test_the_raw_observed_metrics_and_offsets_go_and_their_batches_stay(empty_da
     assert [tuple(row) for row in batches] == [("q", 7, 40)]
     assert [tuple(row) for row in sources] == [(7, "KafkaV2[Subscribe[t]]", "kafka", 40)]
     engine.dispose()
+
+
+def test_migration_0021_rolls_up_the_batches_a_store_holds_as_the_write_path_does(engine):
+    write_events(engine, events())
+    written = {query: stored_rows(engine, query, tables=("partition_minutes",)) for query in (A, B)}
+    assert len(written[A]["partition_minutes"]) > 20
+    with engine.begin() as connection:
+        connection.execute(sa.text("UPDATE partition_minutes SET batches = 0"))
+    _to(engine, "0020", "downgrade")
+    _to(engine, "0021")
+    for query in (A, B):
+        assert stored_rows(engine, query, tables=("partition_minutes",)) == written[query]

@@ -18,6 +18,11 @@ import { connect } from "./live.js";
 const SPANS = { hour: 3_600_000, day: 86_400_000, week: 7 * 86_400_000, month: 30 * 86_400_000 };
 // The partition series the charts draw: the API leaves the others out.
 const DRAWN = "partition_watermark_ms,offset_lag,late_records";
+// What the partition charts were read from, as the API says.
+const RESOLUTIONS = {
+  batch: "partitions from every batch",
+  minute: "partitions from per-minute rollups: each interval's largest lag and any stall",
+};
 const queryId = document.querySelector("main").dataset.query;
 const $ = (id) => document.getElementById(id);
 const form = $("range");
@@ -142,7 +147,7 @@ async function show(wanted) {
     $("range-note"),
     `${span(range.from, range.to)} (local time): ${count(total)} batches, ` +
       `${count(Object.keys(partitions.partitions).length)} partitions, ` +
-      `in intervals of ${duration(batches.bucket_ms)}`,
+      `in intervals of ${duration(batches.bucket_ms)}; ${RESOLUTIONS[partitions.resolution]}`,
   );
   showDiagnosis(range, mine).catch((error) => showError(error.message));
 }

@@ -1,0 +1,170 @@
+"""Per-minute rollups of partitions: what the write path keeps is what the stored batches say,
+however they arrive (out of order, repeated, superseded by a restart, in groups of any size);
+a long range read from them shows every stall and lag peak, and late records that add up
+exactly. (test_migrations checks that migration 0021 fills the same rows from the batches.)"""
+
+import random
+from collections import defaultdict
+
+import pytest
+import sqlalchemy as sa
+import sqlalchemy.orm as so
+
+from monitor.numbers import INT64_MAX
+from monitor.store.history import Window, partition_series, resolution
+from monitor.store.minutes import MINUTE_MS
+from monitor.store.models import PartitionMinute
+from monitor.store.writes import write_event, write_events
+from tests.support.group_events import T0, A, B, events, progress
+from tests.support.progress import EPOCH, QUERY, batch_event, write
+from tests.support.stores import stored_rows
+
+DAY_MS = 86_400_000
+
+
+def expected_minutes(engine, query_id):
+    """The minutes as the stored batches' rows say, added up here row by row."""
+    stored = stored_rows(engine, query_id, tables=("partitions", "partition_event_times"))
+    minutes = defaultdict(lambda: defaultdict(list))
+    for table in ("partitions", "partition_event_times"):
+        for row in stored[table]:
+            key = (row["batch_time_ms"] // MINUTE_MS * MINUTE_MS, row["partition"])
+            minutes[key][table].append(row)
+    expected = {}
+    for (minute, partition), rows in minutes.items():
+        offsets, times = rows["partitions"], rows["partition_event_times"]
+
+        def some(values):
+            return [value for value in values if value is not None]
+
+        def total(values):
+            found = some(values)
+            return sum(found) if found else None
+
+        expected[(minute, partition)] = {
+            "batches": len({row["batch_id"] for row in offsets + times}),
+            "records": total(row["records"] for row in times),
+            "offset_records": total(
+                row["end_offset"] - row["start_offset"]
+                for row in offsets
+                if row["start_offset"] is not None
+            ),
+            "late_records": total(row["late_records"] for row in times),
+            "future_records": total(row["future_records"] for row in times),
+            "max_event_time_ms": max(some(r["max_event_time_ms"] for r in times), default=None),
+            "watermark_min_ms": min(some(r["partition_watermark_ms"] for r in times), default=None),
+            "watermark_max_ms": max(some(r["partition_watermark_ms"] for r in times), default=None),
+            "time_lag_max_ms": max(some(r["time_lag_ms"] for r in times), default=None),
+            "offset_lag_max": max(some(r["offset_lag"] for r in offsets), default=None),
+            "idle_batches": sum(bool(row["idle"]) for row in offsets),
+            "stalled_batches": sum(bool(row["stalled"]) for row in offsets),
+            "rewound_batches": sum(bool(row["rewound"]) for row in offsets),
+        }
+    return expected
+
+
+def stored_minutes(engine, query_id):
+    with engine.connect() as connection:
+        rows = connection.execute(
+            sa.select(PartitionMinute.__table__).where(PartitionMinute.query_id == query_id)
+        ).mappings()
+        return {
+            (row["minute_ms"], row["partition"]): {
+                name: value
+                for name, value in row.items()
+                if name not in ("query_id", "minute_ms", "partition")
+            }
+            for row in rows
+        }
+
+
+def shuffled_arrivals(seed):
+    """The events of the group-write test with some batches held back and sent after later
+    ones, others sent twice, cut into groups of random sizes."""
+    rng = random.Random(seed)
+    written = events()
+    late = [event for event in written if hasattr(event, "batch_id") and rng.random() < 0.2]
+    again = [event for event in written if hasattr(event, "batch_id") and rng.random() < 0.2]
+    order = [event for event in written if event not in late] + late + again
+    groups, start = [], 0
+    while start < len(order):
+        size = rng.randint(1, 6)
+        groups.append(order[start : start + size])
+        start += size
+    return groups
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_minutes_are_what_the_stored_batches_say_however_they_arrive(engine, seed):
+    for group in shuffled_arrivals(seed):
+        write_events(engine, group)
+    for query in (A, B):
+        assert stored_minutes(engine, query) == expected_minutes(engine, query)
+    minutes = stored_minutes(engine, A)
+    assert any(row["rewound_batches"] for row in minutes.values()), "a restart was rolled up"
+    assert any(row["late_records"] for row in minutes.values())
+
+
+def test_a_month_read_from_the_minutes_shows_a_forty_minute_stall_and_its_lag_peak(engine):
+    """Batches a minute apart for three hours at the end of a 30-day range, 50 records a minute
+    into each of two partitions: t/1 reads nothing from 40 to 80 minutes in, then catches up.
+    At 800 points a bucket is 54 minutes: the stall is inside one, whose last batch shows
+    neither the stall nor the lag."""
+    start_s = 29 * DAY_MS // 1000
+    ends = [0, 0]
+    for minute in range(180):
+        latest = (minute + 1) * 50
+        starts, ends = ends, [latest, ends[1] if 40 <= minute < 80 else latest]
+        write(engine, minute, start_s + minute * 60, ends, [latest, latest], starts=starts)
+    window = Window(EPOCH, EPOCH + 30 * DAY_MS, 800)
+    assert (resolution(window), window.bucket_ms) == ("minute", 54 * MINUTE_MS)
+    with so.Session(engine) as session:
+        series = partition_series(session, QUERY, window)
+    behind, steady = series["t/1"], series["t/0"]
+    peak = behind["offset_lag"].index(2_000)
+    assert behind["stalled"][peak] and max(behind["offset_lag"]) == 2_000
+    assert not any(steady["stalled"]) and max(steady["offset_lag"]) == 0
+    assert sum(behind["records"]) == sum(steady["records"]) == 180 * 50
+
+    bucket_end = window.start_of(peak) + window.bucket_ms
+    last = max(
+        (row for row in stored_rows(engine, QUERY, tables=("partitions",))["partitions"]),
+        key=lambda row: (
+            row["partition"] == "t/1",
+            row["batch_time_ms"] < bucket_end,
+            row["batch_time_ms"],
+        ),
+    )
+    assert (last["stalled"], last["offset_lag"]) == (False, 0), "the bucket's last batch hides it"
+
+
+def test_late_records_of_any_range_from_the_minutes_are_the_sum_over_the_batches(engine):
+    rng = random.Random(7)
+    write_events(engine, [progress(A, "a1", n, T0 + n * 20_000) for n in range(60)])
+    stored = stored_rows(engine, A, tables=("partition_event_times",))["partition_event_times"]
+    first_minute = T0 - T0 % MINUTE_MS
+    with so.Session(engine) as session:
+        for _ in range(12):
+            first, last = sorted(rng.sample(range(22), 2))
+            window = Window(first_minute + first * MINUTE_MS, first_minute + last * MINUTE_MS, 3)
+            series = partition_series(session, A, window)
+            read = sum(late or 0 for each in series.values() for late in each["late_records"])
+            raw = sum(
+                row["late_records"]
+                for row in stored
+                if window.from_ms <= row["batch_time_ms"] < window.to_ms
+            )
+            assert (read, resolution(window)) == (raw, resolution(window))
+            assert raw > 0 or last - first < 1
+
+
+def test_a_minute_of_absurd_offsets_is_stored_saturated_and_recording_goes_on(engine):
+    """A broken source that says each batch read from offset 0 to 2^63 - 1: the minute's sum
+    is past what a 64-bit column holds, and saturates rather than failing the write."""
+    for batch_id in range(3):
+        starts, ends = (0, 10 * batch_id), (INT64_MAX, 10 * (batch_id + 1))
+        write_event(engine, batch_event("q", batch_id, T0 + batch_id, starts=starts, ends=ends))
+    minutes = stored_minutes(engine, "q")
+    assert [row["batches"] for row in minutes.values()] == [3, 3]
+    assert minutes[(T0 - T0 % MINUTE_MS, "t/0")]["offset_records"] == INT64_MAX
+    assert minutes[(T0 - T0 % MINUTE_MS, "t/1")]["offset_records"] == 30
