@@ -106,16 +106,16 @@ def test_the_minutes_are_what_the_stored_batches_say_however_they_arrive(engine,
 
 
 def test_a_month_read_from_the_minutes_shows_a_forty_minute_stall_and_its_lag_peak(engine):
-    """Batches a minute apart for three hours at the end of a 30-day range, 50 records a minute
-    into each of two partitions: t/1 reads nothing from 40 to 80 minutes in, then catches up.
-    At 800 points a bucket is 54 minutes: the stall is inside one, whose last batch shows
-    neither the stall nor the lag."""
+    """Batches two minutes apart for three hours at the end of a 30-day range, 50 records a
+    minute into each of two partitions: t/1 reads nothing from 40 to 80 minutes in, then
+    catches up. At 800 points a bucket is 54 minutes: the stall is inside one, whose last
+    batch shows neither the stall nor the lag."""
     start_s = 29 * DAY_MS // 1000
     ends = [0, 0]
-    for minute in range(180):
-        latest = (minute + 1) * 50
+    for batch_id, minute in enumerate(range(0, 180, 2)):
+        latest = (minute + 2) * 50
         starts, ends = ends, [latest, ends[1] if 40 <= minute < 80 else latest]
-        write(engine, minute, start_s + minute * 60, ends, [latest, latest], starts=starts)
+        write(engine, batch_id, start_s + minute * 60, ends, [latest, latest], starts=starts)
     window = Window(EPOCH, EPOCH + 30 * DAY_MS, 800)
     assert (resolution(window), window.bucket_ms) == ("minute", 54 * MINUTE_MS)
     with so.Session(engine) as session:
