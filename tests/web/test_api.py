@@ -469,7 +469,7 @@ def test_partition_history_per_bucket(engine, client):
     url = f"/api/queries/ph/partitions/history?from={T0 + 1_000}&to={T0 + 7_000}&points=3"
     body = ok(client.get(url))
     assert body["bucket_ms"] == 2_000 and sorted(body["partitions"]) == ["t/0", "t/1"]
-    assert body["resolution"] == "batch"
+    assert body["resolution"] == "last_batch"
     t0, t1 = body["partitions"]["t/0"], body["partitions"]["t/1"]
     # Buckets: batches 1-2, 3-4, 5-6.
     assert t0["time_ms"] == t1["time_ms"] == [T0 + 1_000, T0 + 3_000, T0 + 5_000]

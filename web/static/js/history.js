@@ -20,7 +20,7 @@ const SPANS = { hour: 3_600_000, day: 86_400_000, week: 7 * 86_400_000, month: 3
 const DRAWN = "partition_watermark_ms,offset_lag,late_records";
 // What the partition charts were read from, as the API says.
 const RESOLUTIONS = {
-  batch: "partitions from every batch",
+  last_batch: "partitions at each interval's last batch",
   minute: "partitions from per-minute rollups: each interval's largest lag and any stall",
 };
 const queryId = document.querySelector("main").dataset.query;
