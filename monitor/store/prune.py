@@ -2,9 +2,9 @@
 
 Batches older than the cutoff go with their state operators, sources, partitions and partition
 event times; so do older pending-timer snapshots, and the per-minute rollups of minutes that
-ended before it. Queries and runs are never deleted, nor a
-query's newest batch (its rows are what the overview shows, and the next batch's running event
-times and health are derived from them) and its newest timer snapshot (its pending timers).
+ended before it. Queries and runs are never deleted, nor a query's newest batch (its rows are
+what the overview shows, and the next batch's running event times and health are derived from
+them) and its newest timer snapshot (its pending timers).
 
 An alert that ended (resolved or cancelled) before the cutoff goes with its events, their
 deliveries and those deliveries' attempts, unless one of its notifications is still queued (neither
@@ -18,10 +18,10 @@ batch at 64 partitions), `chunk` minutes of rollups (a row per partition), `chun
 snapshots, `chunk` alerts (with their rows: a few events, a delivery of the firing and the
 resolved one per receiver, usually one attempt each; a delivery retried for a day against a
 receiver that is down has about 300, and 32 alerts with two such, 19,200 attempts, went in
-30 ms on either store) or `chunk` silences, so that a listener's write
-waits for one short transaction at most. Between transactions the pruner pauses as long as the last
-one took (at most MAX_PAUSE_S): SQLite's busy handler retries a waiting writer after sleeps of up
-to 100 ms, so with transactions back to back a writer often misses the gaps. `python -m benchmarks`
+30 ms on either store) or `chunk` silences, so that a listener's write waits for one short
+transaction at most. Between transactions the pruner pauses as long as the last one took (at
+most MAX_PAUSE_S): SQLite's busy handler retries a waiting writer after sleeps of up to 100 ms,
+so with transactions back to back a writer often misses the gaps. `python -m benchmarks`
 measures a writer beside a prune with and without the pauses (docs/benchmarks.md).
 """
 
