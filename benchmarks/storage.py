@@ -40,6 +40,7 @@ BATCH_TABLES = (
     "partitions",
     "partition_event_times",
     "partition_minutes",
+    "partition_hours",
 )
 
 

@@ -2,8 +2,8 @@
 
 `partition_minutes` keeps, per query, minute and partition, what the minute's batches showed:
 sums of records, late and future-dated records, the largest M_p, W_p's range, the largest time
-and offset lag, and how many batches found the partition idle, stalled or rewound. Long ranges
-are read from it (a 30-day view from a row a minute, with every stall in it); the write path
+and offset lag, and how many batches found the partition idle, stalled or rewound. Ranges of
+hours are read from it (a day from a row a minute, with every stall in it); the write path
 keeps it as batches arrive (store.minutes). The rows already stored are rolled up here, one
 query at a time, with a line on stderr every few seconds on a large store.
 

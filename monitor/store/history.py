@@ -2,9 +2,9 @@
 
 Series are columnar, `{"time_ms": [...], "watermark_ms": [...], ...}`, one entry per bucket
 that holds at least one batch; `time_ms` is the start of the bucket. Partition series of
-buckets a minute or wider, over ranges up to two days, come from the per-minute rollups
-(store.minutes): the minutes that start in the range, with the largest lags and any stall of
-each bucket; the others from each bucket's last batch.
+ranges past two days come from the per-hour rollups (store.minutes), of buckets a minute or
+wider from the per-minute ones: the hours or minutes that start in the range, with the
+largest lags and any stall of each bucket; narrower buckets from each bucket's last batch.
 """
 
 from __future__ import annotations
@@ -16,12 +16,14 @@ from typing import Any
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.store.minutes import MINUTE_MS
+from monitor.store.minutes import HOURS, MINUTE_MS, MINUTES
 from monitor.store.models import (
     Batch,
     Partition,
     PartitionEventTime,
+    PartitionHour,
     PartitionMinute,
+    RollupFigures,
     StateOperator,
 )
 from monitor.store.sums import whole_sum
@@ -216,52 +218,62 @@ def _partition_series(
 
 # The longest range whose partition series are read from the per-minute rollups: aggregating
 # a row per partition per minute takes about 0.5 s for a day of 64 partitions on SQLite, and
-# 7.7 s for 30 days (2.8 million rows).
+# 7.7 s for 30 days (2.8 million rows); longer ranges read the per-hour rollups.
 MINUTES_RANGE_MS = 2 * 86_400_000
 
 
 def resolution(window: Window) -> str:
-    """What a window's partition series are read from: "minute" (store.minutes' rollups) when
-    its buckets are a minute or wider and it spans at most MINUTES_RANGE_MS, "last_batch" (each
-    bucket's last batch) otherwise."""
-    if window.bucket_ms >= MINUTE_MS and window.to_ms - window.from_ms <= MINUTES_RANGE_MS:
-        return "minute"
-    return "last_batch"
+    """What a window's partition series are read from: "hour" (store.minutes' per-hour
+    rollups) past MINUTES_RANGE_MS, "minute" (its per-minute ones) for buckets of a minute or
+    more, "last_batch" (each bucket's last batch) for narrower ones."""
+    if window.to_ms - window.from_ms > MINUTES_RANGE_MS:
+        return "hour"
+    return "minute" if window.bucket_ms >= MINUTE_MS else "last_batch"
 
 
 def partition_series(session: so.Session, query_id: str, window: Window) -> dict[str, Series]:
     """Per partition, each bucket's series, read as `resolution` says."""
-    if resolution(window) == "minute":
-        return _minute_series(session, query_id, window)
-    return _batch_series(session, query_id, window)
+    tier = resolution(window)
+    if tier == "last_batch":
+        return _batch_series(session, query_id, window)
+    model, start = MINUTES if tier == "minute" else HOURS
+    return _rollup_series(session, query_id, window, model, getattr(model, start))
 
 
-# Each partition series from the minutes of a bucket: the largest lags and W_p, any idle or
-# stalled batch, the sums of late records and of records read.
-MINUTE_AGGREGATES: tuple[Aggregate, ...] = (
-    ("max_event_time_ms", sa.func.max(PartitionMinute.max_event_time_ms), _whole),
-    ("partition_watermark_ms", sa.func.max(PartitionMinute.watermark_max_ms), _whole),
-    ("time_lag_ms", sa.func.max(PartitionMinute.time_lag_max_ms), _whole),
-    ("offset_lag", sa.func.max(PartitionMinute.offset_lag_max), _whole),
-    ("idle", sa.func.max(PartitionMinute.idle_batches), _flag),
-    ("stalled", sa.func.max(PartitionMinute.stalled_batches), _flag),
-    ("late_records", whole_sum(PartitionMinute.late_records), _whole),
-    ("records", whole_sum(PartitionMinute.offset_records), _whole),
-)
-
-
-def _minute_series(session: so.Session, query_id: str, window: Window) -> dict[str, Series]:
-    """Per partition, the minutes that start in the window, aggregated per bucket: a bucket
-    shows the largest lag and any stall of any batch in it. A day of 64 partitions is 51,200
-    buckets: they go into the columns as they come, without a dictionary each."""
-    bucket = window.bucket(PartitionMinute.minute_ms)
-    rows = session.execute(
-        sa.select(PartitionMinute.partition, bucket, *_columns(MINUTE_AGGREGATES))
-        .where(PartitionMinute.query_id == query_id, window.covers(PartitionMinute.minute_ms))
-        .group_by(PartitionMinute.partition, bucket)
-        .order_by(PartitionMinute.partition, bucket)
+def _rollup_aggregates(model: type[RollupFigures]) -> tuple[Aggregate, ...]:
+    """Each partition series from the rollups of a bucket: the largest lags and W_p, any idle
+    or stalled batch, the sums of late records and of records read."""
+    return (
+        ("max_event_time_ms", sa.func.max(model.max_event_time_ms), _whole),
+        ("partition_watermark_ms", sa.func.max(model.watermark_max_ms), _whole),
+        ("time_lag_ms", sa.func.max(model.time_lag_max_ms), _whole),
+        ("offset_lag", sa.func.max(model.offset_lag_max), _whole),
+        ("idle", sa.func.max(model.idle_batches), _flag),
+        ("stalled", sa.func.max(model.stalled_batches), _flag),
+        ("late_records", whole_sum(model.late_records), _whole),
+        ("records", whole_sum(model.offset_records), _whole),
     )
-    fields = [(name, convert) for name, _, convert in MINUTE_AGGREGATES]
+
+
+def _rollup_series(
+    session: so.Session,
+    query_id: str,
+    window: Window,
+    model: type[PartitionMinute] | type[PartitionHour],
+    start: Any,
+) -> dict[str, Series]:
+    """Per partition, the minutes or hours that start in the window, aggregated per bucket: a
+    bucket shows the largest lag and any stall of any batch in it. A day of 64 partitions is
+    51,200 buckets: they go into the columns as they come, without a dictionary each."""
+    aggregates = _rollup_aggregates(model)
+    bucket = window.bucket(start)
+    rows = session.execute(
+        sa.select(model.partition, bucket, *_columns(aggregates))
+        .where(model.query_id == query_id, window.covers(start))
+        .group_by(model.partition, bucket)
+        .order_by(model.partition, bucket)
+    )
+    fields = [(name, convert) for name, _, convert in aggregates]
     found: dict[str, Series] = {}
     for partition, number, *values in rows:
         series = found.get(partition)

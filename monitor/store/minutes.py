@@ -1,16 +1,19 @@
-"""Per-minute rollups of each query's partitions (`partition_minutes`), kept as batches arrive.
+"""Per-minute and per-hour rollups of each query's partitions (`partition_minutes`,
+`partition_hours`), kept as batches arrive.
 
 A minute's row of a partition holds what the minute's stored batches showed of it: sums of
 records and of late and future-dated records, the largest M_p, W_p's range, the largest time
-and offset lag, and how many of its batches found it idle, stalled or rewound. Long ranges are
-read from these rows (store.history), so a 30-day view still shows the peak of every lag and
+and offset lag, and how many of its batches found it idle, stalled or rewound. An hour's row is
+its minutes' rows folded the same way. Ranges of hours are read from the minutes and ranges of
+days from the hours (store.history), so a 30-day view still shows the peak of every lag and
 every stall, however short.
 
 They are written in the transaction that stores the batches, so they never miss or double one:
-a batch stored in order is folded into its minute's rows (read, folded, written back); a batch
-that changes what was stored after it (one that arrives after later ones and so changes their
-running figures, or a restart that supersedes them) has its query's minutes from its own on
-rolled up again from the batches stored. A repeated batch stores nothing and so adds nothing.
+a batch stored in order is folded into its minute's and hour's rows (read, folded, written
+back); a batch that changes what was stored after it (one that arrives after later ones and so
+changes their running figures, or a restart that supersedes them) has its query's minutes from
+its own on rolled up again from the batches stored, and the hours from its hour on from those
+minutes. A repeated batch stores nothing and so adds nothing.
 """
 
 from __future__ import annotations
@@ -22,19 +25,35 @@ import sqlalchemy as sa
 
 from monitor.numbers import INT64_MAX, INT64_MIN
 from monitor.store.bulk import insert_rows
-from monitor.store.models import Base, Batch, Partition, PartitionEventTime, PartitionMinute
+from monitor.store.models import (
+    Base,
+    Batch,
+    Partition,
+    PartitionEventTime,
+    PartitionHour,
+    PartitionMinute,
+)
 from monitor.store.sql import among, chunks
 
 MINUTE_MS = 60_000
-_TABLE = Base.metadata.tables[PartitionMinute.__tablename__]
+HOUR_MS = 3_600_000
 Row = dict[str, Any]
-# A rollup row's key: query id, the minute's start, partition.
+# A rollup row's key: query id, the start of its minute or hour, partition.
 Key = tuple[str, int, str]
+# Each tier's model and the name of its start column.
+MINUTES = (PartitionMinute, "minute_ms")
+HOURS = (PartitionHour, "hour_ms")
+Tier = tuple[type[PartitionMinute] | type[PartitionHour], str]
 
 
 def minute_of(time_ms: int) -> int:
     """The start of the minute that holds `time_ms`."""
     return time_ms - time_ms % MINUTE_MS
+
+
+def hour_of(time_ms: int) -> int:
+    """The start of the hour that holds `time_ms`."""
+    return time_ms - time_ms % HOUR_MS
 
 
 def _sum(a: int | None, b: int | None) -> int | None:
@@ -182,50 +201,71 @@ class Minutes:
         self._again[query_id] = minute
 
     def write(self, connection: sa.Connection) -> None:
-        """Fold what was added into the stored rows, then roll up again what is to be; in the
-        transaction that stored the batches, after their rows."""
-        parts = {
-            key: part
-            for key, part in self._parts.items()
-            if key[0] not in self._again or key[1] < self._again[key[0]]
-        }
-        by_query: dict[str, list[Key]] = {}
-        for key in parts:
-            by_query.setdefault(key[0], []).append(key)
-        for query_ids in chunks(sorted(by_query)):
-            keys = [key for query_id in query_ids for key in by_query[query_id]]
-            _fold_into_stored(connection, query_ids, {key: parts[key] for key in keys})
+        """Fold what was added into the stored minutes and hours, then roll up again what is
+        to be; in the transaction that stored the batches, after their rows."""
+        minutes: dict[Key, Row] = {}
+        hours: dict[Key, Row] = {}
+        for key, part in self._parts.items():
+            query_id, minute, partition = key
+            again = self._again.get(query_id)
+            if again is None or minute < again:
+                minutes[key] = part
+            if again is None or hour_of(minute) < hour_of(again):
+                hour = (query_id, hour_of(minute), partition)
+                hours[hour] = part if hour not in hours else _folded(hours[hour], part)
+        for tier, parts in ((MINUTES, minutes), (HOURS, hours)):
+            by_query: dict[str, list[Key]] = {}
+            for key in parts:
+                by_query.setdefault(key[0], []).append(key)
+            for query_ids in chunks(sorted(by_query)):
+                keys = [key for query_id in query_ids for key in by_query[query_id]]
+                _fold_into_stored(connection, tier, query_ids, {key: parts[key] for key in keys})
         for query_id, minute in self._again.items():
             _roll_up_again(connection, query_id, minute)
+            _hours_again(connection, query_id, hour_of(minute))
         self._parts, self._again = {}, {}
 
 
 def _fold_into_stored(
-    connection: sa.Connection, query_ids: list[str], parts: dict[Key, Row]
+    connection: sa.Connection, tier: Tier, query_ids: list[str], parts: dict[Key, Row]
 ) -> None:
-    """Fold each minute's new part into its stored row: the rows of the queries' minutes in
-    the parts' span are read, folded, deleted and written again."""
-    minutes = [minute for _, minute, _ in parts]
+    """Fold each minute's or hour's new part into its stored row: the rows of the queries'
+    tier in the parts' span are read, folded, deleted and written again."""
+    model, start = tier
+    column = getattr(model, start)
     where = sa.and_(
-        among(PartitionMinute.query_id, query_ids),
-        PartitionMinute.minute_ms.between(min(minutes), max(minutes)),
+        among(model.query_id, query_ids),
+        column.between(min(key[1] for key in parts), max(key[1] for key in parts)),
     )
     stored = {
-        (row.query_id, row.minute_ms, row.partition): dict(row._mapping)
-        for row in connection.execute(sa.select(_TABLE).where(where))
+        (row.query_id, row[1], row.partition): dict(row._mapping)
+        for row in connection.execute(
+            sa.select(model.query_id, column, model.partition, *_figures(model)).where(where)
+        )
     }
     for key, part in parts.items():
         before = stored.get(key)
-        stored[key] = _keyed(key, part if before is None else _folded(before, part))
-    connection.execute(sa.delete(PartitionMinute).where(where))
-    insert_rows(connection, _TABLE, list(stored.values()))
+        stored[key] = part if before is None else _folded(before, part)
+    connection.execute(sa.delete(model).where(where))
+    _insert(connection, tier, stored)
 
 
-def _keyed(key: Key, figures: Row) -> Row:
-    """A minute's figures as a row to insert, its sums as a 64-bit column holds them."""
-    query_id, minute, partition = key
-    row = {"query_id": query_id, "minute_ms": minute, "partition": partition}
-    return row | {name: _stored(figures[name]) if name in SUMS else figures[name] for name in FOLDS}
+def _figures(model: type[PartitionMinute] | type[PartitionHour]) -> list[Any]:
+    return [getattr(model, name) for name in FOLDS]
+
+
+def _insert(connection: sa.Connection, tier: Tier, rows: dict[Key, Row]) -> None:
+    """Rows of a tier by key, their sums as a 64-bit column holds them."""
+    model, start = tier
+    insert_rows(
+        connection,
+        Base.metadata.tables[model.__tablename__],
+        [
+            {"query_id": query_id, start: at, "partition": partition}
+            | {name: _stored(figures[name]) if name in SUMS else figures[name] for name in FOLDS}
+            for (query_id, at, partition), figures in rows.items()
+        ],
+    )
 
 
 OFFSET_COLUMNS = ("start_offset", "end_offset", "offset_lag", "idle", "stalled", "rewound")
@@ -260,5 +300,22 @@ def _roll_up_again(connection: sa.Connection, query_id: str, minute: int) -> Non
             table.query_id == query_id, table.batch_id >= first, table.batch_time_ms >= minute
         )
         found[table] = [dict(row._mapping) for row in connection.execute(statement)]
-    rows = rolled_up(found[Partition], found[PartitionEventTime])
-    insert_rows(connection, _TABLE, [_keyed(key, figures) for key, figures in rows.items()])
+    _insert(connection, MINUTES, rolled_up(found[Partition], found[PartitionEventTime]))
+
+
+def _hours_again(connection: sa.Connection, query_id: str, hour: int) -> None:
+    """The query's hours from `hour` on, folded again from its minutes."""
+    connection.execute(
+        sa.delete(PartitionHour).where(
+            PartitionHour.query_id == query_id, PartitionHour.hour_ms >= hour
+        )
+    )
+    hours: dict[Key, Row] = {}
+    statement = sa.select(
+        PartitionMinute.minute_ms, PartitionMinute.partition, *_figures(PartitionMinute)
+    ).where(PartitionMinute.query_id == query_id, PartitionMinute.minute_ms >= hour)
+    for row in connection.execute(statement):
+        figures = dict(row._mapping)
+        key = (query_id, hour_of(figures.pop("minute_ms")), figures.pop("partition"))
+        hours[key] = figures if key not in hours else _folded(hours[key], figures)
+    _insert(connection, HOURS, hours)

@@ -1,10 +1,10 @@
 """Prune history older than the retention period, in short transactions that writers slip between.
 
 Batches older than the cutoff go with their state operators, sources, partitions and partition
-event times; so do older pending-timer snapshots, and the per-minute rollups of minutes that
-ended before it. Queries and runs are never deleted, nor a query's newest batch (its rows are
-what the overview shows, and the next batch's running event times and health are derived from
-them) and its newest timer snapshot (its pending timers).
+event times; so do older pending-timer snapshots, and the per-minute and per-hour rollups of
+minutes and hours that ended before it. Queries and runs are never deleted, nor a query's
+newest batch (its rows are what the overview shows, and the next batch's running event times
+and health are derived from them) and its newest timer snapshot (its pending timers).
 
 An alert that ended (resolved or cancelled) before the cutoff goes with its events, their
 deliveries and those deliveries' attempts, unless one of its notifications is still queued (neither
@@ -14,8 +14,8 @@ do, and keep their alerts. A live alert (pending or firing) is never deleted, no
 however old. A silence that ended before the cutoff goes.
 
 Each transaction deletes at most `chunk` batches (with their rows: about 2 × 64 partition rows per
-batch at 64 partitions), `chunk` minutes of rollups (a row per partition), `chunk` timer
-snapshots, `chunk` alerts (with their rows: a few events, a delivery of the firing and the
+batch at 64 partitions), `chunk` minutes or hours of rollups (a row per partition), `chunk`
+timer snapshots, `chunk` alerts (with their rows: a few events, a delivery of the firing and the
 resolved one per receiver, usually one attempt each; a delivery retried for a day against a
 receiver that is down has about 300, and 32 alerts with two such, 19,200 attempts, went in
 30 ms on either store) or `chunk` silences, so that a listener's write waits for one short
@@ -35,7 +35,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from monitor.store.minutes import MINUTE_MS
+from monitor.store.minutes import HOUR_MS, HOURS, MINUTE_MS, MINUTES, Tier
 from monitor.store.models import (
     AlertEvent,
     AlertRow,
@@ -44,6 +44,7 @@ from monitor.store.models import (
     DeliveryAttempt,
     Partition,
     PartitionEventTime,
+    PartitionHour,
     PartitionMinute,
     Query,
     Silence,
@@ -63,6 +64,7 @@ TABLES = tuple(
         Batch,
         *BATCH_TABLES,
         PartitionMinute,
+        PartitionHour,
         TimerSnapshotRow,
         *ALERT_TABLES,
         Silence,
@@ -112,13 +114,19 @@ def prune(
 
 
 def _steps(engine: sa.Engine, before_ms: int, chunk: int) -> list[Step]:
-    """Each query's batches, minutes and timer snapshots, then the alerts and the silences."""
+    """Each query's batches, minutes, hours and timer snapshots, then the alerts and the
+    silences."""
     with engine.connect() as connection:
         query_ids = connection.scalars(sa.select(Query.id).order_by(Query.id)).all()
     steps: list[Step] = [
         functools.partial(delete, query_id, before_ms, chunk)
         for query_id in query_ids
-        for delete in (_delete_batches, _delete_minutes, _delete_timer_snapshots)
+        for delete in (
+            _delete_batches,
+            functools.partial(_delete_rollups, MINUTES, MINUTE_MS),
+            functools.partial(_delete_rollups, HOURS, HOUR_MS),
+            _delete_timer_snapshots,
+        )
     ]
     steps += [
         functools.partial(delete, before_ms, chunk) for delete in (_delete_alerts, _delete_silences)
@@ -169,26 +177,29 @@ def _delete_batches(
     return len(batch_ids)
 
 
-def _delete_minutes(
-    query_id: str, before_ms: int, chunk: int, connection: sa.Connection, pruned: Pruned
+def _delete_rollups(
+    tier: Tier,
+    width_ms: int,
+    query_id: str,
+    before_ms: int,
+    chunk: int,
+    connection: sa.Connection,
+    pruned: Pruned,
 ) -> int:
-    """Delete the rollups of the query's oldest `chunk` minutes that ended before the cutoff."""
-    minutes = connection.scalars(
-        sa.select(PartitionMinute.minute_ms)
-        .where(
-            PartitionMinute.query_id == query_id,
-            PartitionMinute.minute_ms <= before_ms - MINUTE_MS,
-        )
+    """Delete the rollups of the query's oldest `chunk` minutes or hours that ended before
+    the cutoff."""
+    model, start = tier
+    column = getattr(model, start)
+    spans = connection.scalars(
+        sa.select(column)
+        .where(model.query_id == query_id, column <= before_ms - width_ms)
         .distinct()
-        .order_by(PartitionMinute.minute_ms)
+        .order_by(column)
         .limit(chunk)
     ).all()
-    if minutes:
-        where = sa.and_(
-            PartitionMinute.query_id == query_id, PartitionMinute.minute_ms.in_(minutes)
-        )
-        _delete(connection, pruned, PartitionMinute, where)
-    return len(minutes)
+    if spans:
+        _delete(connection, pruned, model, sa.and_(model.query_id == query_id, column.in_(spans)))
+    return len(spans)
 
 
 def _delete_timer_snapshots(

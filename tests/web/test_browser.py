@@ -320,9 +320,9 @@ def test_the_history_page_loads_a_range_and_exports_csv(engine, serve, page, tmp
     # 30 days: the range line gives both ends their dates, the end's today included.
     page.click("button[data-range='month']")
     page.wait_for_url(re.compile(r"\?range=month$"), timeout=WAIT_MS)
-    # Past two days the partitions are read at each interval's last batch.
+    # Past two days the partitions are read from the hours.
     page.wait_for_function(
-        "() => / to \\d{4}-\\d\\d-\\d\\d \\d\\d:.*last batch$/.test("
+        "() => / to \\d{4}-\\d\\d-\\d\\d \\d\\d:.*per-hour rollups/.test("
         "document.getElementById('range-note').textContent)",
         timeout=WAIT_MS,
     )

@@ -21,6 +21,7 @@ TABLES = (
     "partitions",
     "partition_event_times",
     "partition_minutes",
+    "partition_hours",
     "timer_snapshots",
 )
 
@@ -80,8 +81,8 @@ def test_one_group_and_groups_of_three_store_what_single_events_store(store_urls
 
 
 # Reads a group makes: query rows, runs, the newest batch, its partitions and event times,
-# the stored minutes its batches fold into (store.minutes), and one to spare.
-READS = 7
+# the stored minutes and hours its batches fold into (store.minutes), and one to spare.
+READS = 8
 
 
 def reads(statements):

@@ -191,13 +191,16 @@ def test_the_raw_observed_metrics_and_offsets_go_and_their_batches_stay(empty_da
     engine.dispose()
 
 
-def test_migration_0021_rolls_up_the_batches_a_store_holds_as_the_write_path_does(engine):
+def test_migrations_0021_and_0022_roll_up_the_batches_a_store_holds_as_the_write_path_does(
+    engine,
+):
     write_events(engine, events())
-    written = {query: stored_rows(engine, query, tables=("partition_minutes",)) for query in (A, B)}
-    assert len(written[A]["partition_minutes"]) > 20
+    tables = ("partition_minutes", "partition_hours")
+    written = {query: stored_rows(engine, query, tables=tables) for query in (A, B)}
+    assert len(written[A]["partition_minutes"]) > 20 and written[A]["partition_hours"]
     with engine.begin() as connection:
         connection.execute(sa.text("UPDATE partition_minutes SET batches = 0"))
     _to(engine, "0020", "downgrade")
-    _to(engine, "0021")
+    _to(engine, "0022")
     for query in (A, B):
-        assert stored_rows(engine, query, tables=("partition_minutes",)) == written[query]
+        assert stored_rows(engine, query, tables=tables) == written[query]

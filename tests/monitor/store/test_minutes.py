@@ -12,8 +12,8 @@ import sqlalchemy.orm as so
 
 from monitor.numbers import INT64_MAX
 from monitor.store.history import Window, partition_series, resolution
-from monitor.store.minutes import MINUTE_MS
-from monitor.store.models import PartitionMinute
+from monitor.store.minutes import HOUR_MS, MINUTE_MS
+from monitor.store.models import PartitionHour, PartitionMinute
 from monitor.store.writes import write_event, write_events
 from tests.support.group_events import T0, A, B, events, progress
 from tests.support.progress import EPOCH, QUERY, batch_event, write
@@ -78,6 +78,42 @@ def stored_minutes(engine, query_id):
         }
 
 
+def stored_hours(engine, query_id):
+    with engine.connect() as connection:
+        rows = connection.execute(
+            sa.select(PartitionHour.__table__).where(PartitionHour.query_id == query_id)
+        ).mappings()
+        return {
+            (row["hour_ms"], row["partition"]): {
+                name: value
+                for name, value in row.items()
+                if name not in ("query_id", "hour_ms", "partition")
+            }
+            for row in rows
+        }
+
+
+def hours_of(minutes):
+    """The minutes folded into hours, here: sums, the largest and the smallest."""
+    hours = {}
+    for (minute, partition), figures in sorted(minutes.items()):
+        key = (minute - minute % HOUR_MS, partition)
+        if key not in hours:
+            hours[key] = dict(figures)
+            continue
+        hour = hours[key]
+        for name, value in figures.items():
+            if value is None or hour[name] is None:
+                hour[name] = value if hour[name] is None else hour[name]
+            elif name == "watermark_min_ms":
+                hour[name] = min(hour[name], value)
+            elif name.startswith(("max_", "watermark_max", "time_lag_max", "offset_lag_max")):
+                hour[name] = max(hour[name], value)
+            else:
+                hour[name] += value
+    return hours
+
+
 def shuffled_arrivals(seed):
     """The events of the group-write test with some batches held back and sent after later
     ones, others sent twice, cut into groups of random sizes."""
@@ -99,7 +135,9 @@ def test_the_minutes_are_what_the_stored_batches_say_however_they_arrive(engine,
     for group in shuffled_arrivals(seed):
         write_events(engine, group)
     for query in (A, B):
-        assert stored_minutes(engine, query) == expected_minutes(engine, query)
+        minutes = stored_minutes(engine, query)
+        assert minutes == expected_minutes(engine, query)
+        assert stored_hours(engine, query) == hours_of(minutes)
     minutes = stored_minutes(engine, A)
     assert any(row["rewound_batches"] for row in minutes.values()), "a restart was rolled up"
     assert any(row["late_records"] for row in minutes.values())
@@ -137,12 +175,33 @@ def test_two_days_read_from_the_minutes_show_a_forty_minute_stall_and_its_lag_pe
     assert (last["stalled"], last["offset_lag"]) == (False, 0), "the hour's last batch hides it"
 
 
-def test_ranges_past_two_days_are_read_at_each_buckets_last_batch():
-    """Aggregating a row per partition per minute of 30 days takes seconds: until coarser
-    rollups come, such ranges are read as before."""
-    assert resolution(Window(EPOCH, EPOCH + 2 * DAY_MS + 1, 800)) == "last_batch"
-    assert resolution(Window(EPOCH, EPOCH + 30 * DAY_MS, 800)) == "last_batch"
+def test_a_month_read_from_the_hours_shows_the_stall_and_its_lag_peak(engine):
+    """The same stall in a 30-day view at 800 points (54-minute buckets), read from the hours:
+    the bucket that holds the stall's hour shows it."""
+    ends = [0, 0]
+    start_s = 29 * DAY_MS // 1000
+    for batch_id, minute in enumerate(range(0, 180, 2)):
+        latest = (minute + 2) * 50
+        starts, ends = ends, [latest, ends[1] if 10 <= minute < 50 else latest]
+        write(engine, batch_id, start_s + minute * 60, ends, [latest, latest], starts=starts)
+    first_hour = EPOCH - EPOCH % HOUR_MS
+    window = Window(first_hour, first_hour + 30 * DAY_MS, 800)
+    assert resolution(window) == "hour"
+    with so.Session(engine) as session:
+        series = partition_series(session, QUERY, window)
+    behind, steady = series["t/1"], series["t/0"]
+    assert max(behind["offset_lag"]) == 2_000 and any(behind["stalled"])
+    assert not any(steady["stalled"]) and max(steady["offset_lag"]) == 0
+    assert sum(behind["records"]) == sum(steady["records"]) <= 180 * 50
+
+
+def test_each_range_is_read_from_the_finest_tier_cheap_enough():
+    """A day of minutes is 92,160 rows of 64 partitions, 30 days of them 2.8 million, which
+    take seconds: past two days, hours."""
     assert resolution(Window(EPOCH, EPOCH + 3_600_000, 800)) == "last_batch"
+    assert resolution(Window(EPOCH, EPOCH + DAY_MS, 800)) == "minute"
+    assert resolution(Window(EPOCH, EPOCH + 2 * DAY_MS + 1, 800)) == "hour"
+    assert resolution(Window(EPOCH, EPOCH + 365 * DAY_MS, 800)) == "hour"
 
 
 def test_late_records_of_any_range_from_the_minutes_are_the_sum_over_the_batches(engine):

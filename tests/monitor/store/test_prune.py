@@ -20,6 +20,7 @@ from monitor.store.models import (
     DeliveryAttempt,
     Partition,
     PartitionEventTime,
+    PartitionHour,
     PartitionMinute,
     Query,
     Run,
@@ -174,6 +175,16 @@ def minutes(engine, query_id):
         )
 
 
+def hours(engine, query_id):
+    """The hours of the query's hourly rollup rows left, a row per partition."""
+    with engine.connect() as connection:
+        return sorted(
+            connection.scalars(
+                sa.select(PartitionHour.hour_ms).where(PartitionHour.query_id == query_id)
+            )
+        )
+
+
 def write_silence(engine, until_ms):
     with so.Session(engine) as session:
         session.add(Silence(rule="partition_stalled", created_at_ms=OLD - DAY, until_ms=until_ms))
@@ -195,10 +206,12 @@ def test_rows_before_the_cutoff_go_and_the_rest_stay(engine):
         "partitions": 6,
         "partition_event_times": 6,
         "partition_minutes": 4,
+        "partition_hours": 4,
         "timer_snapshots": 2,
     }
     assert batch_ids(engine, "q") == dict.fromkeys(BATCH_TABLE_NAMES, [3, 4])
     assert minutes(engine, "q") == [CUTOFF, CUTOFF, NEW, NEW], "minutes from the cutoff on stay"
+    assert hours(engine, "q") == [CUTOFF, CUTOFF, NEW, NEW], "so do hours"
     assert snapshot_times(engine, "q") == [CUTOFF, NEW]
     assert (count(engine, Query), count(engine, Run)) == (1, 1)
 
@@ -259,10 +272,11 @@ def test_each_transaction_deletes_one_chunk(engine):
     pruned = prune(engine, CUTOFF, chunk=10, sleep=between_transactions)
 
     # Ten full chunks; the eleventh finds less than a chunk, so batches are done; then the two
-    # minutes they were in, timer snapshots, alerts and silences, one transaction each.
-    assert left == [91, 81, 71, 61, 51, 41, 31, 21, 11, 1, 1, 1, 1, 1, 1]
-    assert pruned.transactions == len(commits) == 15
-    assert pruned.deleted["partition_minutes"] == 2 * 4
+    # minutes and the hour they were in, timer snapshots, alerts and silences, one transaction
+    # each.
+    assert left == [91, 81, 71, 61, 51, 41, 31, 21, 11, 1, 1, 1, 1, 1, 1, 1]
+    assert pruned.transactions == len(commits) == 16
+    assert (pruned.deleted["partition_minutes"], pruned.deleted["partition_hours"]) == (8, 4)
     assert pruned.deleted["partitions"] == pruned.deleted["partition_event_times"] == 400
     assert all(0 <= pause <= MAX_PAUSE_S for pause in pauses)
 
@@ -388,10 +402,10 @@ def test_alerts_and_silences_go_one_chunk_per_transaction(engine):
 
     pruned = prune(engine, CUTOFF, chunk=10, sleep=between_transactions)
 
-    # Query q's batches, minutes and timer snapshots (none), then 10, 10 and 5 alerts, 10 and 2
-    # silences.
-    assert left == [(26, 12), (26, 12), (26, 12), (16, 12), (6, 12), (1, 12), (1, 2), (1, 0)]
-    assert pruned.transactions == len(commits) == 8
+    # Query q's batches, minutes, hours and timer snapshots (none), then 10, 10 and 5 alerts,
+    # 10 and 2 silences.
+    assert left == [(26, 12)] * 4 + [(16, 12), (6, 12), (1, 12), (1, 2), (1, 0)]
+    assert pruned.transactions == len(commits) == 9
     assert pruned.deleted == NOTHING | {
         table: 25 * rows for table, rows in RESOLVED_ALERT_ROWS.items()
     } | {"silences": 12}
@@ -409,13 +423,13 @@ def test_wmon_prune_prints_what_it_deleted(database_url, engine, capsys, monkeyp
     header, *lines = capsys.readouterr().out.splitlines()
     assert re.fullmatch(
         r"store \S+: pruned history before \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC "
-        r"\(30 days kept\) in 5 transactions",
+        r"\(30 days kept\) in 6 transactions",
         header,
     )
     deleted = {line.split()[0]: int(line.split()[1]) for line in lines}
     assert list(deleted) == list(TABLES)
     assert deleted == NOTHING | dict(zip(BATCH_TABLE_NAMES, [1, 1, 1, 2, 2], strict=True)) | (
-        RESOLVED_ALERT_ROWS | {"silences": 1, "partition_minutes": 2}
+        RESOLVED_ALERT_ROWS | {"silences": 1, "partition_minutes": 2, "partition_hours": 2}
     )
 
     assert main(["prune", "--days", "10", "--database-url", database_url]) == 0

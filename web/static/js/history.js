@@ -22,6 +22,7 @@ const DRAWN = "partition_watermark_ms,offset_lag,late_records";
 const RESOLUTIONS = {
   last_batch: "partitions at each interval's last batch",
   minute: "partitions from per-minute rollups: each interval's largest lag and any stall",
+  hour: "partitions from per-hour rollups: each interval's largest lag and any stall",
 };
 const queryId = document.querySelector("main").dataset.query;
 const $ = (id) => document.getElementById(id);
