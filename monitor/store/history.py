@@ -235,7 +235,7 @@ def partition_series(session: so.Session, query_id: str, window: Window) -> dict
     """Per partition, each bucket's series, read as `resolution` says."""
     tier = resolution(window)
     if tier == "last_batch":
-        return _batch_series(session, query_id, window)
+        return _last_batch_series(session, query_id, window)
     model, start = MINUTES if tier == "minute" else HOURS
     return _rollup_series(session, query_id, window, model, getattr(model, start))
 
@@ -285,7 +285,7 @@ def _rollup_series(
     return found
 
 
-def _batch_series(session: so.Session, query_id: str, window: Window) -> dict[str, Series]:
+def _last_batch_series(session: so.Session, query_id: str, window: Window) -> dict[str, Series]:
     """Per partition, the running values at the last batch of each bucket.
 
     M_p, W_p, late-record totals and end offsets only grow, so their values at a bucket's
