@@ -63,31 +63,17 @@ def expected_minutes(engine, query_id):
     return expected
 
 
-def stored_minutes(engine, query_id):
+def stored_rollups(engine, query_id, model=PartitionMinute, start="minute_ms"):
+    """A query's stored minutes (or hours) by (start, partition), their figures."""
     with engine.connect() as connection:
         rows = connection.execute(
-            sa.select(PartitionMinute.__table__).where(PartitionMinute.query_id == query_id)
+            sa.select(model.__table__).where(model.query_id == query_id)
         ).mappings()
         return {
-            (row["minute_ms"], row["partition"]): {
+            (row[start], row["partition"]): {
                 name: value
                 for name, value in row.items()
-                if name not in ("query_id", "minute_ms", "partition")
-            }
-            for row in rows
-        }
-
-
-def stored_hours(engine, query_id):
-    with engine.connect() as connection:
-        rows = connection.execute(
-            sa.select(PartitionHour.__table__).where(PartitionHour.query_id == query_id)
-        ).mappings()
-        return {
-            (row["hour_ms"], row["partition"]): {
-                name: value
-                for name, value in row.items()
-                if name not in ("query_id", "hour_ms", "partition")
+                if name not in ("query_id", start, "partition")
             }
             for row in rows
         }
@@ -135,10 +121,10 @@ def test_the_minutes_are_what_the_stored_batches_say_however_they_arrive(engine,
     for group in shuffled_arrivals(seed):
         write_events(engine, group)
     for query in (A, B):
-        minutes = stored_minutes(engine, query)
+        minutes = stored_rollups(engine, query)
         assert minutes == expected_minutes(engine, query)
-        assert stored_hours(engine, query) == hours_of(minutes)
-    minutes = stored_minutes(engine, A)
+        assert stored_rollups(engine, query, PartitionHour, "hour_ms") == hours_of(minutes)
+    minutes = stored_rollups(engine, A)
     assert any(row["rewound_batches"] for row in minutes.values()), "a restart was rolled up"
     assert any(row["late_records"] for row in minutes.values())
 
@@ -230,7 +216,7 @@ def test_a_minute_of_absurd_offsets_is_stored_saturated_and_recording_goes_on(en
     for batch_id in range(3):
         starts, ends = (0, 10 * batch_id), (INT64_MAX, 10 * (batch_id + 1))
         write_event(engine, batch_event("q", batch_id, T0 + batch_id, starts=starts, ends=ends))
-    minutes = stored_minutes(engine, "q")
+    minutes = stored_rollups(engine, "q")
     assert [row["batches"] for row in minutes.values()] == [3, 3]
     assert minutes[(T0 - T0 % MINUTE_MS, "t/0")]["offset_records"] == INT64_MAX
     assert minutes[(T0 - T0 % MINUTE_MS, "t/1")]["offset_records"] == 30
