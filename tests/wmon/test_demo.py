@@ -125,8 +125,9 @@ def test_the_demo_plays_its_scenarios_into_monitored_queries_and_raises_the_docu
     # On a first run the demo makes its store before the dashboard's background work reads it.
     assert "no store at" not in errors, errors[-3_000:]
 
-    assert always <= alerts(store, pending=True), "the demo raises the alerts documented"
-    assert alerts(store) <= always | sometimes, "and fires no other"
+    # Every documented alert was raised (the wait above); a pending one may have been cancelled
+    # since, as the demo's stop ended its query. None fired that the table does not list.
+    assert alerts(store) <= always | sometimes, "the demo fires no alert undocumented"
     with so.Session(store) as session:
         queries = session.scalars(sa.select(Query)).all()
         assert {(q.name, q.status) for q in queries} == {
