@@ -146,12 +146,13 @@ def _print_running(database_url: str, port: int, options: DemoOptions) -> None:
 def _shut_down(
     stop: threading.Event, queries: list[Any], handle: Any, server: Dashboard, spark: Any
 ) -> None:
-    """Stop the players, the queries between batches, the monitor, the dashboard and Spark."""
+    """Stop the players, the dashboard (its alert evaluation with it: the demo's own stop is
+    no problem to alert on), the queries between batches, the monitor and Spark."""
     stop.set()
+    server.stop()
     for query in queries:
         stop_between_batches(query)
     detached = handle.detach()
-    server.stop()
     spark.stop()
     _print_summary(handle, detached)
 
