@@ -58,10 +58,10 @@ log = logging.getLogger(__name__)
 # Lines stored per transaction: a position is saved this often while a file is read.
 LINES_PER_WRITE = 1_000
 APPLICATION_END = "SparkListenerApplicationEnd"
-# Spark logs no end of a query whose application stops under it (spark.stop() without
-# query.stop(), a killed driver): its run ends with the application, failed, saying so.
 # How long a file found ending short while following may stay so before it is reported.
 SHORT_GRACE_S = 10.0
+# Spark logs no end of a query whose application stops under it (spark.stop() without
+# query.stop(), a killed driver): its run ends with the application, failed, saying so.
 UNSTOPPED = "the Spark application ended while this run was active; Spark logged no end of it"
 
 

@@ -1,7 +1,7 @@
-"""Per-minute rollups of partitions: what the write path keeps is what the stored batches say,
-however they arrive (out of order, repeated, superseded by a restart, in groups of any size);
-a long range read from them shows every stall and lag peak, and late records that add up
-exactly. (test_migrations checks that migration 0021 fills the same rows from the batches.)"""
+"""Per-minute and per-hour rollups of partitions: what the write path keeps is what the stored
+batches say, however they arrive (out of order, repeated, superseded by a restart, in groups of
+any size); a long range read from them shows every stall and lag peak, and late records that
+add up exactly. (test_migrations checks that migrations 0021 and 0022 fill the same rows.)"""
 
 import random
 from collections import defaultdict
