@@ -73,5 +73,8 @@ def test_jvm_listener_figures(spark: Any, capsys: pytest.CaptureFixture[str]) ->
         r"\(dropped 0, rejected 0, failures 0\)$",
         out,
     )
-    assert delivered == queued == callbacks
+    # Every event queued is delivered: one per callback, and a wmon.BatchRunning for each look
+    # of the running watch (every 5 s) that found a batch in flight, as a loaded machine's
+    # 3-second query may last that long (delivered 5 of 5 queued, 3 callbacks).
+    assert delivered == queued >= callbacks
     assert spark.streams.active == []
