@@ -57,7 +57,7 @@ def fill(
             ):
                 connection.execute(sa.insert(table), rows)
                 stored[table] = rows
-            minutes.add_batches(stored[Partition], stored[PartitionEventTime])
+            minutes.add_batches(stored)
             minutes.write(connection)
 
 

@@ -41,6 +41,8 @@ BATCH_TABLES = (
     "partition_event_times",
     "partition_minutes",
     "partition_hours",
+    "query_minutes",
+    "query_hours",
 )
 
 

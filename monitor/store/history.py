@@ -1,10 +1,11 @@
 """History over a time range, downsampled in SQL into at most `points` equal time buckets.
 
 Series are columnar, `{"time_ms": [...], "watermark_ms": [...], ...}`, one entry per bucket
-that holds at least one batch; `time_ms` is the start of the bucket. Partition series of
-ranges past two days come from the per-hour rollups (store.minutes), of buckets a minute or
-wider from the per-minute ones: the hours or minutes that start in the range, with the
-largest lags and any stall of each bucket; narrower buckets from each bucket's last batch.
+that holds at least one batch; `time_ms` is the start of the bucket. Series of ranges past two
+days come from the per-hour rollups (store.minutes), of buckets a minute or wider from the
+per-minute ones: the hours or minutes that start in the range, with the largest lags and any
+stall of each bucket; narrower buckets from the batches (a query's every batch, a partition's
+last batch of each bucket).
 """
 
 from __future__ import annotations
@@ -16,14 +17,18 @@ from typing import Any
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.store.minutes import HOURS, MINUTE_MS, MINUTES
+from monitor.store.minutes import (
+    MINUTE_MS,
+    PARTITION_HOURS,
+    PARTITION_MINUTES,
+    QUERY_HOURS,
+    QUERY_MINUTES,
+    Tier,
+)
 from monitor.store.models import (
     Batch,
     Partition,
     PartitionEventTime,
-    PartitionHour,
-    PartitionMinute,
-    RollupFigures,
     StateOperator,
 )
 from monitor.store.sums import whole_sum
@@ -113,7 +118,13 @@ def _names(*aggregates: tuple[Aggregate, ...]) -> list[str]:
 
 
 def batch_series(session: so.Session, query_id: str, window: Window) -> Series:
-    """A query's batches in the window, aggregated per bucket, with rows dropped by watermark."""
+    """A query's batches in the window, aggregated per bucket, with rows dropped by watermark:
+    from the batches themselves, or from the query's minutes or hours, as `resolution` says."""
+    tier = resolution(window)
+    if tier != "last_batch":
+        return _query_rollup_series(
+            session, query_id, window, QUERY_MINUTES if tier == "minute" else QUERY_HOURS
+        )
     bucket = window.bucket(Batch.batch_time_ms)
     where = (Batch.query_id == query_id, window.covers(Batch.batch_time_ms))
     rows = session.execute(
@@ -236,11 +247,76 @@ def partition_series(session: so.Session, query_id: str, window: Window) -> dict
     tier = resolution(window)
     if tier == "last_batch":
         return _last_batch_series(session, query_id, window)
-    model, start = MINUTES if tier == "minute" else HOURS
-    return _rollup_series(session, query_id, window, model, getattr(model, start))
+    return _rollup_series(
+        session, query_id, window, PARTITION_MINUTES if tier == "minute" else PARTITION_HOURS
+    )
 
 
-def _rollup_aggregates(model: type[RollupFigures]) -> tuple[Aggregate, ...]:
+def _query_rollup_series(session: so.Session, query_id: str, window: Window, tier: Tier) -> Series:
+    """A query's minutes or hours that start in the window, aggregated per bucket as
+    batch_series aggregates batches: averages are the buckets' sums over their counts."""
+    model: Any = tier.model
+    start = tier.column(tier.start)
+    bucket = window.bucket(start)
+    sums = {
+        name: whole_sum(getattr(model, name))
+        for name in ("skew_sum_ms", "duration_sum_ms", "input_rows", "rows_dropped_by_watermark")
+    } | {
+        name: sa.func.sum(getattr(model, name))
+        for name in (
+            "batches",
+            "skew_batches",
+            "duration_batches",
+            "input_rate_sum",
+            "input_rate_batches",
+            "processed_rate_sum",
+            "processed_rate_batches",
+        )
+    }
+    extremes = {
+        "first_batch_id": sa.func.min(model.first_batch_id),
+        "last_batch_id": sa.func.max(model.last_batch_id),
+        "watermark_ms": sa.func.max(model.watermark_max_ms),
+        "flink_watermark_ms": sa.func.max(model.flink_watermark_max_ms),
+        "watermark_age_max_ms": sa.func.max(model.watermark_age_max_ms),
+        "skew_max_ms": sa.func.max(model.skew_max_ms),
+        "duration_max_ms": sa.func.max(model.duration_max_ms),
+        "stalled_batches": sa.func.max(model.stalled_batches),
+    }
+    rows = session.execute(
+        sa.select(bucket, *(value.label(name) for name, value in (sums | extremes).items()))
+        .where(model.query_id == query_id, window.covers(start))
+        .group_by(bucket)
+    )
+    buckets = {}
+    for row in rows:
+        buckets[row.bucket] = {
+            "batches": int(row.batches),
+            "first_batch_id": int(row.first_batch_id),
+            "last_batch_id": int(row.last_batch_id),
+            "watermark_ms": _whole(row.watermark_ms),
+            "flink_watermark_ms": _whole(row.flink_watermark_ms),
+            "watermark_age_max_ms": _whole(row.watermark_age_max_ms),
+            "skew_avg_ms": _average(row.skew_sum_ms, row.skew_batches),
+            "skew_max_ms": _whole(row.skew_max_ms),
+            "duration_avg_ms": _average(row.duration_sum_ms, row.duration_batches),
+            "duration_max_ms": _whole(row.duration_max_ms),
+            "input_rows": _whole(row.input_rows),
+            "input_rows_per_second": _average(row.input_rate_sum, row.input_rate_batches),
+            "processed_rows_per_second": _average(
+                row.processed_rate_sum, row.processed_rate_batches
+            ),
+            "watermark_stalled": _flag(row.stalled_batches),
+            "rows_dropped_by_watermark": _whole(row.rows_dropped_by_watermark),
+        }
+    return _columnar(window, buckets, [*_names(BATCH_AGGREGATES), "rows_dropped_by_watermark"])
+
+
+def _average(total: Any, count: Any) -> float | None:
+    return None if total is None or not count else float(total) / int(count)
+
+
+def _rollup_aggregates(model: type[Any]) -> tuple[Aggregate, ...]:
     """Each partition series from the rollups of a bucket: the largest lags and W_p, any idle
     or stalled batch, the sums of late records and of records read."""
     return (
@@ -256,15 +332,13 @@ def _rollup_aggregates(model: type[RollupFigures]) -> tuple[Aggregate, ...]:
 
 
 def _rollup_series(
-    session: so.Session,
-    query_id: str,
-    window: Window,
-    model: type[PartitionMinute] | type[PartitionHour],
-    start: Any,
+    session: so.Session, query_id: str, window: Window, tier: Tier
 ) -> dict[str, Series]:
     """Per partition, the minutes or hours that start in the window, aggregated per bucket: a
     bucket shows the largest lag and any stall of any batch in it. A day of 64 partitions is
     51,200 buckets: they go into the columns as they come, without a dictionary each."""
+    model: Any = tier.model
+    start = tier.column(tier.start)
     aggregates = _rollup_aggregates(model)
     bucket = window.bucket(start)
     rows = session.execute(

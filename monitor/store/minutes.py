@@ -1,12 +1,15 @@
-"""Per-minute and per-hour rollups of each query's partitions (`partition_minutes`,
-`partition_hours`), kept as batches arrive.
+"""Per-minute and per-hour rollups of each query (`query_minutes`, `query_hours`) and of its
+partitions (`partition_minutes`, `partition_hours`), kept as batches arrive.
 
 A minute's row of a partition holds what the minute's stored batches showed of it: sums of
 records and of late and future-dated records, the largest M_p, W_p's range, the largest time
-and offset lag, and how many of its batches found it idle, stalled or rewound. An hour's row is
-its minutes' rows folded the same way. Ranges of hours are read from the minutes and ranges of
-days from the hours (store.history), so a 30-day view still shows the peak of every lag and
-every stall, however short.
+and offset lag, and how many of its batches found it idle, stalled or rewound. A minute's row of
+a query holds its batches' query-wide figures: how many, the watermark's range and largest age,
+sums and maxima of skew, durations, input rows and rates, stalled and rewound batches, rows
+dropped by the watermark, and the most state rows and memory. An hour's row is its minutes'
+rows folded the same way. Ranges of hours are read from the minutes and ranges of days from the
+hours (store.history), so a 30-day view still shows the peak of every lag and every stall,
+however short.
 
 They are written in the transaction that stores the batches, so they never miss or double one:
 a batch stored in order is folded into its minute's and hour's rows (read, folded, written
@@ -18,7 +21,8 @@ minutes. A repeated batch stores nothing and so adds nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
@@ -32,18 +36,20 @@ from monitor.store.models import (
     PartitionEventTime,
     PartitionHour,
     PartitionMinute,
+    QueryHour,
+    QueryMinute,
+    StateOperator,
 )
 from monitor.store.sql import among, chunks
 
 MINUTE_MS = 60_000
 HOUR_MS = 3_600_000
 Row = dict[str, Any]
-# A rollup row's key: query id, the start of its minute or hour, partition.
-Key = tuple[str, int, str]
-# Each tier's model and the name of its start column.
-MINUTES = (PartitionMinute, "minute_ms")
-HOURS = (PartitionHour, "hour_ms")
-Tier = tuple[type[PartitionMinute] | type[PartitionHour], str]
+# A rollup row's key: query id, the start of its minute or hour, and, in the partitions'
+# tiers, the partition.
+Key = tuple[Any, ...]
+Fold = Callable[[Any, Any], Any]
+Rows = Mapping[type[Base], Sequence[Row]]
 
 
 def minute_of(time_ms: int) -> int:
@@ -56,20 +62,21 @@ def hour_of(time_ms: int) -> int:
     return time_ms - time_ms % HOUR_MS
 
 
-def _sum(a: int | None, b: int | None) -> int | None:
+def _sum(a: Any, b: Any) -> Any:
     return b if a is None else a if b is None else a + b
 
 
-def _max(a: int | None, b: int | None) -> int | None:
+def _max(a: Any, b: Any) -> Any:
     return b if a is None or (b is not None and b > a) else a
 
 
-def _min(a: int | None, b: int | None) -> int | None:
+def _min(a: Any, b: Any) -> Any:
     return b if a is None or (b is not None and b < a) else a
 
 
-# How each figure of two parts of a minute folds into one.
-FOLDS: dict[str, Callable[[Any, Any], Any]] = {
+# How each figure of two parts of a span folds into one, in the partitions' tiers and the
+# queries'.
+PARTITION_FOLDS: dict[str, Fold] = {
     "batches": _sum,
     "records": _sum,
     "offset_records": _sum,
@@ -84,19 +91,84 @@ FOLDS: dict[str, Callable[[Any, Any], Any]] = {
     "stalled_batches": _sum,
     "rewound_batches": _sum,
 }
-SUMS = tuple(name for name, fold in FOLDS.items() if fold is _sum)
-NOTHING: Row = dict.fromkeys(FOLDS) | dict.fromkeys(
-    ("batches", "idle_batches", "stalled_batches", "rewound_batches"), 0
-)
+QUERY_FOLDS: dict[str, Fold] = {
+    "batches": _sum,
+    "first_batch_id": _min,
+    "last_batch_id": _max,
+    "watermark_min_ms": _min,
+    "watermark_max_ms": _max,
+    "flink_watermark_max_ms": _max,
+    "watermark_age_max_ms": _max,
+    "skew_sum_ms": _sum,
+    "skew_batches": _sum,
+    "skew_max_ms": _max,
+    "duration_sum_ms": _sum,
+    "duration_batches": _sum,
+    "duration_max_ms": _max,
+    "input_rows": _sum,
+    "input_rate_sum": _sum,
+    "input_rate_batches": _sum,
+    "processed_rate_sum": _sum,
+    "processed_rate_batches": _sum,
+    "stalled_batches": _sum,
+    "rewound_batches": _sum,
+    "rows_dropped_by_watermark": _sum,
+    "state_rows_max": _max,
+    "state_memory_max_bytes": _max,
+}
 
 
-def _folded(a: Row, b: Row) -> Row:
-    return {name: fold(a[name], b[name]) for name, fold in FOLDS.items()}
+# Compared and hashed by identity: each tier is one of the four below.
+@dataclass(frozen=True, eq=False)
+class Tier:
+    """A rollup table: its model, its start column, how wide its spans are, how its figures
+    fold, and whether it keeps a row per partition or one per query."""
+
+    model: type[Base]
+    start: str
+    width_ms: int
+    folds: dict[str, Fold]
+    per_partition: bool
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The columns of a row's key."""
+        return (
+            ("query_id", self.start, "partition")
+            if self.per_partition
+            else ("query_id", self.start)
+        )
+
+    def column(self, name: str) -> Any:
+        """One of the table's columns."""
+        return getattr(self.model, name)
+
+    @property
+    def nothing(self) -> Row:
+        """A span's figures before any batch: no values, and counts of 0."""
+        return {
+            name: 0 if name == "batches" or name.endswith("_batches") else None
+            for name in self.folds
+        }
 
 
-def _stored(value: int | None) -> int | None:
-    """A whole number as a 64-bit column holds it: sums of absurd figures (a broken source's
-    offsets near 2^63) saturate, as store.sums does in reads."""
+PARTITION_MINUTES = Tier(PartitionMinute, "minute_ms", MINUTE_MS, PARTITION_FOLDS, True)
+PARTITION_HOURS = Tier(PartitionHour, "hour_ms", HOUR_MS, PARTITION_FOLDS, True)
+QUERY_MINUTES = Tier(QueryMinute, "minute_ms", MINUTE_MS, QUERY_FOLDS, False)
+QUERY_HOURS = Tier(QueryHour, "hour_ms", HOUR_MS, QUERY_FOLDS, False)
+# Each tier of minutes with the tier of hours folded from it.
+HOURS_OF = {PARTITION_MINUTES: PARTITION_HOURS, QUERY_MINUTES: QUERY_HOURS}
+TIERS = (PARTITION_MINUTES, PARTITION_HOURS, QUERY_MINUTES, QUERY_HOURS)
+PARTITION_NOTHING = PARTITION_MINUTES.nothing
+
+
+def _folded(folds: dict[str, Fold], a: Row, b: Row) -> Row:
+    return {name: fold(a[name], b[name]) for name, fold in folds.items()}
+
+
+def _stored(value: Any) -> Any:
+    """A figure as a 64-bit column holds it: sums of absurd figures (a broken source's offsets
+    near 2^63) saturate, as store.sums does in reads."""
     return None if value is None else min(max(value, INT64_MIN), INT64_MAX)
 
 
@@ -111,7 +183,7 @@ def _fold_batch(minutes: dict[Key, Row], partitions: Sequence[Row], times: Seque
     found: dict[str, Row] = {}
     for name in {row["partition"] for row in partitions} | {row["partition"] for row in times}:
         key = (query_id, minute, name)
-        found[name] = folded = minutes.get(key) or minutes.setdefault(key, dict(NOTHING))
+        found[name] = folded = minutes.get(key) or minutes.setdefault(key, dict(PARTITION_NOTHING))
         folded["batches"] += 1
     _fold_offsets(found, partitions)
     _fold_event_times(found, times)
@@ -154,6 +226,61 @@ def _fold_event_times(found: dict[str, Row], times: Sequence[Row]) -> None:
             folded["watermark_max_ms"] = watermark
 
 
+def _total(operators: Sequence[Row], name: str) -> int | None:
+    values = [row[name] for row in operators if row.get(name) is not None]
+    return sum(values) if values else None
+
+
+def _batch_figures(batch: Row, operators: Sequence[Row]) -> Row:
+    """One batch's query-wide figures, as a span of that one batch holds them."""
+    watermark = batch.get("watermark_ms")
+    skew, duration = batch.get("watermark_skew_ms"), batch.get("trigger_duration_ms")
+    input_rate, processed_rate = (
+        batch.get("input_rows_per_second"),
+        batch.get("processed_rows_per_second"),
+    )
+    return {
+        "batches": 1,
+        "first_batch_id": batch["batch_id"],
+        "last_batch_id": batch["batch_id"],
+        "watermark_min_ms": watermark,
+        "watermark_max_ms": watermark,
+        "flink_watermark_max_ms": batch.get("flink_watermark_ms"),
+        "watermark_age_max_ms": None if watermark is None else batch["batch_time_ms"] - watermark,
+        "skew_sum_ms": skew,
+        "skew_batches": int(skew is not None),
+        "skew_max_ms": skew,
+        "duration_sum_ms": duration,
+        "duration_batches": int(duration is not None),
+        "duration_max_ms": duration,
+        "input_rows": batch.get("num_input_rows"),
+        "input_rate_sum": input_rate,
+        "input_rate_batches": int(input_rate is not None),
+        "processed_rate_sum": processed_rate,
+        "processed_rate_batches": int(processed_rate is not None),
+        "stalled_batches": int(bool(batch.get("watermark_stalled"))),
+        "rewound_batches": int(bool(batch.get("watermark_rewound"))),
+        "rows_dropped_by_watermark": _total(operators, "num_rows_dropped_by_watermark"),
+        "state_rows_max": _total(operators, "num_rows_total"),
+        "state_memory_max_bytes": _total(operators, "memory_used_bytes"),
+    }
+
+
+def _fold_query_batches(
+    minutes: dict[Key, Row], batches: Iterable[Row], operators: Iterable[Row]
+) -> None:
+    """Fold batches' rows and their state operators' into `minutes`, their queries' minutes."""
+    by_batch: dict[tuple[str, int], list[Row]] = {}
+    for row in operators:
+        by_batch.setdefault((row["query_id"], row["batch_id"]), []).append(row)
+    for batch in batches:
+        key = (batch["query_id"], minute_of(batch["batch_time_ms"]))
+        figures = _batch_figures(batch, by_batch.get((batch["query_id"], batch["batch_id"]), []))
+        minutes[key] = (
+            figures if key not in minutes else _folded(QUERY_FOLDS, minutes[key], figures)
+        )
+
+
 def _by_batch(
     partitions: Iterable[Row], event_times: Iterable[Row]
 ) -> list[tuple[list[Row], list[Row]]]:
@@ -166,32 +293,45 @@ def _by_batch(
     return list(batches.values())
 
 
-def rolled_up(partitions: Iterable[Row], event_times: Iterable[Row]) -> dict[Key, Row]:
-    """Batches' partition rows (offsets, event times) folded into rows per partition and
-    minute."""
-    minutes: dict[Key, Row] = {}
-    for offsets, times in _by_batch(partitions, event_times):
-        _fold_batch(minutes, offsets, times)
+def rolled_up(rows: Rows) -> dict[Tier, dict[Key, Row]]:
+    """Batches' rows (the batches, their state operators, their partitions' offsets and event
+    times) folded into the rows of the tiers of minutes."""
+    minutes: dict[Tier, dict[Key, Row]] = {PARTITION_MINUTES: {}, QUERY_MINUTES: {}}
+    for offsets, times in _by_batch(rows.get(Partition, ()), rows.get(PartitionEventTime, ())):
+        _fold_batch(minutes[PARTITION_MINUTES], offsets, times)
+    _fold_query_batches(minutes[QUERY_MINUTES], rows.get(Batch, ()), rows.get(StateOperator, ()))
     return minutes
 
 
 class Minutes:
-    """One transaction's share of the rollups: the partition rows of the batches it stores, to
-    be folded into their minutes, and the queries whose minutes from some time on are to be
-    rolled up again from the store."""
+    """One transaction's share of the rollups: the rows of the batches it stores, to be folded
+    into their minutes, and the queries whose minutes from some time on are to be rolled up
+    again from the store."""
 
     def __init__(self) -> None:
-        self._parts: dict[Key, Row] = {}
+        self._parts: dict[Tier, dict[Key, Row]] = {PARTITION_MINUTES: {}, QUERY_MINUTES: {}}
         self._again: dict[str, int] = {}
 
-    def add(self, partitions: Sequence[Row], event_times: Sequence[Row]) -> None:
-        """A stored batch's partition rows, folded into its minute's part."""
-        _fold_batch(self._parts, partitions, event_times)
+    def add(self, rows: Rows) -> None:
+        """A stored batch's rows (the batch, its state operators, its partitions' offsets and
+        event times), folded into its minute's parts."""
+        _fold_batch(
+            self._parts[PARTITION_MINUTES],
+            rows.get(Partition, ()),
+            rows.get(PartitionEventTime, ()),
+        )
+        _fold_query_batches(
+            self._parts[QUERY_MINUTES], rows.get(Batch, ()), rows.get(StateOperator, ())
+        )
 
-    def add_batches(self, partitions: Iterable[Row], event_times: Iterable[Row]) -> None:
-        """The partition rows of stored batches, any number of them, folded likewise."""
-        for offsets, times in _by_batch(partitions, event_times):
-            _fold_batch(self._parts, offsets, times)
+    def add_batches(self, rows: Rows) -> None:
+        """The rows of stored batches, any number of them, folded likewise."""
+        for tier, parts in rolled_up(rows).items():
+            for key, part in parts.items():
+                before = self._parts[tier].get(key)
+                self._parts[tier][key] = (
+                    part if before is None else _folded(tier.folds, before, part)
+                )
 
     def again(self, query_id: str, from_ms: int) -> None:
         """Roll the query's minutes from `from_ms`'s on up again from the stored batches."""
@@ -203,27 +343,38 @@ class Minutes:
     def write(self, connection: sa.Connection) -> None:
         """Fold what was added into the stored minutes and hours, then roll up again what is
         to be; in the transaction that stored the batches, after their rows."""
-        minutes: dict[Key, Row] = {}
-        hours: dict[Key, Row] = {}
-        for key, part in self._parts.items():
-            query_id, minute, partition = key
-            again = self._again.get(query_id)
-            if again is None or minute < again:
-                minutes[key] = part
-            if again is None or hour_of(minute) < hour_of(again):
-                hour = (query_id, hour_of(minute), partition)
-                hours[hour] = part if hour not in hours else _folded(hours[hour], part)
-        for tier, parts in ((MINUTES, minutes), (HOURS, hours)):
-            by_query: dict[str, list[Key]] = {}
-            for key in parts:
-                by_query.setdefault(key[0], []).append(key)
-            for query_ids in chunks(sorted(by_query)):
-                keys = [key for query_id in query_ids for key in by_query[query_id]]
-                _fold_into_stored(connection, tier, query_ids, {key: parts[key] for key in keys})
+        for minutes_tier, parts in self._parts.items():
+            hours_tier = HOURS_OF[minutes_tier]
+            minutes: dict[Key, Row] = {}
+            hours: dict[Key, Row] = {}
+            for key, part in parts.items():
+                query_id, minute = key[0], key[1]
+                again = self._again.get(query_id)
+                if again is None or minute < again:
+                    minutes[key] = part
+                if again is None or hour_of(minute) < hour_of(again):
+                    hour = (query_id, hour_of(minute), *key[2:])
+                    hours[hour] = (
+                        part if hour not in hours else _folded(hours_tier.folds, hours[hour], part)
+                    )
+            for tier, found in ((minutes_tier, minutes), (hours_tier, hours)):
+                _fold_all_into_stored(connection, tier, found)
         for query_id, minute in self._again.items():
             _roll_up_again(connection, query_id, minute)
-            _hours_again(connection, query_id, hour_of(minute))
-        self._parts, self._again = {}, {}
+            for minutes_tier, hours_tier in HOURS_OF.items():
+                _hours_again(connection, minutes_tier, hours_tier, query_id, hour_of(minute))
+        self._parts = {PARTITION_MINUTES: {}, QUERY_MINUTES: {}}
+        self._again = {}
+
+
+def _fold_all_into_stored(connection: sa.Connection, tier: Tier, parts: dict[Key, Row]) -> None:
+    """Fold parts of many queries into the tier's stored rows, some queries at a time."""
+    by_query: dict[str, list[Key]] = {}
+    for key in parts:
+        by_query.setdefault(key[0], []).append(key)
+    for query_ids in chunks(sorted(by_query)):
+        keys = [key for query_id in query_ids for key in by_query[query_id]]
+        _fold_into_stored(connection, tier, query_ids, {key: parts[key] for key in keys})
 
 
 def _fold_into_stored(
@@ -231,39 +382,36 @@ def _fold_into_stored(
 ) -> None:
     """Fold each minute's or hour's new part into its stored row: the rows of the queries'
     tier in the parts' span are read, folded, deleted and written again."""
-    model, start = tier
-    column = getattr(model, start)
+    start = tier.column(tier.start)
     where = sa.and_(
-        among(model.query_id, query_ids),
-        column.between(min(key[1] for key in parts), max(key[1] for key in parts)),
+        among(tier.column("query_id"), query_ids),
+        start.between(min(key[1] for key in parts), max(key[1] for key in parts)),
     )
-    stored = {
-        (row.query_id, row[1], row.partition): dict(row._mapping)
-        for row in connection.execute(
-            sa.select(model.query_id, column, model.partition, *_figures(model)).where(where)
-        )
-    }
+    keys = [tier.column(name) for name in tier.keys]
+    stored: dict[Key, Row] = {}
+    for row in connection.execute(sa.select(*keys, *_figures(tier)).where(where)):
+        values = tuple(row)
+        stored[values[: len(keys)]] = dict(zip(tier.folds, values[len(keys) :], strict=True))
     for key, part in parts.items():
         before = stored.get(key)
-        stored[key] = part if before is None else _folded(before, part)
-    connection.execute(sa.delete(model).where(where))
+        stored[key] = part if before is None else _folded(tier.folds, before, part)
+    connection.execute(sa.delete(tier.model).where(where))
     _insert(connection, tier, stored)
 
 
-def _figures(model: type[PartitionMinute] | type[PartitionHour]) -> list[Any]:
-    return [getattr(model, name) for name in FOLDS]
+def _figures(tier: Tier) -> list[Any]:
+    return [tier.column(name) for name in tier.folds]
 
 
 def _insert(connection: sa.Connection, tier: Tier, rows: dict[Key, Row]) -> None:
-    """Rows of a tier by key, their sums as a 64-bit column holds them."""
-    model, start = tier
+    """Rows of a tier by key, their figures as a 64-bit column holds them."""
     insert_rows(
         connection,
-        Base.metadata.tables[model.__tablename__],
+        Base.metadata.tables[tier.model.__tablename__],
         [
-            {"query_id": query_id, start: at, "partition": partition}
-            | {name: _stored(figures[name]) if name in SUMS else figures[name] for name in FOLDS}
-            for (query_id, at, partition), figures in rows.items()
+            dict(zip(tier.keys, key, strict=True))
+            | {name: _stored(value) for name, value in figures.items()}
+            for key, figures in rows.items()
         ],
     )
 
@@ -277,15 +425,37 @@ EVENT_TIME_COLUMNS = (
     "partition_watermark_ms",
     "time_lag_ms",
 )
+BATCH_COLUMNS = (
+    "query_id",
+    "batch_id",
+    "batch_time_ms",
+    "watermark_ms",
+    "flink_watermark_ms",
+    "watermark_skew_ms",
+    "trigger_duration_ms",
+    "num_input_rows",
+    "input_rows_per_second",
+    "processed_rows_per_second",
+    "watermark_stalled",
+    "watermark_rewound",
+)
+OPERATOR_COLUMNS = (
+    "query_id",
+    "batch_id",
+    "num_rows_dropped_by_watermark",
+    "num_rows_total",
+    "memory_used_bytes",
+)
 
 
 def _roll_up_again(connection: sa.Connection, query_id: str, minute: int) -> None:
     """The query's minutes from `minute` on, rolled up again from its stored batches."""
-    connection.execute(
-        sa.delete(PartitionMinute).where(
-            PartitionMinute.query_id == query_id, PartitionMinute.minute_ms >= minute
+    for tier in HOURS_OF:
+        connection.execute(
+            sa.delete(tier.model).where(
+                tier.column("query_id") == query_id, tier.column(tier.start) >= minute
+            )
         )
-    )
     first = connection.scalar(
         sa.select(sa.func.min(Batch.batch_id)).where(
             Batch.query_id == query_id, Batch.batch_time_ms >= minute
@@ -293,29 +463,45 @@ def _roll_up_again(connection: sa.Connection, query_id: str, minute: int) -> Non
     )
     if first is None:
         return
-    found = {}
+    found: dict[type[Base], list[Row]] = {}
     for table, columns in ((Partition, OFFSET_COLUMNS), (PartitionEventTime, EVENT_TIME_COLUMNS)):
         keys = (table.query_id, table.batch_id, table.batch_time_ms, table.partition)
         statement = sa.select(*keys, *(getattr(table, name) for name in columns)).where(
             table.query_id == query_id, table.batch_id >= first, table.batch_time_ms >= minute
         )
         found[table] = [dict(row._mapping) for row in connection.execute(statement)]
-    _insert(connection, MINUTES, rolled_up(found[Partition], found[PartitionEventTime]))
+    batches = sa.select(*(getattr(Batch, name) for name in BATCH_COLUMNS)).where(
+        Batch.query_id == query_id, Batch.batch_time_ms >= minute
+    )
+    found[Batch] = [dict(row._mapping) for row in connection.execute(batches)]
+    batch_ids = {row["batch_id"] for row in found[Batch]}
+    operators = sa.select(*(getattr(StateOperator, name) for name in OPERATOR_COLUMNS)).where(
+        StateOperator.query_id == query_id, StateOperator.batch_id >= first
+    )
+    found[StateOperator] = [
+        dict(row._mapping) for row in connection.execute(operators) if row.batch_id in batch_ids
+    ]
+    for tier, rows in rolled_up(found).items():
+        _insert(connection, tier, rows)
 
 
-def _hours_again(connection: sa.Connection, query_id: str, hour: int) -> None:
+def _hours_again(
+    connection: sa.Connection, minutes: Tier, hours: Tier, query_id: str, hour: int
+) -> None:
     """The query's hours from `hour` on, folded again from its minutes."""
     connection.execute(
-        sa.delete(PartitionHour).where(
-            PartitionHour.query_id == query_id, PartitionHour.hour_ms >= hour
+        sa.delete(hours.model).where(
+            hours.column("query_id") == query_id, hours.column(hours.start) >= hour
         )
     )
-    hours: dict[Key, Row] = {}
-    statement = sa.select(
-        PartitionMinute.minute_ms, PartitionMinute.partition, *_figures(PartitionMinute)
-    ).where(PartitionMinute.query_id == query_id, PartitionMinute.minute_ms >= hour)
+    folded: dict[Key, Row] = {}
+    keys = [minutes.column(name) for name in minutes.keys[1:]]
+    statement = sa.select(*keys, *_figures(minutes)).where(
+        minutes.column("query_id") == query_id, minutes.column(minutes.start) >= hour
+    )
     for row in connection.execute(statement):
-        figures = dict(row._mapping)
-        key = (query_id, hour_of(figures.pop("minute_ms")), figures.pop("partition"))
-        hours[key] = figures if key not in hours else _folded(hours[key], figures)
-    _insert(connection, HOURS, hours)
+        values = tuple(row)
+        key = (query_id, hour_of(values[0]), *values[1 : len(keys)])
+        figures = dict(zip(minutes.folds, values[len(keys) :], strict=True))
+        folded[key] = figures if key not in folded else _folded(hours.folds, folded[key], figures)
+    _insert(connection, hours, folded)

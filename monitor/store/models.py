@@ -288,6 +288,59 @@ class PartitionHour(RollupFigures, Base):
     partition: so.Mapped[str] = so.mapped_column(JobText, primary_key=True)
 
 
+class QueryRollupFigures:
+    """What a rollup row holds of one query over its span (a minute, an hour): what the span's
+    batches showed, summed, maxed or counted (store.minutes writes them). An average over the
+    span is a sum over the count of the batches that had the figure."""
+
+    batches: so.Mapped[int] = so.mapped_column(sa.Integer)
+    first_batch_id: so.Mapped[int] = so.mapped_column(sa.BigInteger)
+    last_batch_id: so.Mapped[int] = so.mapped_column(sa.BigInteger)
+    # The query's watermark: its lowest and highest, Flink's highest, and the largest age
+    # (batch time − watermark).
+    watermark_min_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    watermark_max_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    flink_watermark_max_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    watermark_age_max_ms: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    skew_sum_ms: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    skew_batches: so.Mapped[int] = so.mapped_column(sa.Integer)
+    skew_max_ms: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    duration_sum_ms: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    duration_batches: so.Mapped[int] = so.mapped_column(sa.Integer)
+    duration_max_ms: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    input_rows: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    input_rate_sum: so.Mapped[float | None] = so.mapped_column(sa.Float)
+    input_rate_batches: so.Mapped[int] = so.mapped_column(sa.Integer)
+    processed_rate_sum: so.Mapped[float | None] = so.mapped_column(sa.Float)
+    processed_rate_batches: so.Mapped[int] = so.mapped_column(sa.Integer)
+    # How many of the span's batches found the watermark stalled or rewound.
+    stalled_batches: so.Mapped[int] = so.mapped_column(sa.Integer)
+    rewound_batches: so.Mapped[int] = so.mapped_column(sa.Integer)
+    # The state operators: rows dropped by the watermark (summed), and the largest total of
+    # rows and of memory any batch of the span held across them.
+    rows_dropped_by_watermark: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    state_rows_max: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    state_memory_max_bytes: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+
+
+class QueryMinute(QueryRollupFigures, Base):
+    """One query over one minute: its batches' query-wide figures, for ranges of hours."""
+
+    __tablename__ = "query_minutes"
+
+    query_id: so.Mapped[str] = so.mapped_column(sa.String(36), primary_key=True)
+    minute_ms: so.Mapped[int] = so.mapped_column(Millis, primary_key=True)
+
+
+class QueryHour(QueryRollupFigures, Base):
+    """One query over one hour: its minutes folded, for ranges of days."""
+
+    __tablename__ = "query_hours"
+
+    query_id: so.Mapped[str] = so.mapped_column(sa.String(36), primary_key=True)
+    hour_ms: so.Mapped[int] = so.mapped_column(Millis, primary_key=True)
+
+
 class TimerSnapshotRow(Base):
     """A query's pending timers at one moment, as the state reader found them."""
 

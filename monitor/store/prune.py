@@ -1,10 +1,11 @@
 """Prune history older than the retention period, in short transactions that writers slip between.
 
 Batches older than the cutoff go with their state operators, sources, partitions and partition
-event times; so do older pending-timer snapshots, and the per-minute and per-hour rollups of
-minutes and hours that ended before it. Queries and runs are never deleted, nor a query's
-newest batch (its rows are what the overview shows, and the next batch's running event times
-and health are derived from them) and its newest timer snapshot (its pending timers).
+event times; so do older pending-timer snapshots, and the per-minute and per-hour rollups (of
+queries and of partitions) of minutes and hours that ended before it. Queries and runs are never
+deleted, nor a query's newest batch (its rows are what the overview shows, and the next batch's
+running event times and health are derived from them) and its newest timer snapshot (its
+pending timers).
 
 An alert that ended (resolved or cancelled) before the cutoff goes with its events, their
 deliveries and those deliveries' attempts, unless one of its notifications is still queued (neither
@@ -35,17 +36,16 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from monitor.store.minutes import HOUR_MS, HOURS, MINUTE_MS, MINUTES, Tier
+from monitor.store.minutes import TIERS, Tier
 from monitor.store.models import (
     AlertEvent,
     AlertRow,
+    Base,
     Batch,
     Delivery,
     DeliveryAttempt,
     Partition,
     PartitionEventTime,
-    PartitionHour,
-    PartitionMinute,
     Query,
     Silence,
     Source,
@@ -58,18 +58,15 @@ DEFAULT_CHUNK = 32
 MAX_PAUSE_S = 0.1
 BATCH_TABLES = (StateOperator, Source, Partition, PartitionEventTime)
 ALERT_TABLES = (AlertRow, AlertEvent, Delivery, DeliveryAttempt)
-TABLES = tuple(
-    table.__tablename__
-    for table in (
-        Batch,
-        *BATCH_TABLES,
-        PartitionMinute,
-        PartitionHour,
-        TimerSnapshotRow,
-        *ALERT_TABLES,
-        Silence,
-    )
-)
+PRUNED: list[type[Base]] = [
+    Batch,
+    *BATCH_TABLES,
+    *[tier.model for tier in TIERS],
+    TimerSnapshotRow,
+    *ALERT_TABLES,
+    Silence,
+]
+TABLES = tuple(table.__tablename__ for table in PRUNED)
 # An alert in any other state (models.LIVE_ALERT_STATES, or one we do not know) is kept.
 ENDED_ALERT_STATES = ("resolved", "cancelled")
 
@@ -118,15 +115,15 @@ def _steps(engine: sa.Engine, before_ms: int, chunk: int) -> list[Step]:
     silences."""
     with engine.connect() as connection:
         query_ids = connection.scalars(sa.select(Query.id).order_by(Query.id)).all()
+    deletes: list[Callable[..., int]] = [
+        _delete_batches,
+        *[functools.partial(_delete_rollups, tier) for tier in TIERS],
+        _delete_timer_snapshots,
+    ]
     steps: list[Step] = [
         functools.partial(delete, query_id, before_ms, chunk)
         for query_id in query_ids
-        for delete in (
-            _delete_batches,
-            functools.partial(_delete_rollups, MINUTES, MINUTE_MS),
-            functools.partial(_delete_rollups, HOURS, HOUR_MS),
-            _delete_timer_snapshots,
-        )
+        for delete in deletes
     ]
     steps += [
         functools.partial(delete, before_ms, chunk) for delete in (_delete_alerts, _delete_silences)
@@ -179,7 +176,6 @@ def _delete_batches(
 
 def _delete_rollups(
     tier: Tier,
-    width_ms: int,
     query_id: str,
     before_ms: int,
     chunk: int,
@@ -188,17 +184,16 @@ def _delete_rollups(
 ) -> int:
     """Delete the rollups of the query's oldest `chunk` minutes or hours that ended before
     the cutoff."""
-    model, start = tier
-    column = getattr(model, start)
+    column, query = tier.column(tier.start), tier.column("query_id")
     spans = connection.scalars(
         sa.select(column)
-        .where(model.query_id == query_id, column <= before_ms - width_ms)
+        .where(query == query_id, column <= before_ms - tier.width_ms)
         .distinct()
         .order_by(column)
         .limit(chunk)
     ).all()
     if spans:
-        _delete(connection, pruned, model, sa.and_(model.query_id == query_id, column.in_(spans)))
+        _delete(connection, pruned, tier.model, sa.and_(query == query_id, column.in_(spans)))
     return len(spans)
 
 

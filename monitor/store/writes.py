@@ -437,7 +437,7 @@ def _batch(event: BatchProgress, group: _Group) -> None:
     if superseded is not None:
         derive.restored(batch, rows[Partition], superseded.batch, superseded.partitions)
     group.add(rows)
-    group.minutes.add(rows[Partition], rows[PartitionEventTime])
+    group.minutes.add(rows)
     group.follow(event.query_id, batch, rows, removed)
     run.first_batch_id = earlier(run.first_batch_id, event.batch_id)
     run.last_batch_id = later(run.last_batch_id, event.batch_id)

@@ -18,6 +18,13 @@ def progress(query_id, run_id, batch_id, at_ms, *, unmeasured=(), start_back=0):
     offset stays while more arrives), partitions in `unmeasured` had no records; a restart
     from an older checkpoint starts `start_back` offsets back."""
     doc = synthetic_progress(query_id, run_id, batch_id, 4, at_ms, instrumented=True)
+    # Figures that differ from batch to batch, and a second state operator, for the rollups.
+    doc["numInputRows"] = 4_000 + 7 * batch_id
+    doc["durationMs"]["triggerExecution"] = 900 + 37 * batch_id
+    doc["inputRowsPerSecond"], doc["processedRowsPerSecond"] = 1_000.0 + batch_id / 3, 2_000.5
+    doc["stateOperators"].append(
+        {"operatorName": "dedupe", "numRowsTotal": 100 * batch_id, "memoryUsedBytes": 4_096}
+    )
     [source] = doc["sources"]
     if batch_id >= 2:
         source["startOffset"]["telemetry"]["2"] = source["endOffset"]["telemetry"]["2"] = 2002

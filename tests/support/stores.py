@@ -57,6 +57,8 @@ _STORED_TABLES = (
     "partition_event_times",
     "partition_minutes",
     "partition_hours",
+    "query_minutes",
+    "query_hours",
 )
 # Columns that say when and how this store got a row, not what the query did: never compared
 # (the application's log a run was read from is known to `wmon ingest` alone).

@@ -303,7 +303,7 @@ def test_the_history_page_loads_a_range_and_exports_csv(engine, serve, page, tmp
         timeout=WAIT_MS,
     )
     assert "3 partitions" in note.text_content()
-    assert note.text_content().endswith("; partitions at each interval's last batch")
+    assert note.text_content().endswith("; every batch, partitions at each interval's last batch")
     assert chart_points(page, "event-time-chart") > 0 and chart_points(page, "late-chart") > 0
 
     page.click("button[data-range='day']")
@@ -314,7 +314,7 @@ def test_the_history_page_loads_a_range_and_exports_csv(engine, serve, page, tmp
         timeout=WAIT_MS,
     )
     assert note.text_content().endswith(
-        "; partitions from per-minute rollups: each interval's largest lag and any stall"
+        "; from per-minute rollups: each interval's largest lag and any stall"
     )
     assert chart_points(page, "lag-chart") > 0, "the partitions drawn from their minutes"
     # 30 days: the range line gives both ends their dates, the end's today included.
@@ -327,6 +327,7 @@ def test_the_history_page_loads_a_range_and_exports_csv(engine, serve, page, tmp
         timeout=WAIT_MS,
     )
     assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d to ", note.text_content())
+    assert chart_points(page, "batches-chart") > 0, "the query's own charts from its hours"
 
     # The last 10 minutes, chosen with the date inputs: batches 100 to 119.
     page.fill("input[name=from]", local_input(page, NOW - 600_000 - 1_000))

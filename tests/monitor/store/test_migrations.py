@@ -204,3 +204,26 @@ def test_migrations_0021_and_0022_roll_up_the_batches_a_store_holds_as_the_write
     _to(engine, "0022")
     for query in (A, B):
         assert stored_rows(engine, query, tables=tables) == written[query]
+
+
+def test_migration_0023_rolls_up_the_queries_batches_as_the_write_path_does(engine):
+    write_events(engine, events())
+    tables = ("query_minutes", "query_hours")
+    written = {query: _rates_rounded(stored_rows(engine, query, tables=tables)) for query in (A, B)}
+    assert len(written[A]["query_minutes"]) > 5 and written[A]["query_hours"]
+    assert any(row["state_rows_max"] for row in written[A]["query_minutes"])
+    _to(engine, "0022", "downgrade")
+    _to(engine, "0023")
+    for query in (A, B):
+        assert _rates_rounded(stored_rows(engine, query, tables=tables)) == written[query]
+
+
+def _rates_rounded(stored):
+    """Stored rows with their sums of rates rounded: SQL adds them up in its own order."""
+    return {
+        table: [
+            {name: round(v, 6) if isinstance(v, float) else v for name, v in row.items()}
+            for row in rows
+        ]
+        for table, rows in stored.items()
+    }

@@ -1,7 +1,8 @@
-"""Per-minute and per-hour rollups of partitions: what the write path keeps is what the stored
-batches say, however they arrive (out of order, repeated, superseded by a restart, in groups of
-any size); a long range read from them shows every stall and lag peak, and late records that
-add up exactly. (test_migrations checks that migrations 0021 and 0022 fill the same rows.)"""
+"""Per-minute and per-hour rollups of queries and their partitions: what the write path keeps is
+what the stored batches say, however they arrive (out of order, repeated, superseded by a
+restart, in groups of any size); a long range read from them shows every stall and lag peak,
+and late records, input rows and batches that add up exactly. (test_migrations checks that
+migrations 0021 to 0023 fill the same rows.)"""
 
 import random
 from collections import defaultdict
@@ -11,9 +12,9 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.numbers import INT64_MAX
-from monitor.store.history import Window, partition_series, resolution
+from monitor.store.history import Window, batch_series, partition_series, resolution
 from monitor.store.minutes import HOUR_MS, MINUTE_MS
-from monitor.store.models import PartitionHour, PartitionMinute
+from monitor.store.models import PartitionHour, PartitionMinute, QueryHour, QueryMinute
 from monitor.store.writes import write_event, write_events
 from tests.support.group_events import T0, A, B, events, progress
 from tests.support.progress import EPOCH, QUERY, batch_event, write
@@ -63,15 +64,84 @@ def expected_minutes(engine, query_id):
     return expected
 
 
+def expected_query_minutes(engine, query_id):
+    """The query's minutes as its stored batches and their state operators say, added up here."""
+    stored = stored_rows(engine, query_id, tables=("batches", "state_operators"))
+    operators = defaultdict(list)
+    for row in stored["state_operators"]:
+        operators[row["batch_id"]].append(row)
+    minutes = defaultdict(list)
+    for batch in stored["batches"]:
+        minutes[(batch["batch_time_ms"] // MINUTE_MS * MINUTE_MS,)].append(batch)
+
+    def some(values):
+        return [value for value in values if value is not None]
+
+    def total(values):
+        found = some(values)
+        return sum(found) if found else None
+
+    def state(batches, name):
+        return max(
+            some(total(row[name] for row in operators[b["batch_id"]]) for b in batches),
+            default=None,
+        )
+
+    expected = {}
+    for key, batches in minutes.items():
+        ops = [row for b in batches for row in operators[b["batch_id"]]]
+        watermarks = some(b["watermark_ms"] for b in batches)
+        skews = some(b["watermark_skew_ms"] for b in batches)
+        durations = some(b["trigger_duration_ms"] for b in batches)
+        inputs = some(b["input_rows_per_second"] for b in batches)
+        processed = some(b["processed_rows_per_second"] for b in batches)
+        expected[key] = {
+            "batches": len(batches),
+            "first_batch_id": min(b["batch_id"] for b in batches),
+            "last_batch_id": max(b["batch_id"] for b in batches),
+            "watermark_min_ms": min(watermarks, default=None),
+            "watermark_max_ms": max(watermarks, default=None),
+            "flink_watermark_max_ms": max(
+                some(b["flink_watermark_ms"] for b in batches), default=None
+            ),
+            "watermark_age_max_ms": max(
+                some(
+                    b["batch_time_ms"] - b["watermark_ms"]
+                    for b in batches
+                    if b["watermark_ms"] is not None
+                ),
+                default=None,
+            ),
+            "skew_sum_ms": total(skews),
+            "skew_batches": len(skews),
+            "skew_max_ms": max(skews, default=None),
+            "duration_sum_ms": total(durations),
+            "duration_batches": len(durations),
+            "duration_max_ms": max(durations, default=None),
+            "input_rows": total(b["num_input_rows"] for b in batches),
+            "input_rate_sum": total(inputs),
+            "input_rate_batches": len(inputs),
+            "processed_rate_sum": total(processed),
+            "processed_rate_batches": len(processed),
+            "stalled_batches": sum(bool(b["watermark_stalled"]) for b in batches),
+            "rewound_batches": sum(bool(b["watermark_rewound"]) for b in batches),
+            "rows_dropped_by_watermark": total(row["num_rows_dropped_by_watermark"] for row in ops),
+            "state_rows_max": state(batches, "num_rows_total"),
+            "state_memory_max_bytes": state(batches, "memory_used_bytes"),
+        }
+    return expected
+
+
 def stored_rollups(engine, query_id, model=PartitionMinute, start="minute_ms"):
-    """A query's stored minutes (or hours) by (start, partition), their figures."""
+    """A query's stored minutes (or hours) by (start, partition), or by (start,) in the
+    queries' tiers, their figures; sums of rates rounded, as their order of adding differs."""
     with engine.connect() as connection:
         rows = connection.execute(
             sa.select(model.__table__).where(model.query_id == query_id)
         ).mappings()
         return {
-            (row[start], row["partition"]): {
-                name: value
+            tuple(row[name] for name in (start, "partition") if name in row): {
+                name: round(value, 6) if isinstance(value, float) else value
                 for name, value in row.items()
                 if name not in ("query_id", start, "partition")
             }
@@ -82,8 +152,8 @@ def stored_rollups(engine, query_id, model=PartitionMinute, start="minute_ms"):
 def hours_of(minutes):
     """The minutes folded into hours, here: sums, the largest and the smallest."""
     hours = {}
-    for (minute, partition), figures in sorted(minutes.items()):
-        key = (minute - minute % HOUR_MS, partition)
+    for (minute, *partition), figures in sorted(minutes.items()):
+        key = (minute - minute % HOUR_MS, *partition)
         if key not in hours:
             hours[key] = dict(figures)
             continue
@@ -91,13 +161,21 @@ def hours_of(minutes):
         for name, value in figures.items():
             if value is None or hour[name] is None:
                 hour[name] = value if hour[name] is None else hour[name]
-            elif name == "watermark_min_ms":
+            elif name in ("watermark_min_ms", "first_batch_id"):
                 hour[name] = min(hour[name], value)
-            elif name.startswith(("max_", "watermark_max", "time_lag_max", "offset_lag_max")):
+            elif "max" in name or name == "last_batch_id":
                 hour[name] = max(hour[name], value)
             else:
-                hour[name] += value
+                hour[name] = round(hour[name] + value, 6)
     return hours
+
+
+def rounded(rollups):
+    """Rollups with their sums of rates rounded as stored_rollups rounds them."""
+    return {
+        key: {name: round(v, 6) if isinstance(v, float) else v for name, v in figures.items()}
+        for key, figures in rollups.items()
+    }
 
 
 def shuffled_arrivals(seed):
@@ -124,9 +202,14 @@ def test_the_minutes_are_what_the_stored_batches_say_however_they_arrive(engine,
         minutes = stored_rollups(engine, query)
         assert minutes == expected_minutes(engine, query)
         assert stored_rollups(engine, query, PartitionHour, "hour_ms") == hours_of(minutes)
+        query_minutes = stored_rollups(engine, query, QueryMinute)
+        assert query_minutes == rounded(expected_query_minutes(engine, query))
+        assert stored_rollups(engine, query, QueryHour, "hour_ms") == hours_of(query_minutes)
     minutes = stored_rollups(engine, A)
     assert any(row["rewound_batches"] for row in minutes.values()), "a restart was rolled up"
     assert any(row["late_records"] for row in minutes.values())
+    query_minutes = stored_rollups(engine, A, QueryMinute)
+    assert {row["state_rows_max"] for row in query_minutes.values()} > {10}
 
 
 def test_two_days_read_from_the_minutes_show_a_forty_minute_stall_and_its_lag_peak(engine):
@@ -208,6 +291,33 @@ def test_late_records_of_any_range_from_the_minutes_are_the_sum_over_the_batches
             )
             assert (read, resolution(window)) == (raw, resolution(window))
             assert raw > 0 or last - first < 1
+
+
+def test_the_query_series_of_any_range_from_the_minutes_and_hours_add_up_as_the_batches(engine):
+    """Batches 20 s apart for 40 minutes: 14 buckets of three minutes read from the minutes hold
+    the batches, input rows, longest and mean duration of the batches inside them; a month
+    read from the hours holds them all."""
+    first_minute = T0 - T0 % MINUTE_MS
+    write_events(engine, [progress(A, "a1", n, first_minute + n * 20_000) for n in range(120)])
+    batches = stored_rows(engine, A, tables=("batches",))["batches"]
+    window = Window(first_minute, first_minute + 42 * MINUTE_MS, 14)
+    with so.Session(engine) as session:
+        series = batch_series(session, A, window)
+        first_hour = T0 - T0 % HOUR_MS  # the hours read are those starting in range
+        month = batch_series(session, A, Window(first_hour, first_hour + 30 * DAY_MS, 800))
+    assert resolution(window) == "minute" and window.bucket_ms == 3 * MINUTE_MS
+    for index, start in enumerate(series["time_ms"]):
+        inside = [b for b in batches if start <= b["batch_time_ms"] < start + window.bucket_ms]
+        durations = [b["trigger_duration_ms"] for b in inside]
+        assert series["batches"][index] == len(inside) == (9 if index < 13 else 3)
+        assert series["last_batch_id"][index] == max(b["batch_id"] for b in inside)
+        assert series["input_rows"][index] == sum(b["num_input_rows"] for b in inside)
+        assert series["duration_max_ms"][index] == max(durations)
+        assert series["duration_avg_ms"][index] == pytest.approx(sum(durations) / len(inside))
+        assert series["rows_dropped_by_watermark"][index] == len(inside)
+    assert sum(month["batches"]) == 120
+    assert sum(month["input_rows"]) == sum(b["num_input_rows"] for b in batches)
+    assert max(month["duration_max_ms"]) == max(b["trigger_duration_ms"] for b in batches)
 
 
 def test_a_minute_of_absurd_offsets_is_stored_saturated_and_recording_goes_on(engine):

@@ -207,6 +207,8 @@ def test_rows_before_the_cutoff_go_and_the_rest_stay(engine):
         "partition_event_times": 6,
         "partition_minutes": 4,
         "partition_hours": 4,
+        "query_minutes": 2,
+        "query_hours": 2,
         "timer_snapshots": 2,
     }
     assert batch_ids(engine, "q") == dict.fromkeys(BATCH_TABLE_NAMES, [3, 4])
@@ -272,11 +274,12 @@ def test_each_transaction_deletes_one_chunk(engine):
     pruned = prune(engine, CUTOFF, chunk=10, sleep=between_transactions)
 
     # Ten full chunks; the eleventh finds less than a chunk, so batches are done; then the two
-    # minutes and the hour they were in, timer snapshots, alerts and silences, one transaction
-    # each.
-    assert left == [91, 81, 71, 61, 51, 41, 31, 21, 11, 1, 1, 1, 1, 1, 1, 1]
-    assert pruned.transactions == len(commits) == 16
+    # minutes and the hour they were in, of the partitions and of the query, timer snapshots,
+    # alerts and silences, one transaction each.
+    assert left == [91, 81, 71, 61, 51, 41, 31, 21, 11, 1, 1, 1, 1, 1, 1, 1, 1, 1]
+    assert pruned.transactions == len(commits) == 18
     assert (pruned.deleted["partition_minutes"], pruned.deleted["partition_hours"]) == (8, 4)
+    assert (pruned.deleted["query_minutes"], pruned.deleted["query_hours"]) == (2, 1)
     assert pruned.deleted["partitions"] == pruned.deleted["partition_event_times"] == 400
     assert all(0 <= pause <= MAX_PAUSE_S for pause in pauses)
 
@@ -402,10 +405,10 @@ def test_alerts_and_silences_go_one_chunk_per_transaction(engine):
 
     pruned = prune(engine, CUTOFF, chunk=10, sleep=between_transactions)
 
-    # Query q's batches, minutes, hours and timer snapshots (none), then 10, 10 and 5 alerts,
-    # 10 and 2 silences.
-    assert left == [(26, 12)] * 4 + [(16, 12), (6, 12), (1, 12), (1, 2), (1, 0)]
-    assert pruned.transactions == len(commits) == 9
+    # Query q's batches, its four tiers of rollups and timer snapshots (none), then 10, 10 and
+    # 5 alerts, 10 and 2 silences.
+    assert left == [(26, 12)] * 6 + [(16, 12), (6, 12), (1, 12), (1, 2), (1, 0)]
+    assert pruned.transactions == len(commits) == 11
     assert pruned.deleted == NOTHING | {
         table: 25 * rows for table, rows in RESOLVED_ALERT_ROWS.items()
     } | {"silences": 12}
@@ -423,13 +426,15 @@ def test_wmon_prune_prints_what_it_deleted(database_url, engine, capsys, monkeyp
     header, *lines = capsys.readouterr().out.splitlines()
     assert re.fullmatch(
         r"store \S+: pruned history before \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC "
-        r"\(30 days kept\) in 6 transactions",
+        r"\(30 days kept\) in 8 transactions",
         header,
     )
     deleted = {line.split()[0]: int(line.split()[1]) for line in lines}
     assert list(deleted) == list(TABLES)
     assert deleted == NOTHING | dict(zip(BATCH_TABLE_NAMES, [1, 1, 1, 2, 2], strict=True)) | (
-        RESOLVED_ALERT_ROWS | {"silences": 1, "partition_minutes": 2, "partition_hours": 2}
+        RESOLVED_ALERT_ROWS
+        | {"silences": 1}
+        | {"partition_minutes": 2, "partition_hours": 2, "query_minutes": 1, "query_hours": 1}
     )
 
     assert main(["prune", "--days", "10", "--database-url", database_url]) == 0

@@ -20,9 +20,9 @@ const SPANS = { hour: 3_600_000, day: 86_400_000, week: 7 * 86_400_000, month: 3
 const DRAWN = "partition_watermark_ms,offset_lag,late_records";
 // What the partition charts were read from, as the API says.
 const RESOLUTIONS = {
-  last_batch: "partitions at each interval's last batch",
-  minute: "partitions from per-minute rollups: each interval's largest lag and any stall",
-  hour: "partitions from per-hour rollups: each interval's largest lag and any stall",
+  last_batch: "every batch, partitions at each interval's last batch",
+  minute: "from per-minute rollups: each interval's largest lag and any stall",
+  hour: "from per-hour rollups: each interval's largest lag and any stall",
 };
 const queryId = document.querySelector("main").dataset.query;
 const $ = (id) => document.getElementById(id);
