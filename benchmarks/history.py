@@ -21,6 +21,7 @@ from benchmarks.scratch import scratch_database
 from benchmarks.serving import fetched, served
 from monitor.store.engine import create_engine, display_url
 from monitor.store.migrate import upgrade
+from monitor.store.prune import Retention
 
 QUERY = "bench-history"
 START_MS = 1_795_000_000_000
@@ -79,7 +80,9 @@ def history_times(
     database_url: str, hours: int, points: int, rounds: int = 4
 ) -> list[dict[str, float]]:
     """Open the page `rounds` times on a freshly started app: the first is cold."""
-    with served({"DATABASE_URL": database_url, "RETENTION_DAYS": KEEP_DAYS}) as base:
+    with served(
+        {"DATABASE_URL": database_url, "RETENTION": Retention(24 * KEEP_DAYS, KEEP_DAYS, KEEP_DAYS)}
+    ) as base:
         return [open_day(base, hours, points) for _ in range(rounds)]
 
 

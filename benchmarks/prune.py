@@ -23,7 +23,7 @@ from benchmarks.synthetic import synthetic_progress
 from monitor.collect.progress import parse_progress
 from monitor.store.engine import create_engine
 from monitor.store.migrate import upgrade
-from monitor.store.prune import prune
+from monitor.store.prune import Cutoffs, prune
 from monitor.store.writes import write_event
 
 OLD, LIVE = "bench-prune-old", "bench-prune-live"
@@ -60,7 +60,7 @@ def prune_beside_a_writer(database_url: str, hours: int, partitions: int, pause:
     try:
         pruning.set()
         started = time.perf_counter()
-        pruned = prune(engine, cutoff_ms, sleep=sleep)
+        pruned = prune(engine, Cutoffs.at(cutoff_ms), sleep=sleep)
         seconds = time.perf_counter() - started
         pruning.clear()
     finally:

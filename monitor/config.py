@@ -12,7 +12,12 @@ from monitor.numbers import whole
 DEFAULT_BUFFER_SIZE = 10_000
 DEFAULT_IDLE_TIMEOUT_S = 60
 DEFAULT_STALL_TIMEOUT_S = 120
+# How long each tier of history is kept (store.prune.Retention): every batch, the per-minute
+# rollups (with ended alerts and silences), the per-hour rollups.
+DEFAULT_RETENTION_BATCHES_HOURS = 48
 DEFAULT_RETENTION_DAYS = 30
+DEFAULT_RETENTION_HOURS_DAYS = 400
+MAX_RETENTION_DAYS = 36_500
 DEFAULT_ALERT_INTERVAL_S = 10
 # A record whose event time is further ahead of its batch's processing time is future-dated.
 DEFAULT_FUTURE_TOLERANCE_S = 300
@@ -45,7 +50,9 @@ class Settings:
     buffer_size: int = DEFAULT_BUFFER_SIZE
     idle_timeout_s: int = DEFAULT_IDLE_TIMEOUT_S
     stall_timeout_s: int = DEFAULT_STALL_TIMEOUT_S
+    retention_batches_hours: int = DEFAULT_RETENTION_BATCHES_HOURS
     retention_days: int = DEFAULT_RETENTION_DAYS
+    retention_hours_days: int = DEFAULT_RETENTION_HOURS_DAYS
     alert_rules: Path | None = None
     alert_interval_s: int = DEFAULT_ALERT_INTERVAL_S
     api_token: str | None = None
@@ -90,8 +97,22 @@ def load_settings(environ: Mapping[str, str] = os.environ) -> Settings:
         stall_timeout_s=_whole_number(
             environ, "WMON_STALL_TIMEOUT", DEFAULT_STALL_TIMEOUT_S, 0, 365 * DAY_S
         ),
+        retention_batches_hours=_whole_number(
+            environ,
+            "WMON_RETENTION_BATCHES_HOURS",
+            DEFAULT_RETENTION_BATCHES_HOURS,
+            1,
+            24 * MAX_RETENTION_DAYS,
+        ),
         retention_days=_whole_number(
-            environ, "WMON_RETENTION_DAYS", DEFAULT_RETENTION_DAYS, 1, 36_500
+            environ, "WMON_RETENTION_DAYS", DEFAULT_RETENTION_DAYS, 1, MAX_RETENTION_DAYS
+        ),
+        retention_hours_days=_whole_number(
+            environ,
+            "WMON_RETENTION_HOURS_DAYS",
+            DEFAULT_RETENTION_HOURS_DAYS,
+            1,
+            MAX_RETENTION_DAYS,
         ),
         alert_rules=Path(environ["WMON_ALERT_RULES"]) if environ.get("WMON_ALERT_RULES") else None,
         alert_interval_s=_whole_number(

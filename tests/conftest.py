@@ -16,6 +16,11 @@ from tests.support.stores import POSTGRES_SERVER, migrated
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+# The tests' stores hold fixed dates (November 2026) and every app they serve prunes on its
+# first request: keep every tier a century, so that no test's history is pruned as the calendar
+# moves on. Tests of retention set their own.
+for tier, longest in (("BATCHES_HOURS", "876000"), ("DAYS", "36500"), ("HOURS_DAYS", "36500")):
+    os.environ[f"WMON_RETENTION_{tier}"] = longest
 
 
 @pytest.fixture(scope="session")

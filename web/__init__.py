@@ -29,6 +29,7 @@ from flask import Flask
 
 from monitor.config import load_settings
 from monitor.health.predicates import Timeouts
+from monitor.store.prune import Retention
 from web import db, live, sockets
 from web.api import alerts, ingest, metrics, queries
 from web.background import evaluation, retention
@@ -52,29 +53,34 @@ def now_ms() -> int:
 
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     """The app. These may be set in `config`: DATABASE_URL (default: WMON_DATABASE_URL or the
-    embedded store), POLL_INTERVAL_S, OVERVIEW_REFRESH_S, RETENTION_DAYS (default:
-    WMON_RETENTION_DAYS), PRUNE_INTERVAL_S, ALERT_RULES, ALERT_INTERVAL_S (defaults:
-    WMON_ALERT_RULES, WMON_ALERT_INTERVAL), API_TOKEN (default: WMON_API_TOKEN; without one,
-    actions on alerts are refused), INGEST_TOKEN (default: WMON_INGEST_TOKEN; without one, the
-    collector refuses events), TIMEOUTS (idle and stall timeouts of the events the collector
-    stores; default: WMON_IDLE_TIMEOUT, WMON_STALL_TIMEOUT), CLOCK (a function returning epoch
-    milliseconds) and ALLOWED_HOSTS (the names besides IP addresses that requests and Socket.IO
-    origins may use; default: localhost, this machine's names and WMON_ALLOWED_HOSTS) and
-    METRICS_KEEP_ENDED_S (how long an ended query stays in GET /metrics; default:
-    WMON_METRICS_KEEP_ENDED), MESSAGE_QUEUE (the Redis URL through which several processes
-    share live push; default: WMON_MESSAGE_QUEUE, else none), MESSAGE_QUEUE_CHANNEL (their
-    channel on it; default: WMON_MESSAGE_QUEUE_CHANNEL, else "wmon") and FUTURE_TOLERANCE_S
-    (how far ahead of its batch's time a record's event time may be before the diagnosis calls
-    it future-dated; default: WMON_FUTURE_TOLERANCE) and NEW_QUERIES_PER_HOUR (how many new
-    queries one sender may create through the collector in an hour; default:
-    WMON_NEW_QUERIES_PER_HOUR)."""
+    embedded store), POLL_INTERVAL_S, OVERVIEW_REFRESH_S, RETENTION (how long each tier of history
+    is kept, a store.prune.Retention; default: WMON_RETENTION_BATCHES_HOURS, WMON_RETENTION_DAYS,
+    WMON_RETENTION_HOURS_DAYS), PRUNE_INTERVAL_S, ALERT_RULES, ALERT_INTERVAL_S (defaults:
+    WMON_ALERT_RULES, WMON_ALERT_INTERVAL), API_TOKEN (default: WMON_API_TOKEN; without one, actions
+    on alerts are refused), INGEST_TOKEN (default: WMON_INGEST_TOKEN; without one, the collector
+    refuses events), TIMEOUTS (idle and stall timeouts of the events the collector stores; default:
+    WMON_IDLE_TIMEOUT, WMON_STALL_TIMEOUT), CLOCK (a function returning epoch milliseconds) and
+    ALLOWED_HOSTS (the names besides IP addresses that requests and Socket.IO origins may use;
+    default: localhost, this machine's names and WMON_ALLOWED_HOSTS) and METRICS_KEEP_ENDED_S (how
+    long an ended query stays in GET /metrics; default: WMON_METRICS_KEEP_ENDED), MESSAGE_QUEUE (the
+    Redis URL through which several processes share live push; default: WMON_MESSAGE_QUEUE, else
+    none), MESSAGE_QUEUE_CHANNEL (their channel on it; default: WMON_MESSAGE_QUEUE_CHANNEL, else
+    "wmon") and FUTURE_TOLERANCE_S (how far ahead of its batch's time a record's event time may be
+    before the diagnosis calls it future-dated; default: WMON_FUTURE_TOLERANCE) and
+    NEW_QUERIES_PER_HOUR (how many new queries one sender may create through the collector in an
+    hour; default: WMON_NEW_QUERIES_PER_HOUR).
+    """
     app = Flask(__name__)
     settings = load_settings()
     app.config.from_mapping(
         DATABASE_URL=settings.database_url,
         POLL_INTERVAL_S=POLL_INTERVAL_S,
         OVERVIEW_REFRESH_S=OVERVIEW_REFRESH_S,
-        RETENTION_DAYS=settings.retention_days,
+        RETENTION=Retention(
+            settings.retention_batches_hours,
+            settings.retention_days,
+            settings.retention_hours_days,
+        ),
         PRUNE_INTERVAL_S=PRUNE_INTERVAL_S,
         ALERT_RULES=settings.alert_rules,
         ALERT_INTERVAL_S=settings.alert_interval_s,

@@ -7,13 +7,10 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
-from monitor.config import load_settings
+from monitor.config import MAX_RETENTION_DAYS, load_settings
 from monitor.store import migrate
 from monitor.store.engine import display_url
 from wmon.options import Parser, open_store, store_option, whole_number
-
-# As WMON_RETENTION_DAYS: a century.
-MAX_RETENTION_DAYS = 36_500
 
 
 def register(commands: Any) -> None:
@@ -24,12 +21,25 @@ def register(commands: Any) -> None:
         "upgrade", parents=[store_option()], help="migrate the store to the newest schema"
     ).set_defaults(func=upgrade)
     prune = commands.add_parser(
-        "prune", parents=[store_option()], help="delete history older than the retention period"
+        "prune", parents=[store_option()], help="delete history older than each tier keeps it"
+    )
+    prune.add_argument(
+        "--batches-hours",
+        type=whole_number(1, 24 * MAX_RETENTION_DAYS),
+        help="keep every batch this many hours (default: $WMON_RETENTION_BATCHES_HOURS or 48; "
+        "no longer than --days)",
     )
     prune.add_argument(
         "--days",
         type=whole_number(1, MAX_RETENTION_DAYS),
-        help="keep this many days, 1 to 36500 (default: $WMON_RETENTION_DAYS or 30)",
+        help="keep the per-minute rollups, ended alerts and silences this many days, 1 to 36500 "
+        "(default: $WMON_RETENTION_DAYS or 30)",
+    )
+    prune.add_argument(
+        "--hours-days",
+        type=whole_number(1, MAX_RETENTION_DAYS),
+        help="keep the per-hour rollups this many days (default: $WMON_RETENTION_HOURS_DAYS or "
+        "400; no shorter than --days)",
     )
     prune.set_defaults(func=prune_history)
 
@@ -45,17 +55,28 @@ def upgrade(args: argparse.Namespace) -> None:
 
 
 def prune_history(args: argparse.Namespace) -> None:
-    """Delete history older than the retention period, in short transactions."""
-    from monitor.store.prune import cutoff_ms, prune
+    """Delete each tier's history older than its retention, in short transactions."""
+    from monitor.store.prune import Retention, prune
 
     engine = open_store(args.database_url)
-    days = args.days or load_settings().retention_days
-    before_ms = cutoff_ms(days, time.time_ns() // 1_000_000)
-    pruned = prune(engine, before_ms)
-    before = datetime.fromtimestamp(before_ms / 1000, tz=timezone.utc)
-    print(
-        f"store {display_url(engine)}: pruned history before {before:%Y-%m-%d %H:%M:%S} UTC "
-        f"({days} days kept) in {pruned.transactions} transactions"
+    settings = load_settings()
+    retention = Retention(
+        args.batches_hours or settings.retention_batches_hours,
+        args.days or settings.retention_days,
+        args.hours_days or settings.retention_hours_days,
     )
+    now_ms = time.time_ns() // 1_000_000
+    cutoffs = retention.cutoffs(now_ms)
+    pruned = prune(engine, cutoffs)
+    print(f"store {display_url(engine)}: pruned in {pruned.transactions} transactions")
+    for tier, before_ms, unit, unit_ms in (
+        ("batches", cutoffs.batches_ms, "hours", 3_600_000),
+        ("minutes", cutoffs.minutes_ms, "days", 86_400_000),
+        ("hours", cutoffs.hours_ms, "days", 86_400_000),
+    ):
+        before = datetime.fromtimestamp(before_ms / 1000, tz=timezone.utc)
+        kept = f"{(now_ms - before_ms) // unit_ms} {unit}"
+        print(f"  {tier:<8} before {before:%Y-%m-%d %H:%M:%S} UTC ({kept} kept)")
+    print()
     for table, count in pruned.deleted.items():
         print(f"  {table:<22} {count:>12,} rows deleted")

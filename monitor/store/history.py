@@ -29,6 +29,7 @@ from monitor.store.models import (
     Batch,
     Partition,
     PartitionEventTime,
+    Query,
     StateOperator,
 )
 from monitor.store.sums import whole_sum
@@ -63,6 +64,28 @@ class Window:
     def start_of(self, bucket: int) -> int:
         """The time at which a bucket starts."""
         return self.from_ms + int(bucket) * self.bucket_ms
+
+
+@dataclass(frozen=True)
+class Kept:
+    """Since when a query's batches, and its per-minute rollups, are all still stored (None:
+    nothing of them was ever pruned; store.prune notes them)."""
+
+    batches_from_ms: int | None = None
+    minutes_from_ms: int | None = None
+
+    @classmethod
+    def of(cls, query: Query) -> Kept:
+        """What the query's row says."""
+        return cls(query.batches_kept_from_ms, query.minutes_kept_from_ms)
+
+    def older(self, window: Window, tier: str) -> bool:
+        """Whether the window starts before what the tier ("batches", "minutes") keeps."""
+        kept_from = self.batches_from_ms if tier == "batches" else self.minutes_from_ms
+        return kept_from is not None and window.from_ms < kept_from
+
+
+EVERYTHING = Kept()
 
 
 def _whole(value: Any) -> int | None:
@@ -117,10 +140,12 @@ def _names(*aggregates: tuple[Aggregate, ...]) -> list[str]:
     return [name for group in aggregates for name, _, _ in group]
 
 
-def batch_series(session: so.Session, query_id: str, window: Window) -> Series:
+def batch_series(
+    session: so.Session, query_id: str, window: Window, kept: Kept = EVERYTHING
+) -> Series:
     """A query's batches in the window, aggregated per bucket, with rows dropped by watermark:
     from the batches themselves, or from the query's minutes or hours, as `resolution` says."""
-    tier = resolution(window)
+    tier = resolution(window, kept)
     if tier != "last_batch":
         return _query_rollup_series(
             session, query_id, window, QUERY_MINUTES if tier == "minute" else QUERY_HOURS
@@ -233,18 +258,23 @@ def _partition_series(
 MINUTES_RANGE_MS = 2 * 86_400_000
 
 
-def resolution(window: Window) -> str:
-    """What a window's partition series are read from: "hour" (store.minutes' per-hour
-    rollups) past MINUTES_RANGE_MS, "minute" (its per-minute ones) for buckets of a minute or
-    more, "last_batch" (each bucket's last batch) for narrower ones."""
-    if window.to_ms - window.from_ms > MINUTES_RANGE_MS:
+def resolution(window: Window, kept: Kept = EVERYTHING) -> str:
+    """What a window's series are read from: "hour" (store.minutes' per-hour rollups) past
+    MINUTES_RANGE_MS or before the per-minute ones kept, "minute" (the per-minute ones) for
+    buckets of a minute or more or before the batches kept, "last_batch" (the batches; a
+    partition's last batch of each bucket) for narrower ones."""
+    if window.to_ms - window.from_ms > MINUTES_RANGE_MS or kept.older(window, "minutes"):
         return "hour"
-    return "minute" if window.bucket_ms >= MINUTE_MS else "last_batch"
+    if window.bucket_ms >= MINUTE_MS or kept.older(window, "batches"):
+        return "minute"
+    return "last_batch"
 
 
-def partition_series(session: so.Session, query_id: str, window: Window) -> dict[str, Series]:
+def partition_series(
+    session: so.Session, query_id: str, window: Window, kept: Kept = EVERYTHING
+) -> dict[str, Series]:
     """Per partition, each bucket's series, read as `resolution` says."""
-    tier = resolution(window)
+    tier = resolution(window, kept)
     if tier == "last_batch":
         return _last_batch_series(session, query_id, window)
     return _rollup_series(

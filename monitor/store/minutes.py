@@ -36,6 +36,7 @@ from monitor.store.models import (
     PartitionEventTime,
     PartitionHour,
     PartitionMinute,
+    Query,
     QueryHour,
     QueryMinute,
     StateOperator,
@@ -343,28 +344,55 @@ class Minutes:
     def write(self, connection: sa.Connection) -> None:
         """Fold what was added into the stored minutes and hours, then roll up again what is
         to be; in the transaction that stored the batches, after their rows."""
+        starts = _again_from(connection, self._again)
         for minutes_tier, parts in self._parts.items():
             hours_tier = HOURS_OF[minutes_tier]
             minutes: dict[Key, Row] = {}
             hours: dict[Key, Row] = {}
             for key, part in parts.items():
                 query_id, minute = key[0], key[1]
-                again = self._again.get(query_id)
+                again, hours_again = starts.get(query_id, (None, None))
                 if again is None or minute < again:
                     minutes[key] = part
-                if again is None or hour_of(minute) < hour_of(again):
+                if hours_again is None or hour_of(minute) < hours_again:
                     hour = (query_id, hour_of(minute), *key[2:])
                     hours[hour] = (
                         part if hour not in hours else _folded(hours_tier.folds, hours[hour], part)
                     )
             for tier, found in ((minutes_tier, minutes), (hours_tier, hours)):
                 _fold_all_into_stored(connection, tier, found)
-        for query_id, minute in self._again.items():
-            _roll_up_again(connection, query_id, minute)
+        for query_id, (minute_ms, hour_ms) in starts.items():
+            _roll_up_again(connection, query_id, minute_ms)
             for minutes_tier, hours_tier in HOURS_OF.items():
-                _hours_again(connection, minutes_tier, hours_tier, query_id, hour_of(minute))
+                _hours_again(connection, minutes_tier, hours_tier, query_id, hour_ms)
         self._parts = {PARTITION_MINUTES: {}, QUERY_MINUTES: {}}
         self._again = {}
+
+
+def _ceiling(time_ms: int, width_ms: int) -> int:
+    return -(-time_ms // width_ms) * width_ms
+
+
+def _again_from(connection: sa.Connection, again: dict[str, int]) -> dict[str, tuple[int, int]]:
+    """Where each query's minutes and hours are rolled up again from: the minute asked for,
+    but none where pruning left the minute's batches incomplete, and the hour from it, but
+    none whose minutes pruning left incomplete (the query's kept-from times, store.prune)."""
+    starts: dict[str, tuple[int, int]] = {}
+    for query_ids in chunks(sorted(again)):
+        kept = connection.execute(
+            sa.select(Query.id, Query.batches_kept_from_ms, Query.minutes_kept_from_ms).where(
+                among(Query.id, query_ids)
+            )
+        )
+        for query_id, batches_from, minutes_from in kept:
+            minute = again[query_id]
+            if batches_from is not None:
+                minute = max(minute, _ceiling(batches_from, MINUTE_MS))
+            hour = hour_of(minute)
+            if minutes_from is not None:
+                hour = max(hour, _ceiling(minutes_from, HOUR_MS))
+            starts[query_id] = (minute, hour)
+    return starts
 
 
 def _fold_all_into_stored(connection: sa.Connection, tier: Tier, parts: dict[Key, Row]) -> None:

@@ -51,6 +51,11 @@ class Query(Base):
     # or when no driver tells (the JVM listener and event logs do not).
     running_batch_id: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
     running_since_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    # Since when the query's batches, and its per-minute rollups, are all still stored: the
+    # cutoff of the last prune that deleted some (None: nothing of it was ever pruned). Reads
+    # of older ranges use a coarser tier, and rolling minutes up again starts no earlier.
+    batches_kept_from_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    minutes_kept_from_ms: so.Mapped[int | None] = so.mapped_column(Millis)
 
 
 class Run(Base):

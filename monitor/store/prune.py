@@ -1,18 +1,22 @@
-"""Prune history older than the retention period, in short transactions that writers slip between.
+"""Prune history older than each tier's retention, in short transactions that writers slip between.
 
-Batches older than the cutoff go with their state operators, sources, partitions and partition
-event times; so do older pending-timer snapshots, and the per-minute and per-hour rollups (of
-queries and of partitions) of minutes and hours that ended before it. Queries and runs are never
-deleted, nor a query's newest batch (its rows are what the overview shows, and the next batch's
-running event times and health are derived from them) and its newest timer snapshot (its
-pending timers).
+Each tier has its own cutoff (Retention: every batch 48 hours, per-minute rollups 30 days,
+per-hour rollups 400 days by default). Batches older than theirs go with their state
+operators, sources, partitions and partition event times, and so do older pending-timer
+snapshots; the per-minute and per-hour rollups (of queries and of partitions) go by the minutes
+and hours that ended before theirs. A prune that deletes some of a query's batches or minutes
+notes its cutoff on the query (batches_kept_from_ms, minutes_kept_from_ms): reads of older
+ranges then use a coarser tier, and rolling minutes up again starts no earlier (store.minutes).
+Queries and runs are never deleted, nor a query's newest batch (its rows are what the overview
+shows, and the next batch's running event times and health are derived from them) and its
+newest timer snapshot (its pending timers).
 
-An alert that ended (resolved or cancelled) before the cutoff goes with its events, their
+An alert that ended (resolved or cancelled) before the per-minute cutoff goes with its events, their
 deliveries and those deliveries' attempts, unless one of its notifications is still queued (neither
 delivered nor abandoned): it stays until the notifier is done with it, which takes a day at most,
 except for a receiver that the rules in force no longer name: its deliveries wait for rules that
 do, and keep their alerts. A live alert (pending or firing) is never deleted, nor anything of it,
-however old. A silence that ended before the cutoff goes.
+however old. A silence that ended before that cutoff goes.
 
 Each transaction deletes at most `chunk` batches (with their rows: about 2 × 64 partition rows per
 batch at 64 partitions), `chunk` minutes or hours of rollups (a row per partition), `chunk`
@@ -36,7 +40,12 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from monitor.store.minutes import TIERS, Tier
+from monitor.config import (
+    DEFAULT_RETENTION_BATCHES_HOURS,
+    DEFAULT_RETENTION_DAYS,
+    DEFAULT_RETENTION_HOURS_DAYS,
+)
+from monitor.store.minutes import HOUR_MS, MINUTE_MS, TIERS, Tier
 from monitor.store.models import (
     AlertEvent,
     AlertRow,
@@ -89,44 +98,82 @@ class Pruned:
 Step = Callable[[sa.Connection, Pruned], int]
 
 
-def cutoff_ms(days: int, now_ms: int) -> int:
-    """The time before which history is pruned when it is kept for `days` days."""
-    return now_ms - days * DAY_MS
+@dataclass(frozen=True)
+class Cutoffs:
+    """The times before which each tier is pruned: every batch with its rows and the timer
+    snapshots; the per-minute rollups, ended alerts and silences; the per-hour rollups."""
+
+    batches_ms: int
+    minutes_ms: int
+    hours_ms: int
+
+    @classmethod
+    def at(cls, before_ms: int) -> Cutoffs:
+        """The same cutoff for every tier."""
+        return cls(before_ms, before_ms, before_ms)
+
+
+@dataclass(frozen=True)
+class Retention:
+    """How long each tier is kept: every batch for `batches_hours` hours, the per-minute
+    rollups (and ended alerts and silences) for `days` days, the per-hour ones for
+    `hours_days` days. A finer tier is never kept longer than the per-minute one, nor the
+    per-hour one shorter, so that a range a finer tier no longer covers is read from a coarser
+    one (store.history.resolution)."""
+
+    batches_hours: int = DEFAULT_RETENTION_BATCHES_HOURS
+    days: int = DEFAULT_RETENTION_DAYS
+    hours_days: int = DEFAULT_RETENTION_HOURS_DAYS
+
+    def cutoffs(self, now_ms: int) -> Cutoffs:
+        """The cutoffs of each tier at `now_ms`."""
+        return Cutoffs(
+            now_ms - min(self.batches_hours * HOUR_MS, self.days * DAY_MS),
+            now_ms - self.days * DAY_MS,
+            now_ms - max(self.hours_days, self.days) * DAY_MS,
+        )
 
 
 def prune(
     engine: sa.Engine,
-    before_ms: int,
+    cutoffs: Cutoffs,
     chunk: int = DEFAULT_CHUNK,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Pruned:
-    """Delete history from before `before_ms`, `chunk` batches, snapshots, alerts or silences
-    per transaction."""
+    """Delete each tier's history from before its cutoff, `chunk` batches, minutes, hours,
+    snapshots, alerts or silences per transaction."""
     pruned = Pruned()
-    for step in _steps(engine, before_ms, chunk):
+    for step in _steps(engine, cutoffs, chunk):
         deleted = chunk
         while deleted == chunk:
             deleted = _transaction(engine, step, pruned, sleep)
     return pruned
 
 
-def _steps(engine: sa.Engine, before_ms: int, chunk: int) -> list[Step]:
+def _steps(engine: sa.Engine, cutoffs: Cutoffs, chunk: int) -> list[Step]:
     """Each query's batches, minutes, hours and timer snapshots, then the alerts and the
     silences."""
     with engine.connect() as connection:
         query_ids = connection.scalars(sa.select(Query.id).order_by(Query.id)).all()
-    deletes: list[Callable[..., int]] = [
-        _delete_batches,
-        *[functools.partial(_delete_rollups, tier) for tier in TIERS],
-        _delete_timer_snapshots,
+    deletes: list[tuple[Callable[..., int], int]] = [
+        (_delete_batches, cutoffs.batches_ms),
+        *[
+            (
+                functools.partial(_delete_rollups, tier),
+                cutoffs.minutes_ms if tier.width_ms == MINUTE_MS else cutoffs.hours_ms,
+            )
+            for tier in TIERS
+        ],
+        (_delete_timer_snapshots, cutoffs.batches_ms),
     ]
     steps: list[Step] = [
         functools.partial(delete, query_id, before_ms, chunk)
         for query_id in query_ids
-        for delete in deletes
+        for delete, before_ms in deletes
     ]
     steps += [
-        functools.partial(delete, before_ms, chunk) for delete in (_delete_alerts, _delete_silences)
+        functools.partial(delete, cutoffs.minutes_ms, chunk)
+        for delete in (_delete_alerts, _delete_silences)
     ]
     return steps
 
@@ -171,6 +218,7 @@ def _delete_batches(
         for table in BATCH_TABLES:
             where = sa.and_(table.query_id == query_id, table.batch_id.in_(batch_ids))
             _delete(connection, pruned, table, where)
+        _kept_from(connection, Query.batches_kept_from_ms, query_id, before_ms)
     return len(batch_ids)
 
 
@@ -194,7 +242,19 @@ def _delete_rollups(
     ).all()
     if spans:
         _delete(connection, pruned, tier.model, sa.and_(query == query_id, column.in_(spans)))
+        if tier.width_ms == MINUTE_MS:
+            _kept_from(connection, Query.minutes_kept_from_ms, query_id, before_ms)
     return len(spans)
+
+
+def _kept_from(connection: sa.Connection, column: Any, query_id: str, before_ms: int) -> None:
+    """Note on the query that its tier is kept from `before_ms` on, unless a later cutoff is
+    noted already."""
+    connection.execute(
+        sa.update(Query)
+        .where(Query.id == query_id, sa.or_(column.is_(None), column < before_ms))
+        .values({column: before_ms})
+    )
 
 
 def _delete_timer_snapshots(

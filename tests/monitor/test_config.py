@@ -144,6 +144,20 @@ def test_a_bad_retention_is_a_clear_error(raw: str, message: str) -> None:
         load_settings({"WMON_RETENTION_DAYS": raw, "WMON_HOME": "/srv/wmon"})
 
 
+@pytest.mark.parametrize(
+    ("name", "field", "default", "maximum"),
+    [
+        ("WMON_RETENTION_BATCHES_HOURS", "retention_batches_hours", 48, 876_000),
+        ("WMON_RETENTION_HOURS_DAYS", "retention_hours_days", 400, 36_500),
+    ],
+)
+def test_the_other_tiers_retention(name: str, field: str, default: int, maximum: int) -> None:
+    assert getattr(load_settings({}), field) == default
+    assert getattr(load_settings({name: "12"}), field) == 12
+    with pytest.raises(ValueError, match=f"^{name} must be between 1 and {maximum}, not 0$"):
+        load_settings({name: "0"})
+
+
 def test_alert_settings() -> None:
     assert (load_settings({}).alert_rules, load_settings({}).alert_interval_s) == (None, 10)
     settings = load_settings(

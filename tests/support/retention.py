@@ -1,13 +1,12 @@
 """History for retention tests: days either side of a 30-day cutoff, batches and snapshots."""
 
 from monitor.events import TimerSnapshot
-from monitor.store.prune import cutoff_ms
 from monitor.store.writes import write_event
 from tests.support.progress import batch_event
 
 DAY = 86_400_000
 NOW = 1_795_316_400_000
-CUTOFF = cutoff_ms(30, NOW)
+CUTOFF = NOW - 30 * DAY
 OLD = CUTOFF - DAY
 NEW = CUTOFF + DAY
 

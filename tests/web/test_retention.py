@@ -7,6 +7,7 @@ import sqlalchemy as sa
 
 import web
 from monitor.store.models import Batch, TimerSnapshotRow
+from monitor.store.prune import Retention
 from tests.support.retention import CUTOFF, NEW, NOW, OLD, write_batch, write_snapshot
 from tests.support.waiting import wait_until
 from web import create_app
@@ -14,7 +15,7 @@ from web import create_app
 
 @pytest.fixture
 def app_config():
-    return {"CLOCK": lambda: NOW, "RETENTION_DAYS": 30, "PRUNE_INTERVAL_S": 0.05}
+    return {"CLOCK": lambda: NOW, "RETENTION": Retention(30 * 24, 30), "PRUNE_INTERVAL_S": 0.05}
 
 
 def rows(engine, column):
@@ -49,7 +50,16 @@ def test_a_failed_prune_is_logged_and_the_next_one_still_runs(tmp_path, caplog):
     web.stop(app)
 
 
-def test_the_retention_period_comes_from_the_environment(monkeypatch, tmp_path):
+def test_the_retention_of_each_tier_comes_from_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("WMON_RETENTION_BATCHES_HOURS", "12")
     monkeypatch.setenv("WMON_RETENTION_DAYS", "7")
+    monkeypatch.setenv("WMON_RETENTION_HOURS_DAYS", "90")
     app = create_app({"DATABASE_URL": f"sqlite:///{tmp_path / 'wmon.db'}"})
-    assert (app.config["RETENTION_DAYS"], app.config["PRUNE_INTERVAL_S"]) == (7, 3600)
+    assert (app.config["RETENTION"], app.config["PRUNE_INTERVAL_S"]) == (Retention(12, 7, 90), 3600)
+
+
+def test_by_default_batches_are_kept_two_days_minutes_30_and_hours_400(monkeypatch, tmp_path):
+    for tier in ("BATCHES_HOURS", "DAYS", "HOURS_DAYS"):
+        monkeypatch.delenv(f"WMON_RETENTION_{tier}", raising=False)
+    app = create_app({"DATABASE_URL": f"sqlite:///{tmp_path / 'wmon.db'}"})
+    assert app.config["RETENTION"] == Retention(48, 30, 400)

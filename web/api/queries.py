@@ -16,6 +16,7 @@ from monitor.store.batches import latest_batch, rows_dropped
 from monitor.store.history import (
     CSV_COLUMNS,
     PARTITION_SERIES,
+    Kept,
     batch_series,
     csv_rows,
     partition_series,
@@ -146,7 +147,8 @@ def batches(ref: str) -> dict[str, Any]:
         "from_ms": span.from_ms,
         "to_ms": span.to_ms,
         "bucket_ms": span.bucket_ms,
-        "series": batch_series(session, found.id, span),
+        "resolution": resolution(span, Kept.of(found)),
+        "series": batch_series(session, found.id, span, Kept.of(found)),
     }
 
 
@@ -158,13 +160,13 @@ def partition_history(ref: str) -> dict[str, Any]:
     span = window(request.args, _default_to_ms(session, found, Lens.of(current_app)))
     fields = choices(request.args, "fields", PARTITION_SERIES)
     wanted = {"time_ms", *(PARTITION_SERIES if fields is None else fields)}
-    series = partition_series(session, found.id, span)
+    series = partition_series(session, found.id, span, Kept.of(found))
     return {
         "query": found.id,
         "from_ms": span.from_ms,
         "to_ms": span.to_ms,
         "bucket_ms": span.bucket_ms,
-        "resolution": resolution(span),
+        "resolution": resolution(span, Kept.of(found)),
         "partitions": {
             name: {field: values for field, values in each.items() if field in wanted}
             for name, each in series.items()

@@ -1,6 +1,6 @@
 """History retention in the dashboard server: every PRUNE_INTERVAL_S (an hour by default) a
 background task, started with the server (web.start) or else with the first request,
-prunes what is older than RETENTION_DAYS
+prunes each tier of history older than RETENTION says
 (monitor/store/prune.py: short transactions, so the listeners' writes are not held up)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import logging
 
 from flask import Flask
 
-from monitor.store.prune import Pruned, cutoff_ms, prune
+from monitor.store.prune import Pruned, prune
 from web import db
 from web.background.tasks import Periodic
 from web.sockets import socketio
@@ -39,10 +39,10 @@ class Pruner:
         self._task.stop(timeout)
 
     def prune(self) -> Pruned:
-        """Delete what is older than the retention period now."""
+        """Delete what each tier keeps no longer, now."""
         config = self.app.config
-        before_ms = cutoff_ms(config["RETENTION_DAYS"], config["CLOCK"]())
-        pruned = prune(db.engine(self.app), before_ms, sleep=socketio.sleep)
+        cutoffs = config["RETENTION"].cutoffs(config["CLOCK"]())
+        pruned = prune(db.engine(self.app), cutoffs, sleep=socketio.sleep)
         if pruned.total:
             log.info("wmon retention: pruned %s", pruned.deleted)
         return pruned

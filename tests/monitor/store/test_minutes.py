@@ -12,9 +12,10 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.numbers import INT64_MAX
-from monitor.store.history import Window, batch_series, partition_series, resolution
+from monitor.store.history import Kept, Window, batch_series, partition_series, resolution
 from monitor.store.minutes import HOUR_MS, MINUTE_MS
-from monitor.store.models import PartitionHour, PartitionMinute, QueryHour, QueryMinute
+from monitor.store.models import PartitionHour, PartitionMinute, Query, QueryHour, QueryMinute
+from monitor.store.prune import Cutoffs, prune
 from monitor.store.writes import write_event, write_events
 from tests.support.group_events import T0, A, B, events, progress
 from tests.support.progress import EPOCH, QUERY, batch_event, write
@@ -318,6 +319,40 @@ def test_the_query_series_of_any_range_from_the_minutes_and_hours_add_up_as_the_
     assert sum(month["batches"]) == 120
     assert sum(month["input_rows"]) == sum(b["num_input_rows"] for b in batches)
     assert max(month["duration_max_ms"]) == max(b["trigger_duration_ms"] for b in batches)
+
+
+def test_a_late_batch_older_than_the_batches_kept_rolls_up_again_only_what_is_kept(engine):
+    """Batches 20 s apart for two hours, batch 30 held back; the first hour's batches are
+    pruned (its minutes and hours stay), then batch 30, from that hour, arrives: it is folded
+    into its minute and hour, and rolling up again starts where the kept batches start, so no
+    pruned batch goes missing from the rollups. Ranges older than the batches kept are read
+    from the minutes."""
+    first_hour = T0 - T0 % HOUR_MS
+    written = [progress(A, "a1", n, first_hour + n * 20_000) for n in range(360)]
+    write_events(engine, [event for event in written if event.batch_id != 30])
+    pruned = prune(engine, Cutoffs(first_hour + HOUR_MS, 0, 0))
+    assert pruned.deleted["batches"] == 179 and pruned.deleted["query_minutes"] == 0
+    write_event(engine, written[30])
+
+    with so.Session(engine) as session:
+        query = session.get(Query, A)
+        kept = Kept.of(query)
+        assert (kept.batches_from_ms, kept.minutes_from_ms) == (first_hour + HOUR_MS, None)
+        for model in (QueryMinute, QueryHour):
+            start = "minute_ms" if model is QueryMinute else "hour_ms"
+            rollups = stored_rollups(engine, A, model, start)
+            assert sum(row["batches"] for row in rollups.values()) == 360, model
+        for name in ("telemetry/0", "telemetry/3"):
+            minutes = stored_rollups(engine, A)
+            assert sum(row["batches"] for key, row in minutes.items() if key[1] == name) == 360
+
+        half_hour = Window(first_hour, first_hour + 30 * MINUTE_MS, 800)
+        assert (resolution(half_hour), resolution(half_hour, kept)) == ("last_batch", "minute")
+        series = batch_series(session, A, half_hour, kept)
+        assert sum(series["batches"]) == 90
+        assert sum(partition_series(session, A, half_hour, kept)["telemetry/0"]["records"]) > 0
+        older = Kept(first_hour + HOUR_MS, first_hour + HOUR_MS)
+        assert resolution(Window(first_hour, first_hour + DAY_MS, 48), older) == "hour"
 
 
 def test_a_minute_of_absurd_offsets_is_stored_saturated_and_recording_goes_on(engine):

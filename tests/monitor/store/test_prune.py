@@ -29,7 +29,7 @@ from monitor.store.models import (
     StateOperator,
     TimerSnapshotRow,
 )
-from monitor.store.prune import MAX_PAUSE_S, TABLES, prune
+from monitor.store.prune import MAX_PAUSE_S, TABLES, Cutoffs, prune
 from tests.support.retention import CUTOFF, DAY, NEW, NOW, OLD, write_batch, write_snapshot
 from tests.support.waiting import wait_until
 from wmon.main import main
@@ -197,7 +197,7 @@ def test_rows_before_the_cutoff_go_and_the_rest_stay(engine):
     for at_ms in (OLD, CUTOFF - 1, CUTOFF, NEW):
         write_snapshot(engine, "q", at_ms)
 
-    pruned = prune(engine, CUTOFF)
+    pruned = prune(engine, Cutoffs.at(CUTOFF))
 
     assert pruned.deleted == NOTHING | {
         "batches": 3,
@@ -216,14 +216,17 @@ def test_rows_before_the_cutoff_go_and_the_rest_stay(engine):
     assert hours(engine, "q") == [CUTOFF, CUTOFF, NEW, NEW], "so do hours"
     assert snapshot_times(engine, "q") == [CUTOFF, NEW]
     assert (count(engine, Query), count(engine, Run)) == (1, 1)
+    with so.Session(engine) as session:
+        query = session.get(Query, "q")
+        assert (query.batches_kept_from_ms, query.minutes_kept_from_ms) == (CUTOFF, CUTOFF)
 
 
 def test_pruning_again_deletes_nothing(engine):
     for batch_id in range(3):
         write_batch(engine, "q", batch_id, OLD + batch_id * 1_000)
     write_batch(engine, "q", 3, NEW)
-    first = prune(engine, CUTOFF)
-    again = prune(engine, CUTOFF)
+    first = prune(engine, Cutoffs.at(CUTOFF))
+    again = prune(engine, Cutoffs.at(CUTOFF))
     assert first.deleted["batches"] == 3
     assert again.deleted == NOTHING and again.total == 0
     assert batch_ids(engine, "q")["batches"] == [3]
@@ -238,7 +241,7 @@ def test_a_query_keeps_its_newest_batch_and_timer_snapshot(engine):
     write_batch(engine, "busy", 1, NEW)
     queries_and_runs = (count(engine, Query), count(engine, Run))
 
-    prune(engine, CUTOFF)
+    prune(engine, Cutoffs.at(CUTOFF))
 
     assert batch_ids(engine, "stopped") == dict.fromkeys(BATCH_TABLE_NAMES, [2])
     assert snapshot_times(engine, "stopped") == [OLD + 1_000]
@@ -249,7 +252,7 @@ def test_a_query_keeps_its_newest_batch_and_timer_snapshot(engine):
 def test_a_batch_after_pruning_continues_the_running_figures(engine):
     for batch_id in range(3):
         write_batch(engine, "q", batch_id, OLD + batch_id * 1_000, late=2)
-    prune(engine, CUTOFF)
+    prune(engine, Cutoffs.at(CUTOFF))
     write_batch(engine, "q", 3, NEW, late=1)
     with engine.connect() as connection:
         total = connection.scalar(
@@ -271,7 +274,7 @@ def test_each_transaction_deletes_one_chunk(engine):
         pauses.append(seconds)
         left.append(count(engine, Batch))
 
-    pruned = prune(engine, CUTOFF, chunk=10, sleep=between_transactions)
+    pruned = prune(engine, Cutoffs.at(CUTOFF), chunk=10, sleep=between_transactions)
 
     # Ten full chunks; the eleventh finds less than a chunk, so batches are done; then the two
     # minutes and the hour they were in, of the partitions and of the query, timer snapshots,
@@ -311,7 +314,7 @@ def test_writers_go_on_between_the_transactions_of_a_long_prune(engine, database
     thread = threading.Thread(target=write_live_batches)
     thread.start()
     wait_until(lambda: written, 30, "the first live batch")
-    pruned = prune(engine, CUTOFF, sleep=between_transactions)
+    pruned = prune(engine, Cutoffs.at(CUTOFF), sleep=between_transactions)
     done.set()
     thread.join(timeout=30)
     writer.dispose()
@@ -338,13 +341,13 @@ def test_alerts_that_ended_before_the_cutoff_go_with_all_their_rows(engine):
         write_alert(engine, "cancelled", NEW): CANCELLED_ALERT_ROWS,
     }
 
-    pruned = prune(engine, CUTOFF)
+    pruned = prune(engine, Cutoffs.at(CUTOFF))
 
     # Three resolved alerts (3 events, 2 deliveries, 2 attempts each) and a cancelled one.
     assert pruned.deleted == NOTHING | alert_counts(4, 3 * 3 + 2, 3 * 2, 3 * 2)
     assert [alert_rows(engine, alert_id) for alert_id in gone] == [NO_ROWS] * 4
     assert {alert_id: alert_rows(engine, alert_id) for alert_id in kept} == kept
-    assert prune(engine, CUTOFF).deleted == NOTHING
+    assert prune(engine, Cutoffs.at(CUTOFF)).deleted == NOTHING
 
 
 def test_live_alerts_stay_with_all_their_rows_however_old(engine):
@@ -355,7 +358,7 @@ def test_live_alerts_stay_with_all_their_rows_however_old(engine):
     with engine.begin() as connection:
         connection.execute(sa.update(AlertRow).where(AlertRow.id == odd).values(resolved_at_ms=OLD))
 
-    pruned = prune(engine, OLD + 100 * DAY)
+    pruned = prune(engine, Cutoffs.at(OLD + 100 * DAY))
 
     assert pruned.deleted == NOTHING
     assert alert_rows(engine, pending) == alert_counts(1, 1, 0, 0)
@@ -367,7 +370,7 @@ def test_an_old_alert_whose_notification_is_queued_stays_until_it_is_done(engine
     queued = write_alert(engine, "resolved", OLD, outcome="queued")
     delivered = write_alert(engine, "resolved", OLD)
 
-    assert prune(engine, CUTOFF).deleted["alerts"] == 1
+    assert prune(engine, Cutoffs.at(CUTOFF)).deleted["alerts"] == 1
     assert alert_rows(engine, queued) == RESOLVED_ALERT_ROWS
     assert alert_rows(engine, delivered) == NO_ROWS
 
@@ -376,7 +379,7 @@ def test_an_old_alert_whose_notification_is_queued_stays_until_it_is_done(engine
         assert (
             connection.execute(sa.update(Delivery).where(undone).values({done: NEW})).rowcount == 1
         )
-    assert prune(engine, CUTOFF).deleted == NOTHING | RESOLVED_ALERT_ROWS
+    assert prune(engine, Cutoffs.at(CUTOFF)).deleted == NOTHING | RESOLVED_ALERT_ROWS
     assert alert_rows(engine, queued) == NO_ROWS
 
 
@@ -384,7 +387,7 @@ def test_silences_that_ended_before_the_cutoff_go(engine):
     for until_ms in (OLD, CUTOFF - 1, CUTOFF, NEW, NOW + DAY):
         write_silence(engine, until_ms)
 
-    assert prune(engine, CUTOFF).deleted == NOTHING | {"silences": 2}
+    assert prune(engine, Cutoffs.at(CUTOFF)).deleted == NOTHING | {"silences": 2}
     with engine.connect() as connection:
         left = sorted(connection.scalars(sa.select(Silence.until_ms)))
     assert left == [CUTOFF, NEW, NOW + DAY]
@@ -403,7 +406,7 @@ def test_alerts_and_silences_go_one_chunk_per_transaction(engine):
     def between_transactions(_seconds):
         left.append((count(engine, AlertRow), count(engine, Silence)))
 
-    pruned = prune(engine, CUTOFF, chunk=10, sleep=between_transactions)
+    pruned = prune(engine, Cutoffs.at(CUTOFF), chunk=10, sleep=between_transactions)
 
     # Query q's batches, its four tiers of rollups and timer snapshots (none), then 10, 10 and
     # 5 alerts, 10 and 2 silences.
@@ -415,7 +418,8 @@ def test_alerts_and_silences_go_one_chunk_per_transaction(engine):
 
 
 def test_wmon_prune_prints_what_it_deleted(database_url, engine, capsys, monkeypatch):
-    monkeypatch.delenv("WMON_RETENTION_DAYS", raising=False)
+    for tier in ("BATCHES_HOURS", "DAYS", "HOURS_DAYS"):
+        monkeypatch.delenv(f"WMON_RETENTION_{tier}", raising=False)
     now = time.time_ns() // 1_000_000
     for batch_id, days_ago in enumerate([40, 20, 0]):
         write_batch(engine, "q", batch_id, now - days_ago * DAY)
@@ -423,23 +427,27 @@ def test_wmon_prune_prints_what_it_deleted(database_url, engine, capsys, monkeyp
     write_silence(engine, now - 40 * DAY)
 
     assert main(["prune", "--database-url", database_url]) == 0
-    header, *lines = capsys.readouterr().out.splitlines()
-    assert re.fullmatch(
-        r"store \S+: pruned history before \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC "
-        r"\(30 days kept\) in 8 transactions",
-        header,
-    )
+    printed = capsys.readouterr().out.splitlines()
+    (header, *tiers, blank), lines = printed[:5], printed[5:]
+    assert re.fullmatch(r"store \S+: pruned in 8 transactions", header) and blank == ""
+    stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"
+    for line, kept in zip(tiers, ("48 hours", "30 days", "400 days"), strict=True):
+        assert re.fullmatch(rf"  \w+ +before {stamp} \({kept} kept\)", line), line
     deleted = {line.split()[0]: int(line.split()[1]) for line in lines}
     assert list(deleted) == list(TABLES)
-    assert deleted == NOTHING | dict(zip(BATCH_TABLE_NAMES, [1, 1, 1, 2, 2], strict=True)) | (
-        RESOLVED_ALERT_ROWS
-        | {"silences": 1}
-        | {"partition_minutes": 2, "partition_hours": 2, "query_minutes": 1, "query_hours": 1}
+    # Both older batches (two days are kept), the 40-day-old minute of the query and of its two
+    # partitions (30 days are), no hour (400 days are).
+    assert deleted == NOTHING | dict(zip(BATCH_TABLE_NAMES, [2, 2, 2, 4, 4], strict=True)) | (
+        RESOLVED_ALERT_ROWS | {"silences": 1, "partition_minutes": 2, "query_minutes": 1}
     )
-
-    assert main(["prune", "--days", "10", "--database-url", database_url]) == 0
-    assert "(10 days kept)" in capsys.readouterr().out
     assert batch_ids(engine, "q")["batches"] == [2]
+
+    args = ["--batches-hours", "100", "--days", "3", "--hours-days", "2"]
+    assert main(["prune", *args, "--database-url", database_url]) == 0
+    out = capsys.readouterr().out
+    # A finer tier is kept no longer than the minutes, the hours no shorter.
+    assert "(72 hours kept)" in out and out.count("(3 days kept)") == 2
+    assert len(hours(engine, "q")) == 2, "the 20-day-old hour goes, the newest stays"
 
 
 def test_wmon_prune_wants_at_least_a_day(database_url, capsys):
