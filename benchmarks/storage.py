@@ -26,24 +26,20 @@ from monitor.collect.progress import parse_progress
 from monitor.store.engine import create_engine
 from monitor.store.migrate import upgrade
 from monitor.store.models import Base
+from monitor.store.prune import Retention
 from monitor.store.writes import write_events
 
 GROUP_SIZE = 50  # batches stored in one transaction
 BATCH_EVERY_MS = 10_000
 MONTH_BATCHES = 30 * 86_400_000 // BATCH_EVERY_MS
 FLEET = 500
-# The tables that grow with every batch; the rest (queries, runs, alerts…) are "other".
-BATCH_TABLES = (
-    "batches",
-    "state_operators",
-    "sources",
-    "partitions",
-    "partition_event_times",
-    "partition_minutes",
-    "partition_hours",
-    "query_minutes",
-    "query_hours",
-)
+# The tables that grow with every batch: each batch's own, kept for the batches' retention,
+# and the rollups, kept longer; the rest (queries, runs, alerts…) are "other".
+DETAIL_TABLES = ("batches", "state_operators", "sources", "partitions", "partition_event_times")
+ROLLUP_TABLES = ("partition_minutes", "partition_hours", "query_minutes", "query_hours")
+BATCH_TABLES = DETAIL_TABLES + ROLLUP_TABLES
+# Batches of one query the default retention keeps (every batch for 48 hours).
+KEPT_BATCHES = Retention().batches_hours * 3_600_000 // BATCH_EVERY_MS
 
 
 def storage_figures(args: argparse.Namespace) -> None:
@@ -131,9 +127,13 @@ def _summary(sizes: dict[str, int], batches: int) -> str:
         for table, size in sorted(per_batch.items(), key=lambda item: -item[1])
     )
     month = total * MONTH_BATCHES
+    rollups = sum(per_batch[table] for table in ROLLUP_TABLES)
+    tiered = (total - rollups) * KEPT_BATCHES + rollups * MONTH_BATCHES
     return (
         f"{_bytes(total)} a batch ({parts}, other tables {_bytes(other)}); 30 days of this "
-        f"query: {_bytes(month)}, of {FLEET} such queries: {_bytes(month * FLEET)}"
+        f"query, every batch kept: {_bytes(month)}, of {FLEET} such queries: "
+        f"{_bytes(month * FLEET)}; with the default retention (every batch 48 h, the rollups "
+        f"longer): {_bytes(tiered)}, of {FLEET}: {_bytes(tiered * FLEET)}"
     )
 
 
