@@ -30,6 +30,7 @@ from monitor.store.models import (
     Partition,
     PartitionEventTime,
     Query,
+    RollupFigures,
     StateOperator,
 )
 from monitor.store.sums import whole_sum
@@ -78,11 +79,6 @@ class Kept:
     def of(cls, query: Query) -> Kept:
         """What the query's row says."""
         return cls(query.batches_kept_from_ms, query.minutes_kept_from_ms)
-
-    def older(self, window: Window, tier: str) -> bool:
-        """Whether the window starts before what the tier ("batches", "minutes") keeps."""
-        kept_from = self.batches_from_ms if tier == "batches" else self.minutes_from_ms
-        return kept_from is not None and window.from_ms < kept_from
 
 
 EVERYTHING = Kept()
@@ -263,11 +259,16 @@ def resolution(window: Window, kept: Kept = EVERYTHING) -> str:
     MINUTES_RANGE_MS or before the per-minute ones kept, "minute" (the per-minute ones) for
     buckets of a minute or more or before the batches kept, "last_batch" (the batches; a
     partition's last batch of each bucket) for narrower ones."""
-    if window.to_ms - window.from_ms > MINUTES_RANGE_MS or kept.older(window, "minutes"):
+    if window.to_ms - window.from_ms > MINUTES_RANGE_MS or _before(window, kept.minutes_from_ms):
         return "hour"
-    if window.bucket_ms >= MINUTE_MS or kept.older(window, "batches"):
+    if window.bucket_ms >= MINUTE_MS or _before(window, kept.batches_from_ms):
         return "minute"
     return "last_batch"
+
+
+def _before(window: Window, kept_from_ms: int | None) -> bool:
+    """Whether the window starts before a tier's rows are all kept."""
+    return kept_from_ms is not None and window.from_ms < kept_from_ms
 
 
 def partition_series(
@@ -318,7 +319,7 @@ def _query_rollup_series(session: so.Session, query_id: str, window: Window, tie
         .where(model.query_id == query_id, window.covers(start))
         .group_by(bucket)
     )
-    buckets = {}
+    buckets: dict[int, dict[str, Any]] = {}
     for row in rows:
         buckets[row.bucket] = {
             "batches": int(row.batches),
@@ -346,7 +347,7 @@ def _average(total: Any, count: Any) -> float | None:
     return None if total is None or not count else float(total) / int(count)
 
 
-def _rollup_aggregates(model: type[Any]) -> tuple[Aggregate, ...]:
+def _rollup_aggregates(model: type[RollupFigures]) -> tuple[Aggregate, ...]:
     """Each partition series from the rollups of a bucket: the largest lags and W_p, any idle
     or stalled batch, the sums of late records and of records read."""
     return (
