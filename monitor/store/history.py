@@ -463,3 +463,38 @@ def csv_rows(session: so.Session, query_id: str, from_ms: int, to_ms: int) -> It
         .execution_options(yield_per=1_000)
     )
     yield from session.execute(statement)
+
+
+# What CSV export reads: every batch, or the per-minute or per-hour rollups of partitions.
+CSV_RESOLUTIONS = ("batch", "minute", "hour")
+# The columns of a CSV of rollups: a line per minute or hour and partition.
+ROLLUP_CSV_COLUMNS = ("start_ms", "partition", *PARTITION_MINUTES.folds)
+
+
+def finest_kept(kept: Kept, from_ms: int) -> str:
+    """The finest of CSV_RESOLUTIONS whose rows are all kept from `from_ms` on."""
+    if kept.batches_from_ms is None or from_ms >= kept.batches_from_ms:
+        return "batch"
+    if kept.minutes_from_ms is None or from_ms >= kept.minutes_from_ms:
+        return "minute"
+    return "hour"
+
+
+def rollup_csv_rows(
+    session: so.Session, query_id: str, from_ms: int, to_ms: int, resolution: str
+) -> Iterator[Any]:
+    """One row per minute (or hour) that starts in [from_ms, to_ms) and source partition, as
+    ROLLUP_CSV_COLUMNS, in order."""
+    tier = PARTITION_MINUTES if resolution == "minute" else PARTITION_HOURS
+    start = tier.column(tier.start)
+    statement = (
+        sa.select(
+            start.label("start_ms"),
+            tier.column("partition"),
+            *(tier.column(name) for name in tier.folds),
+        )
+        .where(tier.column("query_id") == query_id, start >= from_ms, start < to_ms)
+        .order_by(start, tier.column("partition"))
+        .execution_options(yield_per=1_000)
+    )
+    yield from session.execute(statement)

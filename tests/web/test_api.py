@@ -10,6 +10,7 @@ import pytest
 import web
 from monitor.collect.progress import parse_progress
 from monitor.events import QueryIdle, QueryStarted, QueryTerminated, TimerSnapshot
+from monitor.store.prune import Cutoffs, prune
 from monitor.store.writes import write_event, write_events
 from tests.support.network import closed_port
 from tests.support.progress import batch_event, progress_doc, stamp
@@ -544,6 +545,32 @@ def test_history_as_csv_one_line_per_batch_and_partition(engine, client):
         "1",
         "false",
     )
+
+
+def test_history_as_csv_before_the_batches_kept_is_read_from_the_rollups(engine, client):
+    write_partition_history(engine)
+    prune(engine, Cutoffs(T0 + 3_000, 0, 0))  # batches 0 to 2 go, the minute stays
+    first_minute = T0 - T0 % 60_000
+    url = f"/api/queries/ph/history.csv?from={first_minute}&to={T0 + 7_000}"
+
+    response = client.get(url)
+    assert response.status_code == 200
+    assert response.headers["Content-Disposition"].endswith('-minutes.csv"')
+    lines = list(csv.DictReader(io.StringIO(response.get_data(as_text=True))))
+    assert [(line["start_ms"], line["partition"], line["batches"]) for line in lines] == [
+        (str(first_minute), "t/0", "7"),
+        (str(first_minute), "t/1", "7"),
+    ]
+    assert lines[1]["late_records"] == "4", "batches 2 and 5, the pruned one included"
+    hours = client.get(f"{url}&resolution=hour").get_data(as_text=True).splitlines()
+    assert hours[0].startswith("start_ms,partition,batches,") and len(hours) == 3
+
+    refused = client.get(f"{url}&resolution=batch")
+    assert refused.status_code == 400
+    assert "ask for resolution=minute" in refused.get_json()["error"]
+    assert client.get(f"{url}&resolution=second").status_code == 400
+    recent = client.get(f"/api/queries/ph/history.csv?from={T0 + 3_000}&to={T0 + 7_000}")
+    assert len(list(csv.DictReader(io.StringIO(recent.get_data(as_text=True))))) == 8
 
 
 def test_timer_snapshots_oldest_first(engine, client):

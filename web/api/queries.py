@@ -15,12 +15,16 @@ from monitor.numbers import INT64_MAX
 from monitor.store.batches import latest_batch, rows_dropped
 from monitor.store.history import (
     CSV_COLUMNS,
+    CSV_RESOLUTIONS,
     PARTITION_SERIES,
+    ROLLUP_CSV_COLUMNS,
     Kept,
     batch_series,
     csv_rows,
+    finest_kept,
     partition_series,
     resolution,
+    rollup_csv_rows,
 )
 from monitor.store.models import Batch, Query
 from monitor.store.partitions import partition_details
@@ -41,8 +45,10 @@ from web.api.payloads import (
 from web.guards.params import (
     MAX_LIMIT,
     NAME_LENGTH,
+    BadParameter,
     bounded,
     choices,
+    one_of,
     text_field,
     time_range,
     window,
@@ -197,12 +203,17 @@ def _cell(value: Any) -> Any:
     return str(value).lower() if isinstance(value, bool) else value
 
 
-def _csv_lines(query_id: str, from_ms: int, to_ms: int) -> Iterator[str]:
+def _csv_lines(query_id: str, from_ms: int, to_ms: int, tier: str) -> Iterator[str]:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(CSV_COLUMNS)
+    writer.writerow(CSV_COLUMNS if tier == "batch" else ROLLUP_CSV_COLUMNS)
     with so.Session(db.engine()) as session:
-        for row in csv_rows(session, query_id, from_ms, to_ms):
+        rows = (
+            csv_rows(session, query_id, from_ms, to_ms)
+            if tier == "batch"
+            else rollup_csv_rows(session, query_id, from_ms, to_ms, tier)
+        )
+        for row in rows:
             writer.writerow([_cell(value) for value in row])
             if buffer.tell() > 64_000:
                 yield buffer.getvalue()
@@ -213,12 +224,22 @@ def _csv_lines(query_id: str, from_ms: int, to_ms: int) -> Iterator[str]:
 
 @bp.get("/queries/<ref>/history.csv")
 def history_csv(ref: str) -> Response:
-    """A query's history as CSV, one line per batch and source partition, streamed."""
+    """A query's history as CSV, streamed: one line per batch and source partition, or per
+    minute or hour and partition (`resolution`); by default the finest whose rows are all kept
+    over the range."""
     session, found = db.session(), _query(ref)
     from_ms, to_ms = time_range(request.args, _default_to_ms(session, found, Lens.of(current_app)))
-    name = f"wmon-{found.id}-{from_ms}-{to_ms}.csv"
+    finest = finest_kept(Kept.of(found), from_ms)
+    tier = one_of(request.args, "resolution", CSV_RESOLUTIONS) or finest
+    if CSV_RESOLUTIONS.index(tier) < CSV_RESOLUTIONS.index(finest):
+        raise BadParameter(
+            f"the query's {tier} rows from {from_ms} on are no longer all kept: "
+            f"ask for resolution={finest}"
+        )
+    suffix = "" if tier == "batch" else f"-{tier}s"
+    name = f"wmon-{found.id}-{from_ms}-{to_ms}{suffix}.csv"
     return Response(
-        stream_with_context(_csv_lines(found.id, from_ms, to_ms)),
+        stream_with_context(_csv_lines(found.id, from_ms, to_ms, tier)),
         mimetype="text/csv",
         headers={"Content-Disposition": f'attachment; filename="{name}"'},
     )

@@ -79,6 +79,14 @@ def choices(args: Mapping[str, str], name: str, known: Sequence[str]) -> frozens
     return frozenset(wanted)
 
 
+def one_of(args: Mapping[str, str], name: str, known: Sequence[str]) -> str | None:
+    """One of `known`; None when absent."""
+    text = args.get(name)
+    if text is not None and text not in known:
+        raise BadParameter(f"{name} must be one of {', '.join(known)}, not {shown(text)}")
+    return text
+
+
 def epoch_ms(name: str, text: str) -> int:
     """A time given as epoch milliseconds or as ISO 8601 (UTC unless it says otherwise),
     from 1970 to the end of year 9999."""
