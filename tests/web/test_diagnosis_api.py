@@ -6,6 +6,7 @@ hand."""
 import pytest
 
 import web
+from monitor.store.prune import Cutoffs, prune
 from monitor.store.writes import write_events
 from tests.support.diagnosis_scenario import (
     DELAY,
@@ -210,6 +211,17 @@ def test_an_empty_range(engine, client):
     body = diagnosis(client, **{"from": at(-10), "to": at(-5)})
     assert (body["latest"], body["driver_batches"], body["future_dated"]) == (None, {}, [])
     assert body["lateness"] == {"query": None, "partitions": []}
+
+
+def test_a_range_older_than_the_batches_kept_says_where_its_figures_start(engine, client):
+    write_telemetry(engine)
+    whole = diagnosis(client, **{"from": at(0), "to": at(7)})
+    assert whole["batches_kept_from_ms"] is None
+    prune(engine, Cutoffs(at(3), 0, 0))
+    body = diagnosis(client, **{"from": at(0), "to": at(7)})
+    assert body["batches_kept_from_ms"] == at(3)
+    assert sum(body["driver_batches"].values()) < sum(whole["driver_batches"].values())
+    assert diagnosis(client, **{"from": at(3), "to": at(7)})["batches_kept_from_ms"] is None
 
 
 @pytest.mark.parametrize(

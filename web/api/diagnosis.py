@@ -89,10 +89,17 @@ def lateness_json(item: Lateness) -> dict[str, Any]:
 
 
 def diagnosis_json(
-    session: so.Session, query_id: str, from_ms: int, to_ms: int, tolerance_ms: int
+    session: so.Session,
+    query_id: str,
+    from_ms: int,
+    to_ms: int,
+    tolerance_ms: int,
+    kept_from_ms: int | None = None,
 ) -> dict[str, Any]:
     """The diagnosis of the query's batches with batch times from `from_ms` to `to_ms`
-    (half-open); `tolerance_ms` is how far ahead of its batch a record may be."""
+    (half-open); `tolerance_ms` is how far ahead of its batch a record may be. Its batches
+    are all kept from `kept_from_ms` on (None: all of them): a range that starts earlier says
+    where its figures start."""
     # lateness() takes the batch time of the last batch; the range ends before to_ms.
     measured = lateness(session, query_id, from_ms, to_ms - 1, tolerance_ms)
     return {
@@ -100,6 +107,9 @@ def diagnosis_json(
         "from_ms": from_ms,
         "to_ms": to_ms,
         "future_tolerance_ms": tolerance_ms,
+        "batches_kept_from_ms": (
+            kept_from_ms if kept_from_ms is not None and kept_from_ms > from_ms else None
+        ),
         "latest": latest_json(latest_batch_in(session, query_id, from_ms, to_ms), tolerance_ms),
         "driver_batches": driver_shares(session, query_id, from_ms, to_ms),
         "future_dated": [

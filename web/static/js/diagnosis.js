@@ -62,6 +62,13 @@ export function driverRecordText(latest) {
 }
 
 // "t/0 drove the watermark in 92% of these batches (110 of 120); t/2 in 8% (10)."
+// The range the figures cover: where batches before its start are no longer kept, from the
+// first one kept.
+export function rangeText(range, keptFromMs) {
+  if (keptFromMs === null || keptFromMs === undefined) return range;
+  return `${range} (batches are kept from ${clock(keptFromMs)}: the figures start there)`;
+}
+
 export function sharesText(batches) {
   const total = sum(Object.values(batches));
   if (!total) return "";
@@ -191,7 +198,7 @@ export class Diagnosis {
     $("diagnosis").hidden = false;
     $("no-diagnosis").hidden = Boolean(measured);
     $("diagnosis-figures").hidden = !measured;
-    setText($("diagnosis-range"), range);
+    setText($("diagnosis-range"), rangeText(range, body.batches_kept_from_ms));
     setText($("driver-shares"), sharesText(drivers));
     this.showAdvisor(body);
     this.showPicks(lateness.partitions.map((p) => p.partition));
