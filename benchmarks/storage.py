@@ -59,6 +59,36 @@ def storage_figures(args: argparse.Namespace) -> None:
         finally:
             engine.dispose()
         print(f"  {kind} (stored in {seconds:.1f} s): {_summary(sizes, args.events)}", flush=True)
+    tier_figures(args)
+
+
+def tier_figures(args: argparse.Namespace) -> None:
+    """Seconds to open History ranges of 1 hour to a year on a store holding what the default
+    retention keeps (benchmarks.tiers)."""
+    from benchmarks.tiers import fill_retained, open_times
+
+    print(
+        f"opening History ranges of one query of {args.partitions} partitions, a batch every "
+        f"{BATCH_EVERY_MS // 1000} s, as the default retention keeps it (48 hours of batches, "
+        "30 days of minutes, a year of hours), at 800 points, the query's and the partitions' "
+        "series:",
+        flush=True,
+    )
+    now_ms = int(time.time() * 1000)
+    for kind, database_url in _each_store(args):
+        engine = create_engine(database_url)
+        try:
+            upgrade(engine)
+            started = time.perf_counter()
+            fill_retained(engine, args.partitions, now_ms)
+            filled = time.perf_counter() - started
+        finally:
+            engine.dispose()
+        opened = "; ".join(
+            f"{label} ({tier}) {cold:.2f} s cold, {warm:.2f} s warm"
+            for label, tier, cold, warm in open_times(database_url, now_ms)
+        )
+        print(f"  {kind} (filled in {filled:.0f} s): {opened}", flush=True)
 
 
 def _fill(engine: sa.Engine, batches: int, partitions: int) -> float:
