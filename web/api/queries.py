@@ -148,13 +148,14 @@ def batches(ref: str) -> dict[str, Any]:
     """A query's batches over a time range, downsampled into at most `points` buckets."""
     session, found = db.session(), _query(ref)
     span = window(request.args, _default_to_ms(session, found, Lens.of(current_app)))
+    kept = Kept.of(found)
     return {
         "query": found.id,
         "from_ms": span.from_ms,
         "to_ms": span.to_ms,
         "bucket_ms": span.bucket_ms,
-        "resolution": resolution(span, Kept.of(found)),
-        "series": batch_series(session, found.id, span, Kept.of(found)),
+        "resolution": resolution(span, kept),
+        "series": batch_series(session, found.id, span, kept),
     }
 
 
@@ -166,13 +167,14 @@ def partition_history(ref: str) -> dict[str, Any]:
     span = window(request.args, _default_to_ms(session, found, Lens.of(current_app)))
     fields = choices(request.args, "fields", PARTITION_SERIES)
     wanted = {"time_ms", *(PARTITION_SERIES if fields is None else fields)}
-    series = partition_series(session, found.id, span, Kept.of(found))
+    kept = Kept.of(found)
+    series = partition_series(session, found.id, span, kept)
     return {
         "query": found.id,
         "from_ms": span.from_ms,
         "to_ms": span.to_ms,
         "bucket_ms": span.bucket_ms,
-        "resolution": resolution(span, Kept.of(found)),
+        "resolution": resolution(span, kept),
         "partitions": {
             name: {field: values for field, values in each.items() if field in wanted}
             for name, each in series.items()
