@@ -80,6 +80,14 @@ class Kept:
         """What the query's row says."""
         return cls(query.batches_kept_from_ms, query.minutes_kept_from_ms)
 
+    def batches_cover(self, from_ms: int) -> bool:
+        """Whether every batch from `from_ms` on is still stored."""
+        return self.batches_from_ms is None or from_ms >= self.batches_from_ms
+
+    def minutes_cover(self, from_ms: int) -> bool:
+        """Whether every per-minute rollup from `from_ms` on is still stored."""
+        return self.minutes_from_ms is None or from_ms >= self.minutes_from_ms
+
 
 EVERYTHING = Kept()
 
@@ -259,16 +267,11 @@ def resolution(window: Window, kept: Kept = EVERYTHING) -> str:
     MINUTES_RANGE_MS or before the per-minute ones kept, "minute" (the per-minute ones) for
     buckets of a minute or more or before the batches kept, "last_batch" (the batches; a
     partition's last batch of each bucket) for narrower ones."""
-    if window.to_ms - window.from_ms > MINUTES_RANGE_MS or _before(window, kept.minutes_from_ms):
+    if window.to_ms - window.from_ms > MINUTES_RANGE_MS or not kept.minutes_cover(window.from_ms):
         return "hour"
-    if window.bucket_ms >= MINUTE_MS or _before(window, kept.batches_from_ms):
+    if window.bucket_ms >= MINUTE_MS or not kept.batches_cover(window.from_ms):
         return "minute"
     return "last_batch"
-
-
-def _before(window: Window, kept_from_ms: int | None) -> bool:
-    """Whether the window starts before a tier's rows are all kept."""
-    return kept_from_ms is not None and window.from_ms < kept_from_ms
 
 
 def partition_series(
@@ -473,9 +476,9 @@ ROLLUP_CSV_COLUMNS = ("start_ms", "partition", *PARTITION_MINUTES.folds)
 
 def finest_kept(kept: Kept, from_ms: int) -> str:
     """The finest of CSV_RESOLUTIONS whose rows are all kept from `from_ms` on."""
-    if kept.batches_from_ms is None or from_ms >= kept.batches_from_ms:
+    if kept.batches_cover(from_ms):
         return "batch"
-    if kept.minutes_from_ms is None or from_ms >= kept.minutes_from_ms:
+    if kept.minutes_cover(from_ms):
         return "minute"
     return "hour"
 

@@ -19,6 +19,7 @@ from monitor.store.drop_causes import (
     lateness,
     latest_batch_in,
 )
+from monitor.store.history import EVERYTHING, Kept
 from monitor.store.models import Batch
 
 
@@ -94,12 +95,12 @@ def diagnosis_json(
     from_ms: int,
     to_ms: int,
     tolerance_ms: int,
-    kept_from_ms: int | None = None,
+    kept: Kept = EVERYTHING,
 ) -> dict[str, Any]:
     """The diagnosis of the query's batches with batch times from `from_ms` to `to_ms`
     (half-open); `tolerance_ms` is how far ahead of its batch a record may be. Its batches
-    are all kept from `kept_from_ms` on (None: all of them): a range that starts earlier says
-    where its figures start."""
+    are all kept from `kept.batches_from_ms` on: a range that starts earlier says where its
+    figures start."""
     # lateness() takes the batch time of the last batch; the range ends before to_ms.
     measured = lateness(session, query_id, from_ms, to_ms - 1, tolerance_ms)
     return {
@@ -107,9 +108,7 @@ def diagnosis_json(
         "from_ms": from_ms,
         "to_ms": to_ms,
         "future_tolerance_ms": tolerance_ms,
-        "batches_kept_from_ms": (
-            kept_from_ms if kept_from_ms is not None and kept_from_ms > from_ms else None
-        ),
+        "batches_kept_from_ms": None if kept.batches_cover(from_ms) else kept.batches_from_ms,
         "latest": latest_json(latest_batch_in(session, query_id, from_ms, to_ms), tolerance_ms),
         "driver_batches": driver_shares(session, query_id, from_ms, to_ms),
         "future_dated": [
