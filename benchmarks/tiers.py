@@ -3,7 +3,8 @@ keeps of one 64-partition query with a batch every 10 s: 48 hours of batches, 30
 per-minute rollups and a year of per-hour ones.
 
 The batches go in through benchmarks.bulk_history (their minutes and hours kept as the writer
-keeps them); the older minutes and hours are inserted directly, rows of plausible figures. A
+keeps them); the older minutes and hours are inserted directly, rows of plausible figures (the
+partitions' packed a row per span, as the writer packs them). A
 range is opened as the History page opens it, both reads of 800 points (the query's series,
 then the partitions'), first on a new connection ("cold"), then the best of three ("warm").
 """
@@ -30,6 +31,7 @@ from monitor.store.minutes import (
     Tier,
 )
 from monitor.store.models import Base, Query
+from monitor.store.packing import pack
 
 QUERY = "bench-tiers"
 BATCH_EVERY_MS = 10_000
@@ -93,8 +95,8 @@ def _rollup_rows(
         if not tier.per_partition:
             yield key | _query_figures(span, batches)
             continue
-        for partition in range(partitions):
-            yield key | {"partition": f"telemetry/{partition}"} | _partition_figures(span, batches)
+        rows = {f"telemetry/{p}": _partition_figures(span, batches) for p in range(partitions)}
+        yield key | {"figures": pack(list(tier.folds), rows)}
 
 
 def _partition_figures(span_ms: int, batches: int) -> dict[str, Any]:

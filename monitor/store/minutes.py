@@ -41,6 +41,7 @@ from monitor.store.models import (
     QueryMinute,
     StateOperator,
 )
+from monitor.store.packing import pack, unpack
 from monitor.store.sql import among, chunks
 
 MINUTE_MS = 60_000
@@ -75,8 +76,11 @@ def _min(a: Any, b: Any) -> Any:
     return b if a is None or (b is not None and b < a) else a
 
 
-# How each figure of two parts of a span folds into one, in the partitions' tiers and the
-# queries'.
+# What a partition's rollup holds over its span, in the order it is packed (store.packing),
+# and how two parts of a span fold into one: sums of the batches, of records the instrumented
+# operator measured, records read by offsets (end − start), late and future-dated records; the
+# largest M_p, the smallest and largest W_p, the largest time and offset lag; how many of the
+# span's batches found the partition idle, stalled or rewound.
 PARTITION_FOLDS: dict[str, Fold] = {
     "batches": _sum,
     "records": _sum,
@@ -92,6 +96,7 @@ PARTITION_FOLDS: dict[str, Fold] = {
     "stalled_batches": _sum,
     "rewound_batches": _sum,
 }
+# How each figure of a query's rollup folds.
 QUERY_FOLDS: dict[str, Fold] = {
     "batches": _sum,
     "first_batch_id": _min,
@@ -410,16 +415,11 @@ def _fold_into_stored(
 ) -> None:
     """Fold each minute's or hour's new part into its stored row: the rows of the queries'
     tier in the parts' span are read, folded, deleted and written again."""
-    start = tier.column(tier.start)
     where = sa.and_(
         among(tier.column("query_id"), query_ids),
-        start.between(min(key[1] for key in parts), max(key[1] for key in parts)),
+        tier.column(tier.start).between(min(key[1] for key in parts), max(key[1] for key in parts)),
     )
-    keys = [tier.column(name) for name in tier.keys]
-    stored: dict[Key, Row] = {}
-    for row in connection.execute(sa.select(*keys, *_figures(tier)).where(where)):
-        values = tuple(row)
-        stored[values[: len(keys)]] = dict(zip(tier.folds, values[len(keys) :], strict=True))
+    stored = _stored_rows(connection, tier, where)
     for key, part in parts.items():
         before = stored.get(key)
         stored[key] = part if before is None else _folded(tier.folds, before, part)
@@ -427,19 +427,51 @@ def _fold_into_stored(
     _insert(connection, tier, stored)
 
 
-def _figures(tier: Tier) -> list[Any]:
-    return [tier.column(name) for name in tier.folds]
+def _stored_rows(connection: sa.Connection, tier: Tier, where: Any) -> dict[Key, Row]:
+    """A tier's stored rows that match `where`, by key; a partitions' tier's packed spans
+    unpacked into a row per partition."""
+    stored: dict[Key, Row] = {}
+    if tier.per_partition:
+        figures = list(tier.folds)
+        spans = sa.select(tier.column("query_id"), tier.column(tier.start), tier.column("figures"))
+        for query_id, start, packed in connection.execute(spans.where(where)):
+            for partition, found in unpack(packed, len(figures)).rows(figures).items():
+                stored[(query_id, start, partition)] = found
+        return stored
+    keys = [tier.column(name) for name in tier.keys]
+    figures_of = [tier.column(name) for name in tier.folds]
+    for row in connection.execute(sa.select(*keys, *figures_of).where(where)):
+        values = tuple(row)
+        stored[values[: len(keys)]] = dict(zip(tier.folds, values[len(keys) :], strict=True))
+    return stored
 
 
 def _insert(connection: sa.Connection, tier: Tier, rows: dict[Key, Row]) -> None:
-    """Rows of a tier by key, their figures as a 64-bit column holds them."""
+    """Rows of a tier by key, their figures as a 64-bit column holds them; a partitions'
+    tier's rows packed into a row per query and span."""
+    table = Base.metadata.tables[tier.model.__tablename__]
+    if not tier.per_partition:
+        insert_rows(
+            connection,
+            table,
+            [
+                dict(zip(tier.keys, key, strict=True))
+                | {name: _stored(value) for name, value in figures.items()}
+                for key, figures in rows.items()
+            ],
+        )
+        return
+    spans: dict[tuple[str, int], dict[str, Row]] = {}
+    for (query_id, start, partition), figures in rows.items():
+        spans.setdefault((query_id, start), {})[partition] = {
+            name: _stored(value) for name, value in figures.items()
+        }
     insert_rows(
         connection,
-        Base.metadata.tables[tier.model.__tablename__],
+        table,
         [
-            dict(zip(tier.keys, key, strict=True))
-            | {name: _stored(value) for name, value in figures.items()}
-            for key, figures in rows.items()
+            {"query_id": query_id, tier.start: start, "figures": pack(list(tier.folds), partitions)}
+            for (query_id, start), partitions in spans.items()
         ],
     )
 
@@ -523,13 +555,10 @@ def _hours_again(
         )
     )
     folded: dict[Key, Row] = {}
-    keys = [minutes.column(name) for name in minutes.keys[1:]]
-    statement = sa.select(*keys, *_figures(minutes)).where(
-        minutes.column("query_id") == query_id, minutes.column(minutes.start) >= hour
-    )
-    for row in connection.execute(statement):
-        values = tuple(row)
-        key = (query_id, hour_of(values[0]), *values[1 : len(keys)])
-        figures = dict(zip(minutes.folds, values[len(keys) :], strict=True))
-        folded[key] = figures if key not in folded else _folded(hours.folds, folded[key], figures)
+    where = sa.and_(minutes.column("query_id") == query_id, minutes.column(minutes.start) >= hour)
+    for key, figures in _stored_rows(connection, minutes, where).items():
+        hour_key = (query_id, hour_of(key[1]), *key[2:])
+        folded[hour_key] = (
+            figures if hour_key not in folded else _folded(hours.folds, folded[hour_key], figures)
+        )
     _insert(connection, hours, folded)

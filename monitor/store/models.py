@@ -249,48 +249,27 @@ class PartitionEventTime(Base):
     slack_buckets_total: so.Mapped[dict[str, int] | None] = so.mapped_column(sa.JSON)
 
 
-class RollupFigures:
-    """What a rollup row holds of one source partition over its span (a minute, an hour): what
-    the span's batches showed, summed, maxed or counted (store.minutes writes them)."""
-
-    batches: so.Mapped[int] = so.mapped_column(sa.Integer)
-    # Sums over the span's batches: records the instrumented operator measured, records read
-    # by offsets (end − start), late and future-dated records.
-    records: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
-    offset_records: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
-    late_records: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
-    future_records: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
-    # The largest M_p, the smallest and largest W_p, the largest time and offset lag.
-    max_event_time_ms: so.Mapped[int | None] = so.mapped_column(Millis)
-    watermark_min_ms: so.Mapped[int | None] = so.mapped_column(Millis)
-    watermark_max_ms: so.Mapped[int | None] = so.mapped_column(Millis)
-    time_lag_max_ms: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
-    offset_lag_max: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
-    # How many of the span's batches found the partition idle, stalled or rewound.
-    idle_batches: so.Mapped[int] = so.mapped_column(sa.Integer)
-    stalled_batches: so.Mapped[int] = so.mapped_column(sa.Integer)
-    rewound_batches: so.Mapped[int] = so.mapped_column(sa.Integer)
-
-
-class PartitionMinute(RollupFigures, Base):
-    """One source partition of a query over one minute, so that a range of hours is read from a
-    row a minute, not every batch, and still shows the largest lag and any stall inside it."""
+class PartitionMinute(Base):
+    """Every source partition of a query over one minute, packed (store.packing) into one row:
+    what the minute's batches showed of each (store.minutes.PARTITION_FOLDS), so that a range
+    of hours is read from a row a minute and still shows the largest lag and any stall."""
 
     __tablename__ = "partition_minutes"
 
     query_id: so.Mapped[str] = so.mapped_column(sa.String(36), primary_key=True)
     minute_ms: so.Mapped[int] = so.mapped_column(Millis, primary_key=True)
-    partition: so.Mapped[str] = so.mapped_column(JobText, primary_key=True)
+    figures: so.Mapped[bytes] = so.mapped_column(sa.LargeBinary)
 
 
-class PartitionHour(RollupFigures, Base):
-    """One source partition of a query over one hour: its minutes folded, for ranges of days."""
+class PartitionHour(Base):
+    """Every source partition of a query over one hour, packed: its minutes folded, for ranges
+    of days."""
 
     __tablename__ = "partition_hours"
 
     query_id: so.Mapped[str] = so.mapped_column(sa.String(36), primary_key=True)
     hour_ms: so.Mapped[int] = so.mapped_column(Millis, primary_key=True)
-    partition: so.Mapped[str] = so.mapped_column(JobText, primary_key=True)
+    figures: so.Mapped[bytes] = so.mapped_column(sa.LargeBinary)
 
 
 class QueryRollupFigures:

@@ -84,6 +84,8 @@ def stored_rows(
             table = Base.metadata.tables[name]
             key = table.c.id if name == "queries" else table.c.query_id
             found = connection.execute(sa.select(table).where(key == query_id)).mappings()
+            if "figures" in table.c:
+                found = unpacked_rows(found)
             kept = [
                 {
                     k: v
@@ -94,6 +96,21 @@ def stored_rows(
             ]
             rows[name] = sorted(kept, key=lambda row: json.dumps(row, sort_keys=True, default=str))
     return rows
+
+
+def unpacked_rows(spans: Any) -> list[dict[str, Any]]:
+    """Rows of a packed partitions' rollup table (store.packing) as a row per partition."""
+    from monitor.store.minutes import PARTITION_FOLDS
+    from monitor.store.packing import unpack
+
+    figures = list(PARTITION_FOLDS)
+    return [
+        {name: value for name, value in span.items() if name != "figures"}
+        | {"partition": partition}
+        | row
+        for span in spans
+        for partition, row in unpack(span["figures"], len(figures)).rows(figures).items()
+    ]
 
 
 def row_differences(

@@ -198,10 +198,29 @@ def test_migrations_0021_and_0022_roll_up_the_batches_a_store_holds_as_the_write
     tables = ("partition_minutes", "partition_hours")
     written = {query: stored_rows(engine, query, tables=tables) for query in (A, B)}
     assert len(written[A]["partition_minutes"]) > 20 and written[A]["partition_hours"]
-    with engine.begin() as connection:
-        connection.execute(sa.text("UPDATE partition_minutes SET batches = 0"))
     _to(engine, "0020", "downgrade")
-    _to(engine, "0022")
+    _to(engine, "head")
+    for query in (A, B):
+        assert stored_rows(engine, query, tables=tables) == written[query]
+
+
+def test_migration_0025_packs_the_partitions_rollups_and_its_downgrade_unpacks_them(engine):
+    write_events(engine, events())
+    tables = ("partition_minutes", "partition_hours")
+    written = {query: stored_rows(engine, query, tables=tables) for query in (A, B)}
+    _to(engine, "0024", "downgrade")
+    with engine.connect() as connection:
+        for table, start in (("partition_minutes", "minute_ms"), ("partition_hours", "hour_ms")):
+            rows = connection.execute(
+                sa.text(f"SELECT * FROM {table} WHERE query_id = :q ORDER BY {start}, partition"),
+                {"q": A},
+            ).mappings()
+            unpacked = [{k: v for k, v in row.items() if k != "query_id"} for row in rows]
+            assert unpacked == sorted(
+                ({k: v for k, v in row.items() if k != "query_id"} for row in written[A][table]),
+                key=lambda row: (row[start], row["partition"]),
+            )
+    _to(engine, "head")
     for query in (A, B):
         assert stored_rows(engine, query, tables=tables) == written[query]
 

@@ -19,7 +19,7 @@ from monitor.store.prune import Cutoffs, prune
 from monitor.store.writes import write_event, write_events
 from tests.support.group_events import T0, A, B, events, progress
 from tests.support.progress import EPOCH, QUERY, batch_event, write
-from tests.support.stores import stored_rows
+from tests.support.stores import stored_rows, unpacked_rows
 
 DAY_MS = 86_400_000
 
@@ -140,6 +140,8 @@ def stored_rollups(engine, query_id, model=PartitionMinute, start="minute_ms"):
         rows = connection.execute(
             sa.select(model.__table__).where(model.query_id == query_id)
         ).mappings()
+        if "figures" in model.__table__.c:
+            rows = unpacked_rows(rows)
         return {
             tuple(row[name] for name in (start, "partition") if name in row): {
                 name: round(value, 6) if isinstance(value, float) else value

@@ -166,7 +166,7 @@ def alert_rows(engine, alert_id):
 
 
 def minutes(engine, query_id):
-    """The minutes of the query's rollup rows left, a row per partition."""
+    """The minutes of the query's partitions' rollup rows left, a row per minute."""
     with engine.connect() as connection:
         return sorted(
             connection.scalars(
@@ -176,7 +176,7 @@ def minutes(engine, query_id):
 
 
 def hours(engine, query_id):
-    """The hours of the query's hourly rollup rows left, a row per partition."""
+    """The hours of the query's partitions' hourly rollup rows left, a row per hour."""
     with engine.connect() as connection:
         return sorted(
             connection.scalars(
@@ -205,15 +205,15 @@ def test_rows_before_the_cutoff_go_and_the_rest_stay(engine):
         "sources": 3,
         "partitions": 6,
         "partition_event_times": 6,
-        "partition_minutes": 4,
-        "partition_hours": 4,
+        "partition_minutes": 2,
+        "partition_hours": 2,
         "query_minutes": 2,
         "query_hours": 2,
         "timer_snapshots": 2,
     }
     assert batch_ids(engine, "q") == dict.fromkeys(BATCH_TABLE_NAMES, [3, 4])
-    assert minutes(engine, "q") == [CUTOFF, CUTOFF, NEW, NEW], "minutes from the cutoff on stay"
-    assert hours(engine, "q") == [CUTOFF, CUTOFF, NEW, NEW], "so do hours"
+    assert minutes(engine, "q") == [CUTOFF, NEW], "minutes from the cutoff on stay"
+    assert hours(engine, "q") == [CUTOFF, NEW], "so do hours"
     assert snapshot_times(engine, "q") == [CUTOFF, NEW]
     assert (count(engine, Query), count(engine, Run)) == (1, 1)
     with so.Session(engine) as session:
@@ -281,7 +281,7 @@ def test_each_transaction_deletes_one_chunk(engine):
     # alerts and silences, one transaction each.
     assert left == [91, 81, 71, 61, 51, 41, 31, 21, 11, 1, 1, 1, 1, 1, 1, 1, 1, 1]
     assert pruned.transactions == len(commits) == 18
-    assert (pruned.deleted["partition_minutes"], pruned.deleted["partition_hours"]) == (8, 4)
+    assert (pruned.deleted["partition_minutes"], pruned.deleted["partition_hours"]) == (2, 1)
     assert (pruned.deleted["query_minutes"], pruned.deleted["query_hours"]) == (2, 1)
     assert pruned.deleted["partitions"] == pruned.deleted["partition_event_times"] == 400
     assert all(0 <= pause <= MAX_PAUSE_S for pause in pauses)
@@ -435,10 +435,10 @@ def test_wmon_prune_prints_what_it_deleted(database_url, engine, capsys, monkeyp
         assert re.fullmatch(rf"  \w+ +before {stamp} \({kept} kept\)", line), line
     deleted = {line.split()[0]: int(line.split()[1]) for line in lines}
     assert list(deleted) == list(TABLES)
-    # Both older batches (two days are kept), the 40-day-old minute of the query and of its two
-    # partitions (30 days are), no hour (400 days are).
+    # Both older batches (two days are kept), the 40-day-old minute of the query and of its
+    # partitions (a row each; 30 days are kept), no hour (400 days are).
     assert deleted == NOTHING | dict(zip(BATCH_TABLE_NAMES, [2, 2, 2, 4, 4], strict=True)) | (
-        RESOLVED_ALERT_ROWS | {"silences": 1, "partition_minutes": 2, "query_minutes": 1}
+        RESOLVED_ALERT_ROWS | {"silences": 1, "partition_minutes": 1, "query_minutes": 1}
     )
     assert batch_ids(engine, "q")["batches"] == [2]
 
@@ -447,7 +447,7 @@ def test_wmon_prune_prints_what_it_deleted(database_url, engine, capsys, monkeyp
     out = capsys.readouterr().out
     # A finer tier is kept no longer than the minutes, the hours no shorter.
     assert "(72 hours kept)" in out and out.count("(3 days kept)") == 2
-    assert len(hours(engine, "q")) == 2, "the 20-day-old hour goes, the newest stays"
+    assert len(hours(engine, "q")) == 1, "the 20-day-old hour goes, the newest stays"
 
 
 def test_wmon_prune_wants_at_least_a_day(database_url, capsys):

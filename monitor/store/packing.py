@@ -1,0 +1,98 @@
+"""A span's figures of every partition of a query, packed into one compressed value.
+
+A row per partition per minute paid a row header, the query id, the partition's name and an
+index entry for thirteen small integers: about 350 bytes a partition-minute on PostgreSQL.
+Packed, a query's minute is one row whose `figures` value holds its partitions' names and a
+64-bit integer per figure and partition (None where a figure has no value), about 15 bytes a
+partition-minute; and a range is read as arrays, not as rows.
+
+The layout, compressed with zlib: a version byte; the length of the names (4 bytes, little
+endian) and the names as a JSON list; a bit per figure and partition, set where it has a value;
+then the values, figure by figure, byte-shuffled (every value's first byte, then every second
+byte, …), which puts the bytes that barely differ between partitions side by side.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+VERSION = 1
+Values = npt.NDArray[np.int64]
+Present = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class Packed:
+    """A span's figures: `values[f, p]` is figure f of partition `names[p]`, meaningful only
+    where `present[f, p]`."""
+
+    names: tuple[str, ...]
+    values: Values
+    present: Present
+
+    def rows(self, figures: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Each partition's figures by name, None where a figure has no value."""
+        values, present = self.values.tolist(), self.present.tolist()
+        return {
+            name: {
+                figure: values[f][p] if present[f][p] else None for f, figure in enumerate(figures)
+            }
+            for p, name in enumerate(self.names)
+        }
+
+
+def pack(figures: Sequence[str], rows: Mapping[str, Mapping[str, int | None]]) -> bytes:
+    """Partitions' rows of figures, by partition name, as one value (names in sorted order);
+    every figure fits 64 bits."""
+    names = sorted(rows)
+    present = np.zeros((len(figures), len(names)), dtype=np.bool_)
+    values = np.zeros((len(figures), len(names)), dtype="<i8")
+    for p, name in enumerate(names):
+        row = rows[name]
+        for f, figure in enumerate(figures):
+            value = row[figure]
+            if value is not None:
+                present[f, p] = True
+                values[f, p] = value
+    header = json.dumps(names, separators=(",", ":")).encode()
+    shuffled = values.view(np.uint8).reshape(-1, 8).T.tobytes()
+    return zlib.compress(
+        bytes([VERSION])
+        + struct.pack("<I", len(header))
+        + header
+        + np.packbits(present).tobytes()
+        + shuffled
+    )
+
+
+def unpack(
+    blob: bytes, figures: int, names_of: dict[bytes, tuple[str, ...]] | None = None
+) -> Packed:
+    """What `pack` packed of `figures` figures; `names_of` caches the names lists met, as a
+    range's spans mostly share one."""
+    data = zlib.decompress(blob)
+    if data[0] != VERSION:
+        raise ValueError(f"packed figures of version {data[0]}, not {VERSION}")
+    (length,) = struct.unpack_from("<I", data, 1)
+    header = data[5 : 5 + length]
+    names = None if names_of is None else names_of.get(header)
+    if names is None:
+        names = tuple(json.loads(header))
+        if names_of is not None:
+            names_of[header] = names
+    count = figures * len(names)
+    bits_end = 5 + length + (count + 7) // 8
+    present = np.unpackbits(
+        np.frombuffer(data, np.uint8, (count + 7) // 8, 5 + length), count=count
+    ).astype(np.bool_)
+    shuffled = np.frombuffer(data, np.uint8, count * 8, bits_end)
+    values = shuffled.reshape(8, count).T.copy().view("<i8").reshape(figures, len(names))
+    return Packed(names, values.astype(np.int64, copy=False), present.reshape(figures, len(names)))
