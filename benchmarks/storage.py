@@ -64,8 +64,8 @@ def storage_figures(args: argparse.Namespace) -> None:
 
 def tier_figures(args: argparse.Namespace) -> None:
     """Seconds to open History ranges of 1 hour to a year on a store holding what the default
-    retention keeps (benchmarks.tiers)."""
-    from benchmarks.tiers import fill_retained, open_times
+    retention keeps, and to draw the History page of a day to 30 days (benchmarks.tiers)."""
+    from benchmarks.tiers import fill_retained, open_times, page_times
 
     print(
         f"opening History ranges of one query of {args.partitions} partitions, a batch every "
@@ -89,6 +89,11 @@ def tier_figures(args: argparse.Namespace) -> None:
             for label, tier, cold, warm in open_times(database_url, now_ms)
         )
         print(f"  {kind} (filled in {filled:.0f} s): {opened}", flush=True)
+        drawn = "; ".join(
+            f"{label} {cold:.2f} s cold, {warm:.2f} s warm"
+            for label, cold, warm in page_times(database_url)
+        )
+        print(f"    the History page drawn in Chromium: {drawn}", flush=True)
 
 
 def _fill(engine: sa.Engine, batches: int, partitions: int) -> float:

@@ -6,7 +6,8 @@ The batches go in through benchmarks.bulk_history (their minutes and hours kept 
 keeps them); the older minutes and hours are inserted directly, rows of plausible figures (the
 partitions' packed a row per span, as the writer packs them). A
 range is opened as the History page opens it, both reads of 800 points (the query's series,
-then the partitions'), first on a new connection ("cold"), then the best of three ("warm").
+then the partitions'), first on a new connection ("cold"), then the best of three ("warm");
+then the History page itself is drawn in Debian's Chromium for its presets of a day to 30 days.
 """
 
 from __future__ import annotations
@@ -48,6 +49,19 @@ RANGES = (
     ("365 d", HOURS_KEPT_MS),
 )
 CHUNK = 50_000
+CHROMIUM = "/usr/bin/chromium"  # Debian's, as the browser tests use it
+# The History page's presets drawn in the browser (?range=...).
+PRESETS = (("1 d", "day"), ("7 d", "week"), ("30 d", "month"))
+# In the page, from its start: a frame at a time until the range line tells what the charts
+# show (it is written once they are loaded), then one more frame, in which they are painted;
+# the milliseconds since navigation began.
+DRAWN = """async () => {
+  const frame = () => new Promise(requestAnimationFrame);
+  const note = () => document.querySelector("#range-note").textContent;
+  while (!note().includes("local time")) await frame();
+  await frame();
+  return performance.now();
+}"""
 
 
 def fill_retained(engine: sa.Engine, partitions: int, now_ms: int) -> None:
@@ -169,3 +183,41 @@ def _opened(engine: sa.Engine, window: Window) -> float:
         batch_series(session, QUERY, window, kept)
         partition_series(session, QUERY, window, kept)
     return time.perf_counter() - started
+
+
+def page_times(database_url: str) -> list[tuple[str, float, float]]:
+    """Each of PRESETS: its label, and the seconds from navigating to the History page until
+    its charts are painted, in a fresh browser context each time (nothing cached): the first
+    time ("cold") and the best of the next two ("warm")."""
+    from playwright.sync_api import sync_playwright
+
+    from benchmarks.serving import serving
+    from web import create_app
+    from web.background import retention
+
+    app = create_app({"DATABASE_URL": database_url})
+    # Stopped before a first request starts it, pruning does not share the cores.
+    retention.pruner(app).stop()
+    found = []
+    with serving(app) as url, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"]
+        )
+        try:
+            for label, preset in PRESETS:
+                page = f"{url}/queries/{QUERY}/history?range={preset}"
+                times = [_drawn(browser, page) for _ in range(3)]
+                found.append((label, times[0], min(times[1:])))
+        finally:
+            browser.close()
+    return found
+
+
+def _drawn(browser: Any, url: str) -> float:
+    context = browser.new_context(viewport={"width": 1600, "height": 1000})
+    try:
+        page = context.new_page()
+        page.goto(url, wait_until="commit")
+        return float(page.evaluate(DRAWN)) / 1000
+    finally:
+        context.close()
