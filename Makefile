@@ -19,10 +19,11 @@ lint: setup
 	$(BIN)/lint-imports
 
 # The suite runs on a worker process per core (pytest-xdist; at most four, each with its own
-# SparkSession), a test file on one worker; TEST_WORKERS=0 runs it in this process.
+# SparkSession), a test file on one worker; TEST_WORKERS=0 runs it in this process. The 25
+# slowest tests are listed at the end, so that each run says where the suite's time goes.
 TEST_WORKERS ?= auto
 test: setup lint
-	$(BIN)/pytest -n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile --durations 25 $(PYTEST_ARGS)
 
 e2e: setup
 	$(BIN)/pytest -m e2e $(PYTEST_ARGS)
