@@ -1,15 +1,15 @@
 """Per-minute and per-hour rollups of each query (`query_minutes`, `query_hours`) and of its
 partitions (`partition_minutes`, `partition_hours`), kept as batches arrive.
 
-A minute's row of a partition holds what the minute's stored batches showed of it: sums of
-records and of late and future-dated records, the largest M_p, W_p's range, the largest time
-and offset lag, and how many of its batches found it idle, stalled or rewound. A minute's row of
-a query holds its batches' query-wide figures: how many, the watermark's range and largest age,
-sums and maxima of skew, durations, input rows and rates, stalled and rewound batches, rows
-dropped by the watermark, and the most state rows and memory. An hour's row is its minutes'
-rows folded the same way. Ranges of hours are read from the minutes and ranges of days from the
-hours (store.history), so a 30-day view still shows the peak of every lag and every stall,
-however short.
+A partition's minute holds what the minute's stored batches showed of it: sums of records and of
+late and future-dated records, the largest M_p, W_p's range, the largest time and offset lag,
+and how many of its batches found it idle, stalled or rewound; a query's partitions' minutes are
+packed into one row (store.packing). A minute's row of a query holds its batches' query-wide
+figures: how many, the watermark's range and largest age, sums and maxima of skew, durations,
+input rows and rates, stalled and rewound batches, rows dropped by the watermark, and the most
+state rows and memory. An hour's row is its minutes' rows folded the same way. Ranges of hours
+are read from the minutes and ranges of days from the hours (store.history), so a 30-day view
+still shows the peak of every lag and every stall, however short.
 
 They are written in the transaction that stores the batches, so they never miss or double one:
 a batch stored in order is folded into its minute's and hour's rows (read, folded, written
@@ -128,7 +128,7 @@ QUERY_FOLDS: dict[str, Fold] = {
 @dataclass(frozen=True, eq=False)
 class Tier:
     """A rollup table: its model, its start column, how wide its spans are, how its figures
-    fold, and whether it keeps a row per partition or one per query."""
+    fold, and whether it holds the query's partitions (packed, a row per span) or the query."""
 
     model: type[Base]
     start: str
@@ -138,7 +138,8 @@ class Tier:
 
     @property
     def keys(self) -> tuple[str, ...]:
-        """The columns of a row's key."""
+        """What tells one partition's or query's span from another: the query, the start of
+        the span, and in the partitions' tiers the partition (inside the span's packed row)."""
         return (
             ("query_id", self.start, "partition")
             if self.per_partition
