@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from datetime import datetime, timezone
 from types import SimpleNamespace
 from typing import Any
@@ -14,9 +15,10 @@ import sqlalchemy.orm as so
 from monitor.config import load_settings
 from monitor.health.lateness import SHARES
 from monitor.store.drop_causes import NO_DELAY_KEEPS, Lateness, lateness
+from monitor.store.history import Kept
 from monitor.store.queries import find_query
 from wmon.options import open_store, output_options, store_option
-from wmon.render import Column, change, duration, paragraph, plain, render_view
+from wmon.render import Column, change, duration, iso_time, paragraph, plain, render_view
 
 
 def register(commands: Any) -> None:
@@ -91,6 +93,16 @@ def advise(args: argparse.Namespace) -> None:
         query = find_query(session, args.query)
         tolerance_ms = load_settings().future_tolerance_s * 1000
         found = lateness(session, query.id, args.from_ms, args.to_ms, tolerance_ms)
+        kept = Kept.of(query)
+    if kept.batches_from_ms is not None and (
+        args.from_ms is None or not kept.batches_cover(args.from_ms)
+    ):
+        # Beside the table or the JSON, which stays as it is for the programs that read it.
+        print(
+            f"wmon: the query's batches before {iso_time(kept.batches_from_ms)} UTC are no"
+            " longer kept (WMON_RETENTION_BATCHES_HOURS): the figures start there",
+            file=sys.stderr,
+        )
     if args.json:
         print(json.dumps([item.advice() for item in found], indent=2))
         return

@@ -6,9 +6,11 @@ import pytest
 
 from monitor.collect.progress import parse_progress
 from monitor.store.engine import create_engine
+from monitor.store.prune import Cutoffs, prune
 from monitor.store.writes import write_event
 from tests.support.diagnosis_scenario import write_telemetry
 from tests.support.progress import progress_doc
+from wmon.advise import moment
 from wmon.main import main
 
 QUERY = "33333333-3333-3333-3333-333333333333"
@@ -142,6 +144,26 @@ def test_advise_keeps_the_delays_within_the_future_tolerance(future_store, capsy
     assert main([*argv, "--from", "2026-11-22T03:00:20Z", "--to", "2026-11-22T03:00:40Z"]) == 0
     [whole, *_] = json.loads(capsys.readouterr().out)
     assert whole["delays"] == delays(0, DELAY + 2_048, DELAY + 2_048)
+
+
+def test_advise_over_a_range_older_than_the_batches_kept_says_where_its_figures_start(
+    store, capsys
+):
+    engine = create_engine(store)
+    prune(engine, Cutoffs.at(moment("2026-11-26T12:00:00.500Z")))
+    engine.dispose()
+    argv = ["advise", "scooters", "--database-url", store]
+    for range_args in ([], ["--from", "2026-11-26T11:00:00Z"]):
+        assert main([*argv, "--json", *range_args]) == 0
+        out, err = capsys.readouterr()
+        [whole, *_] = json.loads(out)
+        assert (whole["records"], whole["late_records"]) == (90, 1), "batch 1's, not batch 0's"
+        assert err == (
+            "wmon: the query's batches before 2026-11-26 12:00:00.500 UTC are no longer kept"
+            " (WMON_RETENTION_BATCHES_HOURS): the figures start there\n"
+        )
+    assert main([*argv, "--from", "2026-11-26T12:00:01Z"]) == 0
+    assert capsys.readouterr().err == "", "a range the batches kept cover says nothing more"
 
 
 def test_advise_without_measured_batches_says_why(database_url, capsys):
