@@ -166,6 +166,7 @@ def _event_times(batch_id: int, at_ms: int, p: int) -> dict[str, Any]:
     max_event = at_ms - 1_000 * (p % 8)
     # One late record every LATE_EVERY batches per partition, and the running count of them.
     late_total = (batch_id + p) // LATE_EVERY - (p - 1) // LATE_EVERY
+    late = int((batch_id + p) % LATE_EVERY == 0)
     return {
         "batch_id": batch_id,
         "batch_time_ms": at_ms,
@@ -173,7 +174,10 @@ def _event_times(batch_id: int, at_ms: int, p: int) -> dict[str, Any]:
         "records": RECORDS,
         "min_event_ms": max_event - 5_000,
         "max_event_ms": max_event,
-        "late_records": int((batch_id + p) % LATE_EVERY == 0),
+        "late_records": late,
+        # A late record 1-2 s behind the late watermark, the others 4-8 s ahead of it.
+        "late_buckets": {"11": late} if late else {},
+        "slack_buckets": {"13": RECORDS - late},
         "late_watermark_ms": at_ms - DELAY_MS - 1_000,
         "delay_ms": DELAY_MS,
         "max_event_time_ms": max_event,

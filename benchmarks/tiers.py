@@ -110,7 +110,7 @@ def _rollup_rows(
             yield key | _query_figures(span, batches)
             continue
         rows = {f"telemetry/{p}": _partition_figures(span, batches) for p in range(partitions)}
-        yield key | {"figures": pack(list(tier.folds), rows)}
+        yield key | {"figures": pack(tier.figures, rows)}
 
 
 def _partition_figures(span_ms: int, batches: int) -> dict[str, Any]:
@@ -128,6 +128,7 @@ def _partition_figures(span_ms: int, batches: int) -> dict[str, Any]:
         "idle_batches": 0,
         "stalled_batches": 0,
         "rewound_batches": 0,
+        "delay_max_ms": 10_000,
     }
 
 

@@ -4,8 +4,10 @@
 partition-minute on PostgreSQL: 30 days of a 64-partition query took about 1 GB. Each now holds
 one row per query and span whose `figures` value packs every partition's figures (the layout
 of store.packing, version 1, written out again here so that this migration reads and writes it
-as it was). The rows stored are packed here, a query and span at a time, with a line on stderr
-every few seconds on a large store; a downgrade unpacks them.
+as it was), with a new one, the largest watermark delay in force, and, in `histograms`, the
+partitions' lateness histograms summed. The rows stored are packed here, a query and span at a
+time, with a line on stderr every few seconds on a large store, without the two new figures
+(their batches' histograms are in the batches kept); a downgrade unpacks them.
 
 Revision ID: 0025
 Revises: 0024
@@ -45,7 +47,10 @@ FIGURES = (
     "idle_batches",
     "stalled_batches",
     "rewound_batches",
+    "delay_max_ms",
 )
+# The figures of a row per partition, before this migration.
+ROW_FIGURES = FIGURES[:-1]
 COUNTS = ("batches", "idle_batches", "stalled_batches", "rewound_batches")
 TABLES = (("partition_minutes", "minute_ms"), ("partition_hours", "hour_ms"))
 INSERT_EVERY = 500
@@ -91,7 +96,7 @@ def _spans(
     """The rows of a table of a row per partition, a query and span at a time."""
     rows = connection.execute(
         sa.text(
-            f"SELECT query_id, {start}, partition, {', '.join(FIGURES)} "
+            f"SELECT query_id, {start}, partition, {', '.join(ROW_FIGURES)} "
             f"FROM {table}_rows ORDER BY query_id, {start}, partition"
         ).execution_options(yield_per=10_000)
     )
@@ -102,7 +107,8 @@ def _spans(
             if span is not None:
                 yield (*span, partitions)
             span, partitions = (query_id, start_ms), {}
-        partitions[partition] = dict(zip(FIGURES, figures, strict=True))
+        partitions[partition] = dict(zip(ROW_FIGURES, figures, strict=True))
+        partitions[partition]["delay_max_ms"] = None
     if span is not None:
         yield (*span, partitions)
 
@@ -125,6 +131,7 @@ def upgrade() -> None:
             sa.Column("query_id", sa.String(36), nullable=False),
             sa.Column(start, sa.BigInteger(), nullable=False),
             sa.Column("figures", sa.LargeBinary(), nullable=False),
+            sa.Column("histograms", sa.LargeBinary(), nullable=True),
             sa.PrimaryKeyConstraint("query_id", start, name=op.f(f"pk_{table}")),
         )
         insert = sa.text(f"INSERT INTO {table} (query_id, {start}, figures) VALUES (:q, :s, :f)")
@@ -151,7 +158,8 @@ def downgrade() -> None:
     for table, start in TABLES:
         spans = connection.execute(sa.text(f"SELECT query_id, {start}, figures FROM {table}"))
         rows = [
-            {"query_id": query_id, start: start_ms, "partition": partition} | figures
+            {"query_id": query_id, start: start_ms, "partition": partition}
+            | {name: figures[name] for name in ROW_FIGURES}
             for query_id, start_ms, blob in spans.all()
             for partition, figures in _unpacked(blob).items()
         ]
@@ -169,7 +177,7 @@ def downgrade() -> None:
                     sa.Integer() if figure in COUNTS else sa.BigInteger(),
                     nullable=figure not in COUNTS,
                 )
-                for figure in FIGURES
+                for figure in ROW_FIGURES
             ),
             sa.PrimaryKeyConstraint("query_id", start, "partition", name=op.f(f"pk_{table}")),
         )

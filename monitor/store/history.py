@@ -364,7 +364,7 @@ def _rollup_series(
         .where(tier.column("query_id") == query_id, window.covers(start))
         .order_by(start)
     )
-    return bucket_series(spans, list(tier.folds), window.start_of)
+    return bucket_series(spans, tier.figures, window.start_of)
 
 
 def _last_batch_series(session: so.Session, query_id: str, window: Window) -> dict[str, Series]:
@@ -445,7 +445,7 @@ def csv_rows(session: so.Session, query_id: str, from_ms: int, to_ms: int) -> It
 # What CSV export reads: every batch, or the per-minute or per-hour rollups of partitions.
 CSV_RESOLUTIONS = ("batch", "minute", "hour")
 # The columns of a CSV of rollups: a line per minute or hour and partition.
-ROLLUP_CSV_COLUMNS = ("start_ms", "partition", *PARTITION_MINUTES.folds)
+ROLLUP_CSV_COLUMNS = ("start_ms", "partition", *PARTITION_MINUTES.figures)
 
 
 def finest_kept(kept: Kept, from_ms: int) -> str:
@@ -464,7 +464,7 @@ def rollup_csv_rows(
     ROLLUP_CSV_COLUMNS, in order."""
     tier = PARTITION_MINUTES if resolution == "minute" else PARTITION_HOURS
     start = tier.column(tier.start)
-    figures = list(tier.folds)
+    figures = tier.figures
     statement = (
         sa.select(start, tier.column("figures"))
         .where(tier.column("query_id") == query_id, start >= from_ms, start < to_ms)

@@ -27,6 +27,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from monitor.health.lateness import summed
 from monitor.numbers import INT64_MAX, INT64_MIN
 from monitor.store.bulk import insert_rows
 from monitor.store.models import (
@@ -41,7 +42,7 @@ from monitor.store.models import (
     QueryMinute,
     StateOperator,
 )
-from monitor.store.packing import pack, unpack
+from monitor.store.packing import pack, pack_histograms, unpack, unpack_histograms
 from monitor.store.sql import among, chunks
 
 MINUTE_MS = 60_000
@@ -76,11 +77,16 @@ def _min(a: Any, b: Any) -> Any:
     return b if a is None or (b is not None and b < a) else a
 
 
+def _histograms(a: Any, b: Any) -> Any:
+    return b if a is None else a if b is None else summed([a, b])
+
+
 # What a partition's rollup holds over its span, in the order it is packed (store.packing),
 # and how two parts of a span fold into one: sums of the batches, of records the instrumented
 # operator measured, records read by offsets (end − start), late and future-dated records; the
 # largest M_p, the smallest and largest W_p, the largest time and offset lag; how many of the
-# span's batches found the partition idle, stalled or rewound.
+# span's batches found the partition idle, stalled or rewound; the largest watermark delay in
+# force, and the lateness histograms (health.lateness) summed, which are packed apart.
 PARTITION_FOLDS: dict[str, Fold] = {
     "batches": _sum,
     "records": _sum,
@@ -95,7 +101,11 @@ PARTITION_FOLDS: dict[str, Fold] = {
     "idle_batches": _sum,
     "stalled_batches": _sum,
     "rewound_batches": _sum,
+    "delay_max_ms": _max,
+    "late_buckets": _histograms,
+    "slack_buckets": _histograms,
 }
+HISTOGRAMS = ("late_buckets", "slack_buckets")
 # How each figure of a query's rollup folds.
 QUERY_FOLDS: dict[str, Fold] = {
     "batches": _sum,
@@ -149,6 +159,12 @@ class Tier:
     def column(self, name: str) -> Any:
         """One of the table's columns."""
         return getattr(self.model, name)
+
+    @property
+    def figures(self) -> list[str]:
+        """The figures that are whole numbers: in the partitions' tiers, those packed into
+        `figures` (the histograms are packed into `histograms`)."""
+        return [name for name in self.folds if name not in HISTOGRAMS]
 
     @property
     def nothing(self) -> Row:
@@ -209,28 +225,31 @@ def _fold_offsets(found: dict[str, Row], partitions: Sequence[Row]) -> None:
         folded["rewound_batches"] += bool(row["rewound"])
 
 
+# An event-time row's figure, and the figure of its span that is the largest of them.
+LARGEST_EVENT_TIME_FIGURES = (
+    ("max_event_time_ms", "max_event_time_ms"),
+    ("time_lag_ms", "time_lag_max_ms"),
+    ("delay_ms", "delay_max_ms"),
+)
+
+
 def _fold_event_times(found: dict[str, Row], times: Sequence[Row]) -> None:
     for row in times:
         folded = found[row["partition"]]
         for name in ("records", "late_records", "future_records"):
             if row[name] is not None:
                 folded[name] = (folded[name] or 0) + row[name]
-        top, lag = row["max_event_time_ms"], row["time_lag_ms"]
-        if top is not None and (
-            folded["max_event_time_ms"] is None or top > folded["max_event_time_ms"]
-        ):
-            folded["max_event_time_ms"] = top
-        if lag is not None and (
-            folded["time_lag_max_ms"] is None or lag > folded["time_lag_max_ms"]
-        ):
-            folded["time_lag_max_ms"] = lag
+        for name in HISTOGRAMS:
+            if row[name] is not None:
+                folded[name] = _histograms(folded[name], row[name])
+        for figure, largest in LARGEST_EVENT_TIME_FIGURES:
+            value = row[figure]
+            if value is not None and (folded[largest] is None or value > folded[largest]):
+                folded[largest] = value
         watermark = row["partition_watermark_ms"]
-        if watermark is None:
-            continue
-        if folded["watermark_min_ms"] is None or watermark < folded["watermark_min_ms"]:
-            folded["watermark_min_ms"] = watermark
-        if folded["watermark_max_ms"] is None or watermark > folded["watermark_max_ms"]:
-            folded["watermark_max_ms"] = watermark
+        if watermark is not None:
+            folded["watermark_min_ms"] = _min(folded["watermark_min_ms"], watermark)
+            folded["watermark_max_ms"] = _max(folded["watermark_max_ms"], watermark)
 
 
 def _total(operators: Sequence[Row], name: str) -> int | None:
@@ -433,11 +452,21 @@ def _stored_rows(connection: sa.Connection, tier: Tier, where: Any) -> dict[Key,
     unpacked into a row per partition."""
     stored: dict[Key, Row] = {}
     if tier.per_partition:
-        figures = list(tier.folds)
-        spans = sa.select(tier.column("query_id"), tier.column(tier.start), tier.column("figures"))
-        for query_id, start, packed in connection.execute(spans.where(where)):
+        figures = tier.figures
+        spans = sa.select(
+            tier.column("query_id"),
+            tier.column(tier.start),
+            tier.column("figures"),
+            tier.column("histograms"),
+        )
+        for query_id, start, packed, histograms in connection.execute(spans.where(where)):
+            measured = unpack_histograms(histograms)
             for partition, found in unpack(packed, len(figures)).rows(figures).items():
-                stored[(query_id, start, partition)] = found
+                late, slack = measured.get(partition, (None, None))
+                stored[(query_id, start, partition)] = found | {
+                    "late_buckets": late,
+                    "slack_buckets": slack,
+                }
         return stored
     keys = [tier.column(name) for name in tier.keys]
     figures_of = [tier.column(name) for name in tier.folds]
@@ -464,14 +493,28 @@ def _insert(connection: sa.Connection, tier: Tier, rows: dict[Key, Row]) -> None
         return
     spans: dict[tuple[str, int], dict[str, Row]] = {}
     for (query_id, start, partition), figures in rows.items():
-        spans.setdefault((query_id, start), {})[partition] = {
-            name: _stored(value) for name, value in figures.items()
-        }
+        spans.setdefault((query_id, start), {})[partition] = figures
     insert_rows(
         connection,
         table,
         [
-            {"query_id": query_id, tier.start: start, "figures": pack(list(tier.folds), partitions)}
+            {
+                "query_id": query_id,
+                tier.start: start,
+                "figures": pack(
+                    tier.figures,
+                    {
+                        partition: {name: _stored(row[name]) for name in tier.figures}
+                        for partition, row in partitions.items()
+                    },
+                ),
+                "histograms": pack_histograms(
+                    {
+                        partition: (row["late_buckets"], row["slack_buckets"])
+                        for partition, row in partitions.items()
+                    }
+                ),
+            }
             for (query_id, start), partitions in spans.items()
         ],
     )
@@ -479,6 +522,9 @@ def _insert(connection: sa.Connection, tier: Tier, rows: dict[Key, Row]) -> None
 
 OFFSET_COLUMNS = ("start_offset", "end_offset", "offset_lag", "idle", "stalled", "rewound")
 EVENT_TIME_COLUMNS = (
+    "delay_ms",
+    "late_buckets",
+    "slack_buckets",
     "records",
     "late_records",
     "future_records",

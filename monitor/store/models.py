@@ -259,6 +259,8 @@ class PartitionMinute(Base):
     query_id: so.Mapped[str] = so.mapped_column(sa.String(36), primary_key=True)
     minute_ms: so.Mapped[int] = so.mapped_column(Millis, primary_key=True)
     figures: so.Mapped[bytes] = so.mapped_column(sa.LargeBinary)
+    # The measured partitions' lateness histograms, summed (store.packing); None when none was.
+    histograms: so.Mapped[bytes | None] = so.mapped_column(sa.LargeBinary)
 
 
 class PartitionHour(Base):
@@ -270,6 +272,7 @@ class PartitionHour(Base):
     query_id: so.Mapped[str] = so.mapped_column(sa.String(36), primary_key=True)
     hour_ms: so.Mapped[int] = so.mapped_column(Millis, primary_key=True)
     figures: so.Mapped[bytes] = so.mapped_column(sa.LargeBinary)
+    histograms: so.Mapped[bytes | None] = so.mapped_column(sa.LargeBinary)
 
 
 class QueryRollupFigures:

@@ -9,7 +9,8 @@ partition-minute; and a range is read as arrays, not as rows.
 The layout, compressed with zlib: a version byte; the length of the names (4 bytes, little
 endian) and the names as a JSON list; a bit per figure and partition, set where it has a value;
 then the values, figure by figure, byte-shuffled (every value's first byte, then every second
-byte, …), which puts the bytes that barely differ between partitions side by side.
+byte, …), which puts the bytes that barely differ between partitions side by side. The
+partitions' lateness histograms, dictionaries of any size, are packed apart, as JSON.
 """
 
 from __future__ import annotations
@@ -96,3 +97,28 @@ def unpack(
     shuffled = np.frombuffer(data, np.uint8, count * 8, bits_end)
     values = shuffled.reshape(8, count).T.copy().view("<i8").reshape(figures, len(names))
     return Packed(names, values.astype(np.int64, copy=False), present.reshape(figures, len(names)))
+
+
+Histograms = tuple[Mapping[str, int] | None, Mapping[str, int] | None]
+
+
+def pack_histograms(partitions: Mapping[str, Histograms]) -> bytes | None:
+    """Partitions' lateness histograms (late, slack; health.lateness) by name as one value:
+    JSON compressed with zlib, only the partitions measured; None when none was."""
+    measured = {
+        name: [late, slack]
+        for name, (late, slack) in sorted(partitions.items())
+        if late is not None or slack is not None
+    }
+    if not measured:
+        return None
+    return zlib.compress(json.dumps(measured, separators=(",", ":")).encode())
+
+
+def unpack_histograms(blob: bytes | None) -> dict[str, tuple[Any, Any]]:
+    """What `pack_histograms` packed, by partition name."""
+    if blob is None:
+        return {}
+    return {
+        name: (late, slack) for name, (late, slack) in json.loads(zlib.decompress(blob)).items()
+    }

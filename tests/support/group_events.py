@@ -16,7 +16,8 @@ MINUTE = 60_000
 def progress(query_id, run_id, batch_id, at_ms, *, unmeasured=(), start_back=0):
     """An instrumented batch of four partitions: partition 2 stalls from batch 2 on (its end
     offset stays while more arrives), partitions in `unmeasured` had no records; a restart
-    from an older checkpoint starts `start_back` offsets back."""
+    from an older checkpoint starts `start_back` offsets back. Each measured partition has its
+    lateness histograms."""
     doc = synthetic_progress(query_id, run_id, batch_id, 4, at_ms, instrumented=True)
     # Figures that differ from batch to batch, and a second state operator, for the rollups.
     doc["numInputRows"] = 4_000 + 7 * batch_id
@@ -34,6 +35,10 @@ def progress(query_id, run_id, batch_id, at_ms, *, unmeasured=(), start_back=0):
     figures = json.loads(task)
     for name in unmeasured:
         del figures["partitions"][f"telemetry/{name}"]
+    # Lateness histograms that differ from batch to batch and partition to partition.
+    for number, measured in enumerate(figures["partitions"].values()):
+        measured["late_buckets"] = {str(4 + batch_id % 3): 1 + number}
+        measured["slack_buckets"] = {"3": 10 + batch_id, str(8 + number): 2}
     doc["observedMetrics"]["wmon"]["tasks"] = [json.dumps(figures)]
     return parse_progress(doc)
 

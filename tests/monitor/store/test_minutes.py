@@ -5,7 +5,7 @@ and late records, input rows and batches that add up exactly. (test_migrations c
 migrations 0021 to 0023 fill the same rows.)"""
 
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import pytest
 import sqlalchemy as sa
@@ -61,8 +61,22 @@ def expected_minutes(engine, query_id):
             "idle_batches": sum(bool(row["idle"]) for row in offsets),
             "stalled_batches": sum(bool(row["stalled"]) for row in offsets),
             "rewound_batches": sum(bool(row["rewound"]) for row in offsets),
+            "delay_max_ms": max(some(r["delay_ms"] for r in times), default=None),
+            "late_buckets": histograms(row["late_buckets"] for row in times),
+            "slack_buckets": histograms(row["slack_buckets"] for row in times),
         }
     return expected
+
+
+def histograms(measured):
+    """Lateness histograms added up bucket by bucket; None when none was measured."""
+    found = [histogram for histogram in measured if histogram is not None]
+    if not found:
+        return None
+    total = Counter()
+    for histogram in found:
+        total.update(histogram)
+    return dict(sorted(total.items(), key=lambda item: int(item[0])))
 
 
 def expected_query_minutes(engine, query_id):
@@ -164,6 +178,8 @@ def hours_of(minutes):
         for name, value in figures.items():
             if value is None or hour[name] is None:
                 hour[name] = value if hour[name] is None else hour[name]
+            elif name.endswith("_buckets"):
+                hour[name] = histograms([hour[name], value])
             elif name in ("watermark_min_ms", "first_batch_id"):
                 hour[name] = min(hour[name], value)
             elif "max" in name or name == "last_batch_id":

@@ -5,11 +5,11 @@ import random
 import pytest
 
 from monitor.numbers import INT64_MAX, INT64_MIN
-from monitor.store.minutes import PARTITION_FOLDS
+from monitor.store.minutes import PARTITION_MINUTES
 from monitor.store.packed_series import SERIES, bucket_series
 from monitor.store.packing import pack, unpack
 
-FIGURES = list(PARTITION_FOLDS)
+FIGURES = PARTITION_MINUTES.figures
 
 
 def random_rows(rng, names):
@@ -59,6 +59,7 @@ def test_a_packed_minute_of_64_partitions_takes_about_a_kilobyte():
             "idle_batches": 0,
             "stalled_batches": 0,
             "rewound_batches": 0,
+            "delay_max_ms": 10_000,
         }
         for n in range(64)
     }
