@@ -14,8 +14,8 @@ import sqlalchemy.orm as so
 
 from monitor.config import load_settings
 from monitor.health.lateness import SHARES
-from monitor.store.drop_causes import NO_DELAY_KEEPS, Lateness, lateness
-from monitor.store.history import Kept
+from monitor.store.drop_causes import NO_DELAY_KEEPS, Lateness
+from monitor.store.lateness_reads import lateness_over
 from monitor.store.queries import find_query
 from wmon.options import open_store, output_options, store_option
 from wmon.render import Column, change, duration, iso_time, paragraph, plain, render_view
@@ -92,15 +92,15 @@ def advise(args: argparse.Namespace) -> None:
     with so.Session(open_store(args.database_url)) as session:
         query = find_query(session, args.query)
         tolerance_ms = load_settings().future_tolerance_s * 1000
-        found = lateness(session, query.id, args.from_ms, args.to_ms, tolerance_ms)
-        kept = Kept.of(query)
-    if kept.batches_from_ms is not None and (
-        args.from_ms is None or not kept.batches_cover(args.from_ms)
-    ):
+        read = lateness_over(session, query, args.from_ms, args.to_ms, tolerance_ms)
+        kept_from_ms = query.batches_kept_from_ms
+    found = read.items
+    if read.resolution != "batch":
         # Beside the table or the JSON, which stays as it is for the programs that read it.
         print(
-            f"wmon: the query's batches before {iso_time(kept.batches_from_ms)} UTC are no"
-            " longer kept (WMON_RETENTION_BATCHES_HOURS): the figures start there",
+            f"wmon: the query's batches before {iso_time(kept_from_ms)} UTC are no longer kept"
+            f" (WMON_RETENTION_BATCHES_HOURS): read from its per-{read.resolution} rollups, to"
+            f" the {read.resolution}",
             file=sys.stderr,
         )
     if args.json:

@@ -122,15 +122,22 @@ def lateness(
         )
         for name, end in measured
     ]
+    return with_whole_query(found)
+
+
+def with_whole_query(partitions: list[Lateness]) -> list[Lateness]:
+    """Partitions' lateness (at least one) with the whole query's first: their histograms
+    summed, with the largest delay."""
+    first = partitions[0]
     whole = Lateness(
         None,
-        max(item.delay_ms for item in found),
-        summed(item.late for item in found),
-        summed(item.slack for item in found),
-        driven,
-        tolerance_ms,
+        max(item.delay_ms for item in partitions),
+        summed(item.late for item in partitions),
+        summed(item.slack for item in partitions),
+        first.future_driven,
+        first.future_tolerance_ms,
     )
-    return [whole, *found]
+    return [whole, *partitions]
 
 
 def _in_range(kind: str, end: PartitionEventTime, start: PartitionEventTime | None) -> Histogram:

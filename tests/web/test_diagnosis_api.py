@@ -216,11 +216,14 @@ def test_an_empty_range(engine, client):
 def test_a_range_older_than_the_batches_kept_says_where_its_figures_start(engine, client):
     write_telemetry(engine)
     whole = diagnosis(client, **{"from": at(0), "to": at(7)})
-    assert whole["batches_kept_from_ms"] is None
+    assert (whole["batches_kept_from_ms"], whole["lateness_resolution"]) == (None, "batch")
     prune(engine, Cutoffs(at(3), 0, 0))
     body = diagnosis(client, **{"from": at(0), "to": at(7)})
     assert body["batches_kept_from_ms"] == at(3)
     assert sum(body["driver_batches"].values()) < sum(whole["driver_batches"].values())
+    # Every batch of the range is in its one minute: the lateness read from it is the batches'.
+    assert body["lateness_resolution"] == "minute"
+    assert body["lateness"] == whole["lateness"] and whole["lateness"]["query"]["late_records"]
     assert diagnosis(client, **{"from": at(3), "to": at(7)})["batches_kept_from_ms"] is None
 
 

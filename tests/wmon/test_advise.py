@@ -146,24 +146,28 @@ def test_advise_keeps_the_delays_within_the_future_tolerance(future_store, capsy
     assert whole["delays"] == delays(0, DELAY + 2_048, DELAY + 2_048)
 
 
-def test_advise_over_a_range_older_than_the_batches_kept_says_where_its_figures_start(
+def test_advise_over_a_range_older_than_the_batches_kept_reads_the_rollups_and_says_so(
     store, capsys
 ):
+    argv = ["advise", "scooters", "--database-url", store, "--json"]
+    assert main(argv) == 0
+    from_batches = json.loads(capsys.readouterr().out)
     engine = create_engine(store)
-    prune(engine, Cutoffs.at(moment("2026-11-26T12:00:00.500Z")))
+    prune(engine, Cutoffs(moment("2026-11-26T12:00:00.500Z"), 0, 0))
     engine.dispose()
-    argv = ["advise", "scooters", "--database-url", store]
     for range_args in ([], ["--from", "2026-11-26T11:00:00Z"]):
-        assert main([*argv, "--json", *range_args]) == 0
+        assert main([*argv, *range_args]) == 0
         out, err = capsys.readouterr()
-        [whole, *_] = json.loads(out)
-        assert (whole["records"], whole["late_records"]) == (90, 1), "batch 1's, not batch 0's"
+        assert json.loads(out) == from_batches, "both batches are in the minute's rollups"
         assert err == (
             "wmon: the query's batches before 2026-11-26 12:00:00.500 UTC are no longer kept"
-            " (WMON_RETENTION_BATCHES_HOURS): the figures start there\n"
+            " (WMON_RETENTION_BATCHES_HOURS): read from its per-minute rollups, to the minute\n"
         )
     assert main([*argv, "--from", "2026-11-26T12:00:01Z"]) == 0
-    assert capsys.readouterr().err == "", "a range the batches kept cover says nothing more"
+    out, err = capsys.readouterr()
+    assert err == "", "a range the batches kept cover says nothing more"
+    [whole, *_] = json.loads(out)
+    assert (whole["records"], whole["late_records"]) == (90, 1), "batch 1's alone"
 
 
 def test_advise_without_measured_batches_says_why(database_url, capsys):

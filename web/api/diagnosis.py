@@ -12,15 +12,10 @@ import sqlalchemy.orm as so
 
 from monitor.health.facts import FutureDated
 from monitor.health.lateness import Histogram, bucket_bounds
-from monitor.store.drop_causes import (
-    Lateness,
-    driver_shares,
-    future_dated,
-    lateness,
-    latest_batch_in,
-)
-from monitor.store.history import EVERYTHING, Kept
-from monitor.store.models import Batch
+from monitor.store.drop_causes import Lateness, driver_shares, future_dated, latest_batch_in
+from monitor.store.history import Kept
+from monitor.store.lateness_reads import lateness_over
+from monitor.store.models import Batch, Query
 
 
 def record_json(record: Sequence[Any] | None) -> dict[str, Any] | None:
@@ -90,25 +85,22 @@ def lateness_json(item: Lateness) -> dict[str, Any]:
 
 
 def diagnosis_json(
-    session: so.Session,
-    query_id: str,
-    from_ms: int,
-    to_ms: int,
-    tolerance_ms: int,
-    kept: Kept = EVERYTHING,
+    session: so.Session, query: Query, from_ms: int, to_ms: int, tolerance_ms: int
 ) -> dict[str, Any]:
     """The diagnosis of the query's batches with batch times from `from_ms` to `to_ms`
-    (half-open); `tolerance_ms` is how far ahead of its batch a record may be. Its batches
-    are all kept from `kept.batches_from_ms` on: a range that starts earlier says where its
-    figures start."""
-    # lateness() takes the batch time of the last batch; the range ends before to_ms.
-    measured = lateness(session, query_id, from_ms, to_ms - 1, tolerance_ms)
+    (half-open); `tolerance_ms` is how far ahead of its batch a record may be. A range that
+    starts before the batches kept says where they start (what is read from batches starts
+    there) and reads the lateness from the rollups (`lateness_resolution`)."""
+    query_id, kept = query.id, Kept.of(query)
+    # The range's last batch time is the one before to_ms.
+    measured = lateness_over(session, query, from_ms, to_ms - 1, tolerance_ms)
     return {
         "query": query_id,
         "from_ms": from_ms,
         "to_ms": to_ms,
         "future_tolerance_ms": tolerance_ms,
         "batches_kept_from_ms": None if kept.batches_cover(from_ms) else kept.batches_from_ms,
+        "lateness_resolution": measured.resolution,
         "latest": latest_json(latest_batch_in(session, query_id, from_ms, to_ms), tolerance_ms),
         "driver_batches": driver_shares(session, query_id, from_ms, to_ms),
         "future_dated": [
@@ -116,7 +108,7 @@ def diagnosis_json(
             for partition, item in future_dated(session, query_id, from_ms, to_ms).items()
         ],
         "lateness": {
-            "query": lateness_json(measured[0]) if measured else None,
-            "partitions": [lateness_json(item) for item in measured[1:]],
+            "query": lateness_json(measured.items[0]) if measured.items else None,
+            "partitions": [lateness_json(item) for item in measured.items[1:]],
         },
     }

@@ -189,7 +189,7 @@ def diagnosis(ref: str) -> dict[str, Any]:
     session, found = db.session(), _query(ref)
     from_ms, to_ms = time_range(request.args, _default_to_ms(session, found, Lens.of(current_app)))
     tolerance_ms = current_app.config["FUTURE_TOLERANCE_S"] * 1000
-    return diagnosis_json(session, found.id, from_ms, to_ms, tolerance_ms, Kept.of(found))
+    return diagnosis_json(session, found, from_ms, to_ms, tolerance_ms)
 
 
 @bp.get("/queries/<ref>/timers")

@@ -62,11 +62,13 @@ export function driverRecordText(latest) {
 }
 
 // "t/0 drove the watermark in 92% of these batches (110 of 120); t/2 in 8% (10)."
-// The range the figures cover: where batches before its start are no longer kept, from the
-// first one kept.
-export function rangeText(range, keptFromMs) {
+// The range the figures cover: where batches before its start are no longer kept, what is read
+// from batches starts at the first one kept, and the lateness comes from the rollups.
+export function rangeText(range, keptFromMs, latenessResolution) {
   if (keptFromMs === null || keptFromMs === undefined) return range;
-  return `${range} (batches are kept from ${clock(keptFromMs)}: the figures start there)`;
+  const kept = `batches are kept from ${clock(keptFromMs)}: the drivers and future-dated records start there`;
+  if (!latenessResolution || latenessResolution === "batch") return `${range} (${kept})`;
+  return `${range} (${kept}; the lateness is read from the per-${latenessResolution} rollups)`;
 }
 
 export function sharesText(batches) {
@@ -198,7 +200,7 @@ export class Diagnosis {
     $("diagnosis").hidden = false;
     $("no-diagnosis").hidden = Boolean(measured);
     $("diagnosis-figures").hidden = !measured;
-    setText($("diagnosis-range"), rangeText(range, body.batches_kept_from_ms));
+    setText($("diagnosis-range"), rangeText(range, body.batches_kept_from_ms, body.lateness_resolution));
     setText($("driver-shares"), sharesText(drivers));
     this.showAdvisor(body);
     this.showPicks(lateness.partitions.map((p) => p.partition));
