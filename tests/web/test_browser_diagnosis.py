@@ -4,9 +4,12 @@ record, the advisor card has the delays worked out in test_diagnosis_api, the hi
 drawn, and a key with HTML in it shows as text. Screenshots in build/artifacts/."""
 
 import pytest
+import sqlalchemy.orm as so
 from playwright.sync_api import expect
 
-from tests.support.diagnosis_scenario import NAME, at, write_telemetry
+from monitor.store.drop_causes import lateness
+from monitor.store.prune import Cutoffs, prune
+from tests.support.diagnosis_scenario import NAME, QUERY, at, write_telemetry
 
 pytestmark = [
     pytest.mark.e2e,
@@ -117,3 +120,21 @@ def test_the_history_page_has_the_shares_and_histograms_of_its_range(engine, ser
     assert whole[3:] == ["363", "1", "10 s", "0 ms\n−10 s", "12 s\n+2.0 s", "12 s\n+2.0 s"]
     expect(page.locator("#late-histogram")).to_have_attribute("data-bars", "1")
     expect(page.locator("#slack-histogram")).to_have_attribute("data-bars", "3")
+
+
+def test_a_range_older_than_the_batches_kept_says_its_lateness_is_from_the_rollups(
+    engine, serve, page
+):
+    write_telemetry(engine)
+    with so.Session(engine) as session:
+        [whole, *_] = lateness(session, QUERY)
+    prune(engine, Cutoffs(at(3), 0, 0))
+    page.goto(f"{serve(CLOCK=lambda: at(6))}/queries/{NAME}/history?from={at(0)}&to={at(7)}")
+    expect(page.locator("#diagnosis-range")).to_contain_text(
+        "the drivers and future-dated records start there; "
+        "the lateness is read from the per-minute rollups)",
+        timeout=WAIT_MS,
+    )
+    # All six batches' records, batch 0's to 2's too, from the minute that holds them.
+    shown = cells(page.locator("#advisor tbody tr").first)
+    assert shown[3:5] == [f"{whole.records:,}", f"{whole.late_records:,}"]

@@ -61,16 +61,18 @@ export function driverRecordText(latest) {
   return record ? recordText(record) : "";
 }
 
-// "t/0 drove the watermark in 92% of these batches (110 of 120); t/2 in 8% (10)."
 // The range the figures cover: where batches before its start are no longer kept, what is read
 // from batches starts at the first one kept, and the lateness comes from the rollups.
 export function rangeText(range, keptFromMs, latenessResolution) {
   if (keptFromMs === null || keptFromMs === undefined) return range;
-  const kept = `batches are kept from ${clock(keptFromMs)}: the drivers and future-dated records start there`;
+  const kept =
+    `batches are kept from ${clock(keptFromMs)}: ` +
+    "the drivers and future-dated records start there";
   if (!latenessResolution || latenessResolution === "batch") return `${range} (${kept})`;
   return `${range} (${kept}; the lateness is read from the per-${latenessResolution} rollups)`;
 }
 
+// "t/0 drove the watermark in 92% of these batches (110 of 120); t/2 in 8% (10)."
 export function sharesText(batches) {
   const total = sum(Object.values(batches));
   if (!total) return "";
@@ -200,7 +202,8 @@ export class Diagnosis {
     $("diagnosis").hidden = false;
     $("no-diagnosis").hidden = Boolean(measured);
     $("diagnosis-figures").hidden = !measured;
-    setText($("diagnosis-range"), rangeText(range, body.batches_kept_from_ms, body.lateness_resolution));
+    const kept = body.batches_kept_from_ms;
+    setText($("diagnosis-range"), rangeText(range, kept, body.lateness_resolution));
     setText($("driver-shares"), sharesText(drivers));
     this.showAdvisor(body);
     this.showPicks(lateness.partitions.map((p) => p.partition));
