@@ -1,7 +1,7 @@
 """A span's figures of every partition of a query, packed into one compressed value.
 
 A row per partition per minute paid a row header, the query id, the partition's name and an
-index entry for thirteen small integers: about 350 bytes a partition-minute on PostgreSQL.
+index entry for about a dozen small integers: some 350 bytes a partition-minute on PostgreSQL.
 Packed, a query's minute is one row whose `figures` value holds its partitions' names and a
 64-bit integer per figure and partition (None where a figure has no value), about 15 bytes a
 partition-minute; and a range is read as arrays, not as rows.
