@@ -536,10 +536,12 @@ def test_a_request_too_large_goes_again_smaller_until_one_event_is_rejected(
     receiver.start()
     counts = answered_for(listener, 4)
     requests = receiver.all_requests()
-    assert (len(requests[0].events), requests[0].status) == (4, 413)
+    # Mostly the four go out at once; on a loaded machine the sender may have taken the first
+    # alone just before they were all queued, and it goes through as the receiver starts.
+    with_big = [r for r in requests if any(e["id"] in big for e in r.events)]
+    assert len(with_big[0].events) > 1 and with_big[0].status == 413
     assert [e["id"] for e in receiver.delivered()] == first + rest
-    last_big = [r for r in requests if any(e["id"] in big for e in r.events)][-1]
-    assert (len(last_big.events), last_big.status) == (1, 413)
+    assert (len(with_big[-1].events), with_big[-1].status) == (1, 413)
     assert (counts["rejected"], counts["delivered"]) == (1, 3)
     assert listener.lastRejection().startswith("event too large: answered 413")
 
