@@ -18,6 +18,7 @@ import sqlalchemy.orm as so
 
 from monitor.config import DEFAULT_FUTURE_TOLERANCE_S
 from monitor.health.lateness import summed
+from monitor.numbers import INT64_MIN
 from monitor.store.drop_causes import Lateness, future_driven, lateness, with_whole_query
 from monitor.store.history import Kept
 from monitor.store.minutes import PARTITION_HOURS, PARTITION_MINUTES, Tier
@@ -44,7 +45,7 @@ def lateness_over(
     """The query's lateness over its batches from `from_ms` to `to_ms` (batch times, both
     included, either open), from the finest tier that holds all of it."""
     kept = Kept.of(query)
-    start = from_ms if from_ms is not None else -(2**63)
+    start = from_ms if from_ms is not None else INT64_MIN
     if kept.batches_cover(start):
         return LatenessRead("batch", lateness(session, query.id, from_ms, to_ms, tolerance_ms))
     tier = PARTITION_MINUTES if kept.minutes_cover(start) else PARTITION_HOURS

@@ -447,12 +447,22 @@ def _fold_into_stored(
     _insert(connection, tier, stored)
 
 
+def span_rows(packed: bytes, histograms: bytes | None) -> dict[str, Row]:
+    """A stored span of a partitions' tier (its `figures` and `histograms`; both tiers hold the
+    same figures) as each partition's row of figures, by name."""
+    figures = PARTITION_MINUTES.figures
+    measured = unpack_histograms(histograms)
+    rows = unpack(packed, len(figures)).rows(figures)
+    for partition, row in rows.items():
+        row["late_buckets"], row["slack_buckets"] = measured.get(partition, (None, None))
+    return rows
+
+
 def _stored_rows(connection: sa.Connection, tier: Tier, where: Any) -> dict[Key, Row]:
     """A tier's stored rows that match `where`, by key; a partitions' tier's packed spans
     unpacked into a row per partition."""
     stored: dict[Key, Row] = {}
     if tier.per_partition:
-        figures = tier.figures
         spans = sa.select(
             tier.column("query_id"),
             tier.column(tier.start),
@@ -460,13 +470,8 @@ def _stored_rows(connection: sa.Connection, tier: Tier, where: Any) -> dict[Key,
             tier.column("histograms"),
         )
         for query_id, start, packed, histograms in connection.execute(spans.where(where)):
-            measured = unpack_histograms(histograms)
-            for partition, found in unpack(packed, len(figures)).rows(figures).items():
-                late, slack = measured.get(partition, (None, None))
-                stored[(query_id, start, partition)] = found | {
-                    "late_buckets": late,
-                    "slack_buckets": slack,
-                }
+            for partition, found in span_rows(packed, histograms).items():
+                stored[(query_id, start, partition)] = found
         return stored
     keys = [tier.column(name) for name in tier.keys]
     figures_of = [tier.column(name) for name in tier.folds]

@@ -76,7 +76,8 @@ def _aligned(
 ) -> tuple[Any, Any, Any]:
     """The spans' wanted figures as arrays [span, series, partition] over all `names`, with
     where each has a value, and [span, partition] where each span holds the partition."""
-    if all(packed.names == tuple(names) for _, packed in unpacked):
+    every = tuple(names)
+    if all(packed.names == every for _, packed in unpacked):
         return (
             np.stack([packed.values[wanted] for _, packed in unpacked]),
             np.stack([packed.present[wanted] for _, packed in unpacked]),

@@ -101,25 +101,15 @@ def stored_rows(
 
 def unpacked_rows(spans: Any) -> list[dict[str, Any]]:
     """Rows of a packed partitions' rollup table (store.packing) as a row per partition."""
-    from monitor.store.minutes import PARTITION_MINUTES
-    from monitor.store.packing import unpack, unpack_histograms
+    from monitor.store.minutes import span_rows
 
-    figures = PARTITION_MINUTES.figures
-    rows = []
-    for span in spans:
-        histograms = unpack_histograms(span["histograms"])
-        for partition, row in unpack(span["figures"], len(figures)).rows(figures).items():
-            late, slack = histograms.get(partition, (None, None))
-            rows.append(
-                {
-                    name: value
-                    for name, value in span.items()
-                    if name not in ("figures", "histograms")
-                }
-                | {"partition": partition, "late_buckets": late, "slack_buckets": slack}
-                | row
-            )
-    return rows
+    return [
+        {name: value for name, value in span.items() if name not in ("figures", "histograms")}
+        | {"partition": partition}
+        | row
+        for span in spans
+        for partition, row in span_rows(span["figures"], span["histograms"]).items()
+    ]
 
 
 def row_differences(
