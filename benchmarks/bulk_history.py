@@ -1,8 +1,9 @@
 """Synthetic history inserted in bulk, for the benchmarks and the tests that need volume.
 
 A day of 1-second batches × 64 partitions is 11 million rows: plain multi-row inserts of
-plausible values, without the writer's per-batch reads and derivations, fill it in minutes;
-their per-minute rollups are kept as the writer keeps them (store.minutes).
+plausible values (a batch's partitions' offsets packed, store.batch_offsets), without the
+writer's per-batch reads and derivations, fill it in minutes; their per-minute rollups are
+kept as the writer keeps them (store.minutes).
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from typing import Any
 import sqlalchemy as sa
 
 from monitor.health.facts import StoredStatus
+from monitor.store import batch_offsets
 from monitor.store.minutes import Minutes
 from monitor.store.models import (
     Base,
     Batch,
-    Partition,
+    BatchOffsets,
     PartitionEventTime,
     Query,
     Run,
@@ -55,7 +57,8 @@ def fill(
                 count,
                 partitions,
             ):
-                connection.execute(sa.insert(table), rows)
+                stored_rows = batch_offsets.packed(rows) if table is BatchOffsets else rows
+                connection.execute(sa.insert(table), stored_rows)
                 stored[table] = rows
             minutes.add_batches(stored)
             minutes.write(connection)
@@ -94,7 +97,7 @@ def _chunk_rows(
     yield Batch, [key | _batch(query_id, *m, partitions) for m in moments]
     yield StateOperator, [key | _operator(m[0]) for m in moments]
     yield Source, [key | _source(m[0]) for m in moments]
-    yield Partition, [key | _partition(*m, p) for m in moments for p in range(partitions)]
+    yield BatchOffsets, [key | _partition(*m, p) for m in moments for p in range(partitions)]
     yield (
         PartitionEventTime,
         [key | _event_times(*m, p) for m in moments for p in range(partitions)],

@@ -1,5 +1,6 @@
 """The rows a batch is stored as, column dicts table by table: its own, its operators',
-sources' and partitions', and the per-partition event times carried on from the rows before."""
+sources' and partitions' (a row per partition, packed into one when inserted:
+store.batch_offsets), and the per-partition event times carried on from the rows before."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from monitor.events import (
     SourceProgress,
 )
 from monitor.health.lateness import summed
-from monitor.store.models import Base, Batch, Partition, Source, StateOperator
+from monitor.store.models import Base, Batch, BatchOffsets, Source, StateOperator
 
 Row = dict[str, Any]
 
@@ -39,11 +40,11 @@ def batch_rows(event: BatchProgress) -> dict[type[Base], list[Row]]:
         Batch: [keys | _fields(event, _BATCH_FIELDS)],
         StateOperator: [keys | _fields(op, _OPERATOR_FIELDS) for op in event.operators],
         Source: [],
-        Partition: [],
+        BatchOffsets: [],
     }
     for source in event.sources:
         rows[Source].append(keys | _fields(source, _SOURCE_FIELDS))
-        rows[Partition] += [
+        rows[BatchOffsets] += [
             keys
             | _fields(partition, _OFFSET_FIELDS)
             | {

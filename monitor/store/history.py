@@ -18,6 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
+from monitor.store import batch_offsets
 from monitor.store.minutes import (
     MINUTE_MS,
     PARTITION_HOURS,
@@ -26,13 +27,7 @@ from monitor.store.minutes import (
     QUERY_MINUTES,
     Tier,
 )
-from monitor.store.models import (
-    Batch,
-    Partition,
-    PartitionEventTime,
-    Query,
-    StateOperator,
-)
+from monitor.store.models import Batch, PartitionEventTime, Query, StateOperator
 from monitor.store.packed_series import bucket_series
 from monitor.store.packing import unpack
 from monitor.store.sums import whole_sum
@@ -220,15 +215,20 @@ def _partition_rows(
 ) -> dict[tuple[str, int], dict[str, Any]]:
     """The running values of some batches' partitions, by (partition, batch id)."""
     found: dict[tuple[str, int], dict[str, Any]] = {}
-    for table in (PartitionEventTime, Partition):
-        names = [name for name in PARTITION_FIELDS if name in table.__table__.c]
-        rows = session.execute(
-            sa.select(table.partition, table.batch_id, *(getattr(table, n) for n in names)).where(
-                table.query_id == query_id, table.batch_id.in_(batch_ids)
-            )
+    table = PartitionEventTime
+    names = [name for name in PARTITION_FIELDS if name in table.__table__.c]
+    rows = session.execute(
+        sa.select(table.partition, table.batch_id, *(getattr(table, n) for n in names)).where(
+            table.query_id == query_id, table.batch_id.in_(batch_ids)
         )
-        for partition, batch_id, *values in rows:
-            found.setdefault((partition, batch_id), {}).update(zip(names, values, strict=True))
+    )
+    for partition, batch_id, *values in rows:
+        found[partition, batch_id] = dict(zip(names, values, strict=True))
+    offsets = [name for name in PARTITION_FIELDS if name in batch_offsets.StoredPartition._fields]
+    for row in batch_offsets.of_batches(session, query_id, batch_ids):
+        found.setdefault((row.partition, row.batch_id), {}).update(
+            (name, getattr(row, name)) for name in offsets
+        )
     return found
 
 
@@ -411,35 +411,63 @@ CSV_COLUMNS = (
 )
 
 
-def _csv_column(name: str) -> Any:
-    for table in (Batch, Partition, PartitionEventTime):
-        if name in table.__table__.c:
-            return getattr(table, name)
-    raise KeyError(name)
+# Of CSV_COLUMNS, those of the batch and of its partitions' event times; the rest are offsets.
+_CSV_BATCH = tuple(name for name in CSV_COLUMNS if name in Batch.__table__.c)
+_CSV_EVENT_TIMES = tuple(
+    name
+    for name in CSV_COLUMNS
+    if name in PartitionEventTime.__table__.c and name not in (*_CSV_BATCH, "partition")
+)
+# Batches read at a time by csv_rows.
+CSV_BATCHES_AT_ONCE = 500
 
 
-def csv_rows(session: so.Session, query_id: str, from_ms: int, to_ms: int) -> Iterator[Any]:
-    """One row per batch and source partition in [from_ms, to_ms), as CSV_COLUMNS, in order."""
-    same_batch = (Partition.query_id == Batch.query_id, Partition.batch_id == Batch.batch_id)
-    statement = (
-        sa.select(*(_csv_column(name) for name in CSV_COLUMNS))
-        .select_from(Batch)
-        .outerjoin(Partition, sa.and_(*same_batch))
-        .outerjoin(
-            PartitionEventTime,
-            sa.and_(
-                PartitionEventTime.query_id == Batch.query_id,
-                PartitionEventTime.batch_id == Batch.batch_id,
-                PartitionEventTime.partition == Partition.partition,
-            ),
-        )
+def csv_rows(
+    session: so.Session, query_id: str, from_ms: int, to_ms: int
+) -> Iterator[tuple[Any, ...]]:
+    """One row per batch and source partition in [from_ms, to_ms), as CSV_COLUMNS, in order:
+    a batch without partitions is one row with the partitions' columns empty."""
+    batches = session.execute(
+        sa.select(*(getattr(Batch, name) for name in _CSV_BATCH))
         .where(
             Batch.query_id == query_id, Batch.batch_time_ms >= from_ms, Batch.batch_time_ms < to_ms
         )
-        .order_by(Batch.batch_id, Partition.source_index, Partition.partition)
-        .execution_options(yield_per=1_000)
+        .order_by(Batch.batch_id)
+        .execution_options(yield_per=CSV_BATCHES_AT_ONCE)
     )
-    yield from session.execute(statement)
+    for chunk in batches.partitions():
+        yield from _csv_chunk(session, query_id, [row._asdict() for row in chunk])
+
+
+def _csv_chunk(
+    session: so.Session, query_id: str, batches: list[dict[str, Any]]
+) -> Iterator[tuple[Any, ...]]:
+    """CSV rows of some of a query's batches, in batch id order."""
+    ids = [batch["batch_id"] for batch in batches]
+    offsets: dict[int, list[batch_offsets.StoredPartition]] = {}
+    for partition in batch_offsets.of_batches(session, query_id, ids):
+        offsets.setdefault(partition.batch_id, []).append(partition)
+    table = PartitionEventTime
+    times = {
+        (row.batch_id, row.partition): row
+        for row in session.execute(
+            sa.select(
+                table.batch_id, table.partition, *(getattr(table, n) for n in _CSV_EVENT_TIMES)
+            ).where(table.query_id == query_id, table.batch_id.in_(ids))
+        )
+    }
+    for batch in batches:
+        partitions = sorted(
+            offsets.get(batch["batch_id"], []), key=lambda row: (row.source_index, row.partition)
+        )
+        if not partitions:
+            yield tuple(batch.get(name) for name in CSV_COLUMNS)
+        for partition in partitions:
+            time = times.get((batch["batch_id"], partition.partition))
+            values = batch | partition._asdict()
+            for name in _CSV_EVENT_TIMES:
+                values[name] = None if time is None else getattr(time, name)
+            yield tuple(values.get(name) for name in CSV_COLUMNS)
 
 
 # What CSV export reads: every batch, or the per-minute or per-hour rollups of partitions.

@@ -16,14 +16,10 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.health.facts import RUNNING
+from monitor.store import batch_offsets
+from monitor.store.batch_offsets import StoredPartition
 from monitor.store.isolation import read_apart
-from monitor.store.models import (
-    Batch,
-    Partition,
-    PartitionEventTime,
-    Query,
-    TimerSnapshotRow,
-)
+from monitor.store.models import Batch, PartitionEventTime, Query, TimerSnapshotRow
 from monitor.store.sql import chunks, newest_of, rows_at_newest
 
 
@@ -34,7 +30,7 @@ class QueryState:
 
     query: sa.Row[Any]
     batch: sa.Row[Any] | None = None
-    partitions: list[sa.Row[Any]] = field(default_factory=list)
+    partitions: list[StoredPartition] = field(default_factory=list)
     event_times: dict[str, sa.Row[Any]] = field(default_factory=dict)
     timers: sa.Row[Any] | None = None
     # Why its rows could not be read, when they could not (monitor.store.isolation).
@@ -77,14 +73,13 @@ def _read_chunk(
     session: so.Session, ids: Sequence[str], rows: dict[str, sa.Row[Any]]
 ) -> dict[str, QueryState]:
     states = {key: QueryState(rows[key]) for key in ids}
-    batches, partitions = Batch.__table__, Partition.__table__
+    batches = Batch.__table__
     times, timers = PartitionEventTime.__table__, TimerSnapshotRow.__table__
     newest = newest_of(batches, "batch_id", ids)
     for row in rows_at_newest(session, batches, "batch_id", newest):
         states[row.query_id].batch = row
-    in_order = (partitions.c.query_id, partitions.c.source_index)
-    for row in rows_at_newest(session, partitions, "batch_id", newest, *in_order):
-        states[row.query_id].partitions.append(row)
+    for partition in batch_offsets.at_newest(session, newest):
+        states[partition.query_id].partitions.append(partition)
     newest_times = newest_of(times, "batch_id", ids)
     for row in rows_at_newest(session, times, "batch_id", newest_times, times.c.partition):
         states[row.query_id].event_times[row.partition] = row

@@ -29,11 +29,12 @@ import sqlalchemy as sa
 
 from monitor.health.lateness import summed
 from monitor.numbers import INT64_MAX, INT64_MIN
+from monitor.store import batch_offsets
 from monitor.store.bulk import insert_rows
 from monitor.store.models import (
     Base,
     Batch,
-    Partition,
+    BatchOffsets,
     PartitionEventTime,
     PartitionHour,
     PartitionMinute,
@@ -323,7 +324,7 @@ def rolled_up(rows: Rows) -> dict[Tier, dict[Key, Row]]:
     """Batches' rows (the batches, their state operators, their partitions' offsets and event
     times) folded into the rows of the tiers of minutes."""
     minutes: dict[Tier, dict[Key, Row]] = {PARTITION_MINUTES: {}, QUERY_MINUTES: {}}
-    for offsets, times in _by_batch(rows.get(Partition, ()), rows.get(PartitionEventTime, ())):
+    for offsets, times in _by_batch(rows.get(BatchOffsets, ()), rows.get(PartitionEventTime, ())):
         _fold_batch(minutes[PARTITION_MINUTES], offsets, times)
     _fold_query_batches(minutes[QUERY_MINUTES], rows.get(Batch, ()), rows.get(StateOperator, ()))
     return minutes
@@ -343,7 +344,7 @@ class Minutes:
         event times), folded into its minute's parts."""
         _fold_batch(
             self._parts[PARTITION_MINUTES],
-            rows.get(Partition, ()),
+            rows.get(BatchOffsets, ()),
             rows.get(PartitionEventTime, ()),
         )
         _fold_query_batches(
@@ -525,7 +526,6 @@ def _insert(connection: sa.Connection, tier: Tier, rows: dict[Key, Row]) -> None
     )
 
 
-OFFSET_COLUMNS = ("start_offset", "end_offset", "offset_lag", "idle", "stalled", "rewound")
 EVENT_TIME_COLUMNS = (
     "delay_ms",
     "late_buckets",
@@ -575,13 +575,22 @@ def _roll_up_again(connection: sa.Connection, query_id: str, minute: int) -> Non
     )
     if first is None:
         return
-    found: dict[type[Base], list[Row]] = {}
-    for table, columns in ((Partition, OFFSET_COLUMNS), (PartitionEventTime, EVENT_TIME_COLUMNS)):
-        keys = (table.query_id, table.batch_id, table.batch_time_ms, table.partition)
-        statement = sa.select(*keys, *(getattr(table, name) for name in columns)).where(
-            table.query_id == query_id, table.batch_id >= first, table.batch_time_ms >= minute
-        )
-        found[table] = [dict(row._mapping) for row in connection.execute(statement)]
+    table = PartitionEventTime
+    keys = (table.query_id, table.batch_id, table.batch_time_ms, table.partition)
+    statement = sa.select(*keys, *(getattr(table, name) for name in EVENT_TIME_COLUMNS)).where(
+        table.query_id == query_id, table.batch_id >= first, table.batch_time_ms >= minute
+    )
+    found: dict[type[Base], list[Row]] = {
+        table: [dict(row._mapping) for row in connection.execute(statement)]
+    }
+    offsets = sa.select(batch_offsets.TABLE).where(
+        BatchOffsets.query_id == query_id,
+        BatchOffsets.batch_id >= first,
+        BatchOffsets.batch_time_ms >= minute,
+    )
+    found[BatchOffsets] = [
+        partition._asdict() for partition in batch_offsets.partitions_in(connection, offsets)
+    ]
     batches = sa.select(*(getattr(Batch, name) for name in BATCH_COLUMNS)).where(
         Batch.query_id == query_id, Batch.batch_time_ms >= minute
     )

@@ -149,7 +149,7 @@ class StateOperator(Base):
 
 
 class Source(Base):
-    """One source in one batch: its figures (its partitions' offsets are `partitions` rows)."""
+    """One source in one batch: its figures (its partitions' offsets are in `batch_offsets`)."""
 
     __tablename__ = "sources"
     __table_args__ = (sa.UniqueConstraint("query_id", "batch_id", "source_index"),)
@@ -165,31 +165,19 @@ class Source(Base):
     processed_rows_per_second: so.Mapped[float | None] = so.mapped_column(sa.Float)
 
 
-class Partition(Base):
-    """One source partition in one batch: offsets and offset lag."""
+class BatchOffsets(Base):
+    """Every source partition of one batch, packed into one row (store.batch_offsets): their
+    offsets, arrival and advance times and flags; with their summed offset lag and whether
+    any was rewound, for reads across batches."""
 
-    __tablename__ = "partitions"
-    __table_args__ = (
-        sa.UniqueConstraint("query_id", "batch_id", "source_index", "partition"),
-        sa.Index(None, "query_id", "batch_time_ms"),
-    )
+    __tablename__ = "batch_offsets"
 
-    id: so.Mapped[int] = so.mapped_column(RowId, primary_key=True)
-    query_id: so.Mapped[str] = so.mapped_column(sa.ForeignKey("queries.id"))
-    batch_id: so.Mapped[int] = so.mapped_column(sa.BigInteger)
+    query_id: so.Mapped[str] = so.mapped_column(sa.ForeignKey("queries.id"), primary_key=True)
+    batch_id: so.Mapped[int] = so.mapped_column(sa.BigInteger, primary_key=True)
     batch_time_ms: so.Mapped[int] = so.mapped_column(Millis)
-    source_index: so.Mapped[int] = so.mapped_column(sa.Integer)
-    partition: so.Mapped[str] = so.mapped_column(JobText)
-    topic: so.Mapped[str | None] = so.mapped_column(JobText)
-    start_offset: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
-    end_offset: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
-    latest_offset: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    partitions: so.Mapped[bytes] = so.mapped_column(sa.LargeBinary)
     offset_lag: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
-    last_arrival_ms: so.Mapped[int | None] = so.mapped_column(Millis)
-    last_advance_ms: so.Mapped[int | None] = so.mapped_column(Millis)
-    idle: so.Mapped[bool] = so.mapped_column(sa.Boolean, server_default=sa.false())
-    stalled: so.Mapped[bool] = so.mapped_column(sa.Boolean, server_default=sa.false())
-    rewound: so.Mapped[bool] = so.mapped_column(sa.Boolean, server_default=sa.false())
+    rewound: so.Mapped[bool] = so.mapped_column(sa.Boolean)
 
 
 class PartitionEventTime(Base):

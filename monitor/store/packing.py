@@ -11,6 +11,10 @@ endian) and the names as a JSON list; a bit per figure and partition, set where 
 then the values, figure by figure, byte-shuffled (every value's first byte, then every second
 byte, …), which puts the bytes that barely differ between partitions side by side. The
 partitions' lateness histograms, dictionaries of any size, are packed apart, as JSON.
+
+Rows in their order (a batch's source partitions, store.batch_offsets) are packed the same
+way, their texts (names, topics) in the header as a list per row, their numbers as the
+figures.
 """
 
 from __future__ import annotations
@@ -63,8 +67,13 @@ def pack(figures: Sequence[str], rows: Mapping[str, Mapping[str, int | None]]) -
             if value is not None:
                 present[f, p] = True
                 values[f, p] = value
-    header = json.dumps(names, separators=(",", ":")).encode()
-    shuffled = values.view(np.uint8).reshape(-1, 8).T.tobytes()
+    return _compressed(names, values, present)
+
+
+def _compressed(header_value: Any, values: Values, present: Present) -> bytes:
+    """The layout: a JSON header, the presence bits and the byte-shuffled values, zlib'd."""
+    header = json.dumps(header_value, separators=(",", ":")).encode()
+    shuffled = values.astype("<i8", copy=False).view(np.uint8).reshape(-1, 8).T.tobytes()
     return zlib.compress(
         bytes([VERSION])
         + struct.pack("<I", len(header))
@@ -74,29 +83,74 @@ def pack(figures: Sequence[str], rows: Mapping[str, Mapping[str, int | None]]) -
     )
 
 
+def _opened(data: bytes) -> tuple[bytes, int]:
+    """The header of a decompressed value, and where its presence bits start."""
+    if data[0] != VERSION:
+        raise ValueError(f"packed figures of version {data[0]}, not {VERSION}")
+    (length,) = struct.unpack_from("<I", data, 1)
+    return data[5 : 5 + length], 5 + length
+
+
+def _arrays(data: bytes, start: int, figures: int, width: int) -> tuple[Values, Present]:
+    """The values and presence bits of `figures` figures of `width` rows from `start` on."""
+    count = figures * width
+    bits_end = start + (count + 7) // 8
+    present = np.unpackbits(
+        np.frombuffer(data, np.uint8, (count + 7) // 8, start), count=count
+    ).astype(np.bool_)
+    shuffled = np.frombuffer(data, np.uint8, count * 8, bits_end)
+    values = shuffled.reshape(8, count).T.copy().view("<i8").reshape(figures, width)
+    return values.astype(np.int64, copy=False), present.reshape(figures, width)
+
+
 def unpack(
     blob: bytes, figures: int, names_of: dict[bytes, tuple[str, ...]] | None = None
 ) -> Packed:
     """What `pack` packed of `figures` figures; `names_of` caches the names lists met, as a
     range's spans mostly share one."""
     data = zlib.decompress(blob)
-    if data[0] != VERSION:
-        raise ValueError(f"packed figures of version {data[0]}, not {VERSION}")
-    (length,) = struct.unpack_from("<I", data, 1)
-    header = data[5 : 5 + length]
+    header, start = _opened(data)
     names = None if names_of is None else names_of.get(header)
     if names is None:
         names = tuple(json.loads(header))
         if names_of is not None:
             names_of[header] = names
-    count = figures * len(names)
-    bits_end = 5 + length + (count + 7) // 8
-    present = np.unpackbits(
-        np.frombuffer(data, np.uint8, (count + 7) // 8, 5 + length), count=count
-    ).astype(np.bool_)
-    shuffled = np.frombuffer(data, np.uint8, count * 8, bits_end)
-    values = shuffled.reshape(8, count).T.copy().view("<i8").reshape(figures, len(names))
-    return Packed(names, values.astype(np.int64, copy=False), present.reshape(figures, len(names)))
+    return Packed(names, *_arrays(data, start, figures, len(names)))
+
+
+def pack_rows(
+    texts: Sequence[str], numbers: Sequence[str], rows: Sequence[Mapping[str, Any]]
+) -> bytes:
+    """Rows, in their order, as one value: their `texts` fields (strings or None) in the
+    header, a list per row, and their `numbers` fields (whole numbers, booleans as 0 and 1,
+    or None) as the figures."""
+    present = np.zeros((len(numbers), len(rows)), dtype=np.bool_)
+    values = np.zeros((len(numbers), len(rows)), dtype="<i8")
+    for r, row in enumerate(rows):
+        for f, number in enumerate(numbers):
+            value = row[number]
+            if value is not None:
+                present[f, r] = True
+                values[f, r] = value
+    return _compressed([[row[text] for text in texts] for row in rows], values, present)
+
+
+def unpack_rows(blob: bytes, texts: Sequence[str], numbers: Sequence[str]) -> list[dict[str, Any]]:
+    """What `pack_rows` packed, as dicts of the `texts` and `numbers` fields (the numbers as
+    ints, None where they had no value)."""
+    data = zlib.decompress(blob)
+    header, start = _opened(data)
+    cells = json.loads(header)
+    values, present = _arrays(data, start, len(numbers), len(cells))
+    columns = [
+        [value if there else None for value, there in zip(row, shown, strict=True)]
+        for row, shown in zip(values.tolist(), present.tolist(), strict=True)
+    ]
+    return [
+        dict(zip(texts, cells[r], strict=True))
+        | {number: columns[f][r] for f, number in enumerate(numbers)}
+        for r in range(len(cells))
+    ]
 
 
 Histograms = tuple[Mapping[str, int] | None, Mapping[str, int] | None]

@@ -12,7 +12,9 @@ from typing import Any
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.store.models import Batch, Partition, PartitionEventTime
+from monitor.store import batch_offsets
+from monitor.store.batch_offsets import StoredPartition
+from monitor.store.models import Batch, PartitionEventTime
 from monitor.store.windows import first_batch_since, late_by_partition
 
 
@@ -42,7 +44,7 @@ class PartitionState:
     future_lead_ms: int | None = None
 
 
-def _rows_per_second(row: Partition, batch: Batch) -> float | None:
+def _rows_per_second(row: StoredPartition, batch: Batch) -> float | None:
     # Spark's input rate is the batch's rows over the time since the previous trigger; the
     # same time applies to each partition's share of the rows.
     if row.start_offset is None or row.end_offset is None or batch.input_rows_per_second is None:
@@ -52,7 +54,7 @@ def _rows_per_second(row: Partition, batch: Batch) -> float | None:
     return (row.end_offset - row.start_offset) * batch.input_rows_per_second / batch.num_input_rows
 
 
-def _offsets(row: Partition, batch: Batch) -> dict[str, Any]:
+def _offsets(row: StoredPartition, batch: Batch) -> dict[str, Any]:
     return {
         "topic": row.topic,
         "start_offset": row.start_offset,
@@ -88,12 +90,8 @@ def partition_states(
         return {}
     query_id, by_id = batches[0].query_id, {batch.batch_id: batch for batch in batches}
     states: dict[tuple[int, str], dict[str, Any]] = {}
-    offsets = session.scalars(
-        sa.select(Partition)
-        .where(Partition.query_id == query_id, Partition.batch_id.in_(by_id))
-        .order_by(Partition.batch_id, Partition.source_index, Partition.partition)
-    )
-    for row in offsets:
+    offsets = batch_offsets.of_batches(session, query_id, list(by_id))
+    for row in sorted(offsets, key=lambda row: (row.batch_id, row.source_index, row.partition)):
         states[row.batch_id, row.partition] = _offsets(row, by_id[row.batch_id])
     times = session.scalars(
         sa.select(PartitionEventTime)

@@ -18,8 +18,8 @@ except for a receiver that the rules in force no longer name: its deliveries wai
 do, and keep their alerts. A live alert (pending or firing) is never deleted, nor anything of it,
 however old. A silence that ended before that cutoff goes.
 
-Each transaction deletes at most `chunk` batches (with their rows: about 2 × 64 partition rows per
-batch at 64 partitions), `chunk` minutes or hours of rollups (a row per partition), `chunk`
+Each transaction deletes at most `chunk` batches (with their rows: a row of packed offsets and
+64 event-time rows per batch at 64 partitions), `chunk` minutes or hours of rollups, `chunk`
 timer snapshots, `chunk` alerts (with their rows: a few events, a delivery of the firing and the
 resolved one per receiver, usually one attempt each; a delivery retried for a day against a
 receiver that is down has about 300, and 32 alerts with two such, 19,200 attempts, went in
@@ -51,9 +51,9 @@ from monitor.store.models import (
     AlertRow,
     Base,
     Batch,
+    BatchOffsets,
     Delivery,
     DeliveryAttempt,
-    Partition,
     PartitionEventTime,
     Query,
     Silence,
@@ -65,7 +65,7 @@ from monitor.store.models import (
 DAY_MS = 86_400_000
 DEFAULT_CHUNK = 32
 MAX_PAUSE_S = 0.1
-BATCH_TABLES = (StateOperator, Source, Partition, PartitionEventTime)
+BATCH_TABLES = (StateOperator, Source, BatchOffsets, PartitionEventTime)
 ALERT_TABLES = (AlertRow, AlertEvent, Delivery, DeliveryAttempt)
 PRUNED: list[type[Base]] = [
     Batch,

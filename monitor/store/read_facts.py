@@ -18,12 +18,13 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.health.facts import FutureDated, PartitionFacts, QueryFacts, Thresholds, TrendPoint
+from monitor.store import batch_offsets
+from monitor.store.batch_offsets import StoredPartition
 from monitor.store.batches import latest_batches
 from monitor.store.drop_causes import future_dated_since
 from monitor.store.isolation import read_apart
-from monitor.store.models import Batch, Partition, Query
+from monitor.store.models import Batch, BatchOffsets, Query
 from monitor.store.sql import among, chunks, newest_of
-from monitor.store.sums import whole_sum
 from monitor.store.windows import Lateness, late_by_partitions, rewinds_since
 
 TREND_POINTS = 30
@@ -111,7 +112,7 @@ class _Windows:
     rewound: dict[str, tuple[bool, set[str]]]
     late: dict[str, dict[str, Lateness]]
     future: dict[str, dict[str, FutureDated]]
-    partitions: dict[str, list[sa.Row[Any]]]
+    partitions: dict[str, list[StoredPartition]]
     trends: dict[str, list[TrendPoint]]
 
 
@@ -160,7 +161,7 @@ def _facts(asked: Asked, batch: Batch | None, found: _Windows) -> QueryFacts:
 
 
 def _partitions(
-    rows: Sequence[sa.Row[Any]],
+    rows: Sequence[StoredPartition],
     late: Mapping[str, Lateness],
     rewound: set[str],
     future: Mapping[str, FutureDated],
@@ -181,7 +182,11 @@ _NONE = Lateness(0, 0)
 
 
 def _partition(
-    name: str, row: sa.Row[Any] | None, late: Lateness, rewound: bool, future: FutureDated | None
+    name: str,
+    row: StoredPartition | None,
+    late: Lateness,
+    rewound: bool,
+    future: FutureDated | None,
 ) -> PartitionFacts:
     if row is None:
         return PartitionFacts(
@@ -206,27 +211,12 @@ def _partition(
 
 def latest_partitions(
     session: so.Session, query_ids: Sequence[str]
-) -> dict[str, list[sa.Row[Any]]]:
-    """The partitions of each query's latest batch (their name, flags and offset lag), in
-    source and storage order, by query id."""
+) -> dict[str, list[StoredPartition]]:
+    """The partitions of each query's latest batch, in source and storage order, by query id."""
     newest = newest_of(Batch.__table__, "batch_id", query_ids)
-    rows: sa.Result[Any] = session.execute(
-        sa.select(
-            Partition.query_id,
-            Partition.partition,
-            Partition.idle,
-            Partition.stalled,
-            Partition.offset_lag,
-        )
-        .join(
-            newest,
-            sa.and_(Partition.query_id == newest.c.query_id, Partition.batch_id == newest.c.newest),
-        )
-        .order_by(Partition.query_id, Partition.source_index, Partition.id)
-    )
-    found: dict[str, list[sa.Row[Any]]] = defaultdict(list)
-    for row in rows:
-        found[row.query_id].append(row)
+    found: dict[str, list[StoredPartition]] = defaultdict(list)
+    for partition in batch_offsets.at_newest(session, newest):
+        found[partition.query_id].append(partition)
     return found
 
 
@@ -255,14 +245,15 @@ def trends(
             Batch.batch_id,
             Batch.batch_time_ms,
             Batch.watermark_ms,
-            whole_sum(Partition.offset_lag),
+            BatchOffsets.offset_lag,
         )
         .join(start, sa.and_(Batch.query_id == start.c.query_id, Batch.batch_id >= start.c.start))
         .outerjoin(
-            Partition,
-            sa.and_(Partition.query_id == Batch.query_id, Partition.batch_id == Batch.batch_id),
+            BatchOffsets,
+            sa.and_(
+                BatchOffsets.query_id == Batch.query_id, BatchOffsets.batch_id == Batch.batch_id
+            ),
         )
-        .group_by(Batch.query_id, Batch.batch_id, Batch.batch_time_ms, Batch.watermark_ms)
         .order_by(Batch.query_id, Batch.batch_id)
     )
     found: dict[str, list[TrendPoint]] = defaultdict(list)

@@ -16,7 +16,8 @@ from typing import NamedTuple
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.store.models import Batch, Partition, PartitionEventTime, Query
+from monitor.store import batch_offsets
+from monitor.store.models import Batch, BatchOffsets, PartitionEventTime, Query
 from monitor.store.sql import among, per_query
 from monitor.store.sums import whole_sum
 
@@ -47,7 +48,7 @@ def first_batch_since(session: so.Session, query_id: str, since_ms: int) -> int 
 
 
 def _from_first(
-    table: type[Batch | Partition | PartitionEventTime], first: sa.Subquery
+    table: type[Batch | BatchOffsets | PartitionEventTime], first: sa.Subquery
 ) -> sa.ColumnElement[bool]:
     """The rows of `table` in their query's batches from its first in the window on."""
     return sa.and_(table.query_id == first.c.query_id, table.batch_id >= first.c.first_batch)
@@ -103,12 +104,12 @@ def rewinds_since(
     rewound: dict[str, tuple[bool, set[str]]] = {key: (False, set()) for key in since_ms}
     for query_id in watermarks:
         rewound[query_id] = (True, set())
-    partitions = session.execute(
-        sa.select(Partition.query_id, Partition.partition)
-        .distinct()
-        .join(first, _from_first(Partition, first))
-        .where(Partition.rewound)
+    with_rewinds = (
+        sa.select(batch_offsets.TABLE)
+        .join(first, _from_first(BatchOffsets, first))
+        .where(BatchOffsets.rewound)
     )
-    for query_id, partition in partitions:
-        rewound[query_id][1].add(partition)
+    for partition in batch_offsets.partitions_in(session, with_rewinds):
+        if partition.rewound:
+            rewound[partition.query_id][1].add(partition.partition)
     return rewound

@@ -38,7 +38,7 @@ from monitor.events import (
 )
 from monitor.health.facts import StoredStatus
 from monitor.health.predicates import Timeouts
-from monitor.store import derive
+from monitor.store import batch_offsets, derive
 from monitor.store.batch_rows import batch_rows, earlier, event_time_rows, later
 from monitor.store.bulk import insert_rows
 from monitor.store.carry import carry_into_later
@@ -47,7 +47,7 @@ from monitor.store.minutes import Minutes
 from monitor.store.models import (
     Base,
     Batch,
-    Partition,
+    BatchOffsets,
     PartitionEventTime,
     Query,
     Run,
@@ -243,7 +243,7 @@ class _Group:
             times.__table__,
             sa.and_(times.query_id == query_id, times.batch_id.in_(superseded)),
         )
-        for table in (PartitionEventTime, Partition, Source, StateOperator, Batch):
+        for table in (PartitionEventTime, BatchOffsets, Source, StateOperator, Batch):
             self.session.execute(
                 sa.delete(table).where(table.query_id == query_id, table.batch_id.in_(superseded))
             )
@@ -282,7 +282,7 @@ class _Group:
         times = rows[PartitionEventTime]
         self._latest[query_id] = _Latest(
             batch,
-            {(row["source_index"], row["partition"]): row for row in rows[Partition]},
+            {(row["source_index"], row["partition"]): row for row in rows[BatchOffsets]},
             {row["partition"]: row for row in times} if times else before.event_times,
         )
 
@@ -291,6 +291,8 @@ class _Group:
         self.session.flush()
         connection = self.session.connection()
         for model, values in self._waiting.items():
+            if model is BatchOffsets:
+                values = batch_offsets.packed(values)
             insert_rows(connection, Base.metadata.tables[model.__tablename__], values)
             self._waiting[model] = []
 
@@ -306,13 +308,14 @@ def _read_latest(
 ) -> dict[str, _Latest]:
     """The latest state of each query, as stored (of batches before `below`, if given):
     three statements for all of them."""
-    batches, partitions, times = Batch.__table__, Partition.__table__, PartitionEventTime.__table__
+    batches, times = Batch.__table__, PartitionEventTime.__table__
     newest_batch = newest_of(batches, "batch_id", query_ids, below)
     newest_times = newest_of(times, "batch_id", query_ids, below)
     latest = {query_id: _Latest(None, {}, {}) for query_id in query_ids}
     for batch in _rows(session, batches, newest_batch):
         latest[batch["query_id"]] = _Latest(batch, {}, {})
-    for row in _rows(session, partitions, newest_batch):
+    for partition in batch_offsets.at_newest(session, newest_batch):
+        row = partition._asdict()
         latest[row["query_id"]].partitions[(row["source_index"], row["partition"])] = row
     for row in _rows(session, times, newest_times):
         latest[row["query_id"]].event_times[row["partition"]] = row
@@ -334,7 +337,7 @@ def _rows(session: so.Session, table: sa.FromClause, newest: sa.Subquery) -> lis
 
 
 # Inserted in this order, after the query and run rows they refer to.
-_INSERT_ORDER = (Batch, StateOperator, Source, Partition, PartitionEventTime, TimerSnapshotRow)
+_INSERT_ORDER = (Batch, StateOperator, Source, BatchOffsets, PartitionEventTime, TimerSnapshotRow)
 
 
 @singledispatch
@@ -430,12 +433,13 @@ def _batch(event: BatchProgress, group: _Group) -> None:
     rows[PartitionEventTime] = event_time_rows(event, latest.event_times)
     [batch] = rows[Batch]
     batch["stored_at_ms"] = group.stored_at_ms
-    derive.partitions(rows[Partition], latest.partitions, group.timeouts)
-    derive.query_watermark(batch, latest.batch, rows[Partition], group.timeouts)
+    partitions = rows[BatchOffsets]
+    derive.partitions(partitions, latest.partitions, group.timeouts)
+    derive.query_watermark(batch, latest.batch, partitions, group.timeouts)
     derive.watermark_driver(batch, latest.event_times)
-    derive.event_times(batch, rows[PartitionEventTime], rows[Partition])
+    derive.event_times(batch, rows[PartitionEventTime], partitions)
     if superseded is not None:
-        derive.restored(batch, rows[Partition], superseded.batch, superseded.partitions)
+        derive.restored(batch, partitions, superseded.batch, superseded.partitions)
     group.add(rows)
     group.minutes.add(rows)
     group.follow(event.query_id, batch, rows, removed)

@@ -5,10 +5,11 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 import monitor
-from monitor.store.models import Batch, Partition, PartitionEventTime
+from monitor.store.models import Batch, PartitionEventTime
 from streaming.log import PartitionedLog
 from streaming.scenarios import play
 from tests.support.spark_queries import start_partition_counts
+from tests.support.stores import stored_partitions
 from tests.support.waiting import wait_until
 
 # Spark's side; the health derivation in the store runs on both stores in test_health_store.py.
@@ -53,12 +54,7 @@ def run_until_idle(spark, scenario, log_dir, checkpoint, database_url, engine, p
 
 def partition_states(engine, query_id):
     """Per batch: (partitions marked idle, partitions marked stalled, their offset lags)."""
-    with so.Session(engine) as session:
-        rows = session.scalars(
-            sa.select(Partition)
-            .where(Partition.query_id == str(query_id))
-            .order_by(Partition.batch_id, Partition.partition)
-        ).all()
+    rows = stored_partitions(engine, str(query_id))
     states = {}
     for row in rows:
         idle, stalled, lags = states.setdefault(row.batch_id, (set(), set(), {}))

@@ -54,7 +54,7 @@ _STORED_TABLES = (
     "runs",
     "batches",
     "sources",
-    "partitions",
+    "batch_offsets",
     "partition_event_times",
     "partition_minutes",
     "partition_hours",
@@ -72,11 +72,13 @@ def stored_rows(
     leave_out: tuple[str, ...] = (),
     tables: tuple[str, ...] = _STORED_TABLES,
 ) -> dict[str, list[dict[str, Any]]]:
-    """Every stored row of one query in `tables` (by default its progress history), without
+    """Every stored row of one query in `tables` (by default its progress history; a row per
+    partition of batch_offsets, store.batch_offsets, and of the packed rollups), without
     the columns in `leave_out` (and without generated row ids or the store's own clock),
     sorted so two stores compare row by row."""
     import sqlalchemy as sa
 
+    from monitor.store.batch_offsets import unpacked
     from monitor.store.models import Base
 
     rows: dict[str, list[dict[str, Any]]] = {}
@@ -84,9 +86,13 @@ def stored_rows(
         for name in tables:
             table = Base.metadata.tables[name]
             key = table.c.id if name == "queries" else table.c.query_id
-            found = connection.execute(sa.select(table).where(key == query_id)).mappings()
-            if "figures" in table.c:
-                found = unpacked_rows(found)
+            result = connection.execute(sa.select(table).where(key == query_id))
+            if name == "batch_offsets":
+                found: Any = [p._asdict() for row in result for p in unpacked(row)]
+            elif "figures" in table.c:
+                found = unpacked_rows(result.mappings())
+            else:
+                found = result.mappings()
             kept = [
                 {
                     k: v
@@ -97,6 +103,22 @@ def stored_rows(
             ]
             rows[name] = sorted(kept, key=lambda row: json.dumps(row, sort_keys=True, default=str))
     return rows
+
+
+def stored_partitions(engine: Any, query_id: str | None = None) -> list[Any]:
+    """The stored partitions of every batch (store.batch_offsets), or of one query's, by query
+    and batch, each batch's in source and stored order."""
+    import sqlalchemy as sa
+
+    from monitor.store import batch_offsets
+
+    statement = sa.select(batch_offsets.TABLE).order_by(
+        batch_offsets.TABLE.c.query_id, batch_offsets.TABLE.c.batch_id
+    )
+    if query_id is not None:
+        statement = statement.where(batch_offsets.TABLE.c.query_id == query_id)
+    with engine.connect() as connection:
+        return batch_offsets.partitions_in(connection, statement)
 
 
 def unpacked_rows(spans: Any) -> list[dict[str, Any]]:

@@ -13,10 +13,11 @@ from monitor.collect.sender import HttpSender
 from monitor.collect.spark_events import PROGRESS, STARTED, TERMINATED, named, spark_event
 from monitor.numbers import INT64_MAX
 from monitor.store.engine import create_engine
-from monitor.store.models import Partition, Query, RejectedEvent
+from monitor.store.models import Query, RejectedEvent
 from monitor.store.writes import write_event
 from tests.support.progress import fixture, progress_doc
 from tests.support.real_collector import INGEST_TOKEN, serving_collector
+from tests.support.stores import stored_partitions
 
 T0 = 1_795_316_300_000
 HEALTHY = "aaaaaaaa-0000-0000-0000-000000000000"
@@ -65,7 +66,7 @@ def test_a_long_name_nul_and_lone_surrogates_are_stored_faithfully(client, datab
         database_url, sa.select(Query.name, Query.status, Query.exception)
     )
     assert (name, status, exception) == ("n" * 300, "failed", "boom\\x00 at \\ud800")
-    partitions = {row.partition for row in table(database_url, sa.select(Partition.partition))}
+    partitions = {row.partition for row in stored_partitions(create_engine(database_url))}
     assert partitions == {"t\\x00\\udc80/0"}
 
 

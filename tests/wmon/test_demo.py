@@ -16,9 +16,10 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.store.engine import create_engine
-from monitor.store.models import AlertRow, Batch, Partition, PartitionEventTime, Query
+from monitor.store.models import AlertRow, Batch, PartitionEventTime, Query
 from streaming.demo import DEMO_SCENARIOS
 from tests.support.network import closed_port
+from tests.support.stores import stored_partitions
 from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
@@ -146,10 +147,7 @@ def test_the_demo_plays_its_scenarios_into_monitored_queries_and_raises_the_docu
         ).all()
         lost = {partition for partition, count in late if count}
         assert lost and "skewed_backfill/0" not in lost, "the fast partition loses nothing"
-        stalled = session.scalars(
-            sa.select(Partition.partition).where(
-                Partition.query_id == ids["scooters_stalled_partition"], Partition.stalled
-            )
-        ).all()
-        assert set(stalled) == {"stalled_partition/1"}
+    partitions = stored_partitions(store, ids["scooters_stalled_partition"])
+    stalled = {row.partition for row in partitions if row.stalled}
+    assert stalled == {"stalled_partition/1"}
     store.dispose()

@@ -18,7 +18,6 @@ from monitor.store.models import (
     AlertEvent,
     AlertRow,
     Batch,
-    Partition,
     PartitionEventTime,
     Query,
 )
@@ -26,6 +25,7 @@ from streaming.demo import stop_between_batches
 from streaming.log import PartitionedLog
 from streaming.scenarios import FAST, IDLE, LATE, SLOW, STALLED, play
 from tests.support.spark_queries import start_query, unique_name
+from tests.support.stores import stored_partitions
 from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.e2e]
@@ -178,11 +178,9 @@ def batches_done(query, count):
 
 
 def first_flagged(engine, flag):
-    """The first partition row marked `flag` ('stalled', 'idle')."""
-    with so.Session(engine) as session:
-        return session.scalars(
-            sa.select(Partition).where(getattr(Partition, flag)).order_by(Partition.batch_time_ms)
-        ).first()
+    """The first stored partition marked `flag` ('stalled', 'idle')."""
+    flagged = [row for row in stored_partitions(engine) if getattr(row, flag)]
+    return min(flagged, key=lambda row: row.batch_time_ms, default=None)
 
 
 def late_batch_times(engine):

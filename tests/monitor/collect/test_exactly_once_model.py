@@ -58,10 +58,10 @@ from monitor.collect.spark_events import PROGRESS, named, spark_event, timestamp
 from monitor.health.predicates import Timeouts
 from monitor.store.engine import create_engine
 from monitor.store.lineage import CLOCK_SKEW_MS
-from monitor.store.models import Batch, Partition, PartitionEventTime, RejectedEvent
+from monitor.store.models import Batch, PartitionEventTime, RejectedEvent
 from monitor.store.writes import write_events
 from tests.support.progress import progress_doc
-from tests.support.stores import emptied
+from tests.support.stores import emptied, stored_partitions
 
 QUERY_IDS = ("q1", "q2")
 PARTITIONS = (0, 1)
@@ -321,14 +321,15 @@ class Model:
 def read_store(engine: sa.Engine) -> Snapshot:
     """The store's snapshot."""
     times = PartitionEventTime
+    partitions = stored_partitions(engine)
     with engine.connect() as connection:
         rows = functools.partial(_rows, connection)
         return Snapshot(
             batches=rows(Batch.query_id, Batch.batch_id, Batch.run_id),
-            partitions=rows(Partition.query_id, Partition.batch_id, Partition.partition),
+            partitions=sorted((p.query_id, p.batch_id, p.partition) for p in partitions),
             rewound_batches=rows(Batch.query_id, Batch.batch_id, where=Batch.watermark_rewound),
-            rewound_partitions=rows(
-                Partition.query_id, Partition.batch_id, Partition.partition, where=Partition.rewound
+            rewound_partitions=sorted(
+                (p.query_id, p.batch_id, p.partition) for p in partitions if p.rewound
             ),
             late_totals=rows(
                 times.query_id, times.batch_id, times.partition, times.late_records_total

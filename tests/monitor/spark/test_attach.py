@@ -15,12 +15,13 @@ from pyspark.sql import functions as F
 import monitor
 from monitor.collect.progress import parse_time_ms
 from monitor.store.engine import parse_url
-from monitor.store.models import Batch, Partition, Query, Run
+from monitor.store.models import Batch, Query, Run
 from streaming.generator import DEFAULT_START_MS, generate
 from streaming.log import PartitionedLog
 from tests.support.network import TcpProxy
 from tests.support.progress import stored_watermark
 from tests.support.spark_queries import unique_name
+from tests.support.stores import stored_partitions
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.spark
@@ -68,10 +69,9 @@ def stored_batches(engine, query_id):
         ).all()
 
 
-def stored_partitions(engine, query_id):
-    with so.Session(engine) as session:
-        rows = session.scalars(sa.select(Partition).where(Partition.query_id == str(query_id)))
-        return {(row.batch_id, row.partition): row for row in rows}
+def partitions_by_batch(engine, query_id):
+    rows = stored_partitions(engine, str(query_id))
+    return {(row.batch_id, row.partition): row for row in rows}
 
 
 def stored_query(engine, query_id):
@@ -109,7 +109,7 @@ def test_every_batch_is_stored_as_spark_reported_it(spark, monitored, engine, lo
     assert batches[-1].watermark_ms > DEFAULT_START_MS, "the watermark never advanced"
 
     written = written_per_partition(summary)
-    partitions = stored_partitions(engine, query.id)
+    partitions = partitions_by_batch(engine, query.id)
     last = batches[-1].batch_id
     assert {name: partitions[(last, name)].end_offset for name in written} == written
     for (_, name), row in partitions.items():
@@ -146,7 +146,7 @@ def test_rate_source_watermarks_and_offsets_are_stored(spark, monitored, engine,
     assert set(batches) == set(progress)
     for batch_id, reported in progress.items():
         assert batches[batch_id].watermark_ms == stored_watermark(reported)
-    partitions = stored_partitions(engine, query.id)
+    partitions = partitions_by_batch(engine, query.id)
     for batch_id, reported in progress.items():
         end_offset = json.loads(reported["sources"][0]["endOffset"])
         assert partitions[(batch_id, "0")].end_offset == end_offset
@@ -232,7 +232,7 @@ def test_a_restart_from_the_checkpoint_replays_without_duplicates(
     batches = stored_batches(engine, first.id)
     assert [b.batch_id for b in batches] == seen == list(range(len(seen)))
     assert batches[last].run_id == str(second.runId)
-    partitions = stored_partitions(engine, first.id)
+    partitions = partitions_by_batch(engine, first.id)
     assert len(partitions) == 3 * len(seen)
     with so.Session(engine) as session:
         runs = session.scalars(sa.select(Run.run_id).where(Run.query_id == str(first.id))).all()

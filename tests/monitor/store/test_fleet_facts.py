@@ -1,16 +1,19 @@
 """A fleet's facts and summaries, read together a chunk of queries at a time, are exactly the
 ones each query's own read gives, and take as many statements for 50 queries as for 5."""
 
+from typing import Any
+
 import pytest
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.health.facts import Thresholds
+from monitor.store import batch_offsets
 from monitor.store.batches import latest_batch
 from monitor.store.engine import create_engine
 from monitor.store.models import (
     Batch,
-    Partition,
+    BatchOffsets,
     PartitionEventTime,
     Query,
     TimerSnapshotRow,
@@ -57,18 +60,25 @@ def _batch(k: int, batch_id: int, at_ms: int) -> Batch:
     )
 
 
-def _partition(k: int, batch_id: int, at_ms: int, index: int, name: str) -> Partition:
-    return Partition(
-        query_id=_query(k).id,
-        batch_id=batch_id,
-        batch_time_ms=at_ms,
-        source_index=index % 2,
-        partition=name,
-        offset_lag=None if (batch_id + index) % 4 == 0 else (batch_id * 3 + index + k) % 11,
-        idle=(batch_id + index) % 5 == 0,
-        stalled=(batch_id + index + k) % 6 == 0,
-        rewound=(batch_id + index) % 4 == k % 4,
-    )
+def _partition(k: int, batch_id: int, at_ms: int, index: int, name: str) -> dict[str, Any]:
+    lag = None if (batch_id + index) % 4 == 0 else (batch_id * 3 + index + k) % 11
+    return {
+        "query_id": _query(k).id,
+        "batch_id": batch_id,
+        "batch_time_ms": at_ms,
+        "source_index": index % 2,
+        "partition": name,
+        "topic": None,
+        "start_offset": None,
+        "end_offset": 100,
+        "latest_offset": None if lag is None else 100 + lag,
+        "offset_lag": lag,
+        "last_arrival_ms": None,
+        "last_advance_ms": None,
+        "idle": (batch_id + index) % 5 == 0,
+        "stalled": (batch_id + index + k) % 6 == 0,
+        "rewound": (batch_id + index) % 4 == k % 4,
+    }
 
 
 def _event_time(k: int, batch_id: int, at_ms: int, name: str, j: int) -> PartitionEventTime:
@@ -102,8 +112,10 @@ def _store_query(session: so.Session, k: int) -> None:
     for batch_id in range(batches):
         at_ms = _batch_time(k, batch_id, batches)
         session.add(_batch(k, batch_id, at_ms))
-        for j, name in enumerate(_partition_names(k, batch_id, batches)):
-            session.add(_partition(k, batch_id, at_ms, j, name))
+        names = _partition_names(k, batch_id, batches)
+        offsets = [_partition(k, batch_id, at_ms, j, name) for j, name in enumerate(names)]
+        session.add_all(BatchOffsets(**row) for row in batch_offsets.packed(offsets))
+        for j, name in enumerate(names):
             session.add(_event_time(k, batch_id, at_ms, name, j))
     for n in range(k % 3):
         taken = NOW - (n // 2) * MINUTE  # two snapshots taken at the same time

@@ -18,7 +18,7 @@ TABLES = (
     "batches",
     "state_operators",
     "sources",
-    "partitions",
+    "batch_offsets",
     "partition_event_times",
     "partition_minutes",
     "partition_hours",
@@ -72,8 +72,8 @@ def test_one_group_and_groups_of_three_store_what_single_events_store(store_urls
     alpha, beta = expected[A], expected[B]
     assert [row["batch_id"] for row in alpha["batches"]] == [0, 1, 2, 3, 4, 5, 6]
     assert {row["run_id"] for row in alpha["batches"] if row["batch_id"] >= 4} == {"a3"}
-    assert any(row["stalled"] for row in alpha["partitions"])
-    assert any(row["rewound"] for row in alpha["partitions"])
+    assert any(row["stalled"] for row in alpha["batch_offsets"])
+    assert any(row["rewound"] for row in alpha["batch_offsets"])
     assert any(row["records"] == 0 for row in alpha["partition_event_times"])
     assert sum(row["late_records"] for row in alpha["partition_event_times"]) > 0
     assert len(alpha["timer_snapshots"]) == 1 and len(beta["batches"]) == 5
@@ -112,7 +112,8 @@ def test_a_group_reads_the_state_of_all_its_queries_together(engine):
     sa.event.listen(engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
     write_events(engine, [progress(query, runs[query], 1, T0 + MINUTE) for query in queries])
     assert len(reads(statements)) <= READS, reads(statements)
-    stored = stored_rows(engine, queries[7], tables=("batches", "partitions"))
+    stored = stored_rows(engine, queries[7], tables=("batches", "batch_offsets"))
     assert [row["batch_id"] for row in stored["batches"]] == [0, 1]
     # Partition 2 stalls from batch 2 on; until then every partition advanced in each batch.
-    assert [row["last_advance_ms"] for row in stored["partitions"]] == [T0] * 4 + [T0 + MINUTE] * 4
+    advanced = [row["last_advance_ms"] for row in stored["batch_offsets"]]
+    assert advanced == [T0] * 4 + [T0 + MINUTE] * 4

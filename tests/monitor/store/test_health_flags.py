@@ -3,16 +3,14 @@
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.store.models import Batch, Partition, PartitionEventTime, Query
+from monitor.store.models import Batch, PartitionEventTime, Query
 from tests.support.progress import EPOCH, QUERY, write
+from tests.support.stores import stored_partitions
 
 
 def flags(engine, batch_id):
-    with so.Session(engine) as session:
-        rows = session.scalars(
-            sa.select(Partition).where(Partition.batch_id == batch_id).order_by(Partition.partition)
-        )
-        return [(r.partition, r.idle, r.stalled, r.rewound) for r in rows]
+    rows = [row for row in stored_partitions(engine) if row.batch_id == batch_id]
+    return [(r.partition, r.idle, r.stalled, r.rewound) for r in sorted(rows)]
 
 
 def batch(engine, batch_id):

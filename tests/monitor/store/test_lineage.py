@@ -13,9 +13,10 @@ from monitor.collect.progress import parse_progress
 from monitor.events import QueryStarted
 from monitor.store.engine import create_engine
 from monitor.store.lineage import Placement, RunSpan, Verdict, place
-from monitor.store.models import Batch, Partition, PartitionEventTime, Query, Run
+from monitor.store.models import Batch, PartitionEventTime, Query, Run
 from monitor.store.writes import write_event, write_events
 from tests.support.progress import progress_doc
+from tests.support.stores import stored_partitions
 
 QUERY = "44444444-4444-4444-4444-444444444444"
 T0 = 1_795_316_400_000  # 2026-11-22T03:00:00Z
@@ -68,10 +69,9 @@ def stored(engine):
         batches = session.execute(
             sa.select(Batch.batch_id, Batch.run_id).order_by(Batch.batch_id)
         ).all()
-        rewound = session.scalar(
-            sa.select(sa.func.count()).where(Batch.watermark_rewound)
-        ) + session.scalar(sa.select(sa.func.count()).where(Partition.rewound))
-        return [tuple(row) for row in batches], rewound
+        rewound = session.scalar(sa.select(sa.func.count()).where(Batch.watermark_rewound))
+    rewound += sum(row.rewound for row in stored_partitions(engine))
+    return [tuple(row) for row in batches], rewound
 
 
 def late_totals(engine):

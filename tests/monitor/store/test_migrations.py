@@ -25,7 +25,7 @@ def test_upgrade_an_empty_store_to_head_twice(empty_database_url):
     migrate.upgrade(engine)
     assert migrate.current_revision(engine) == migrate.head_revision()
     tables = set(sa.inspect(engine).get_table_names())
-    assert {"queries", "runs", "batches", "state_operators", "sources", "partitions"} <= tables
+    assert {"queries", "runs", "batches", "state_operators", "sources", "batch_offsets"} <= tables
     engine.dispose()
 
 
@@ -45,13 +45,16 @@ def test_history_queries_have_their_indexes_and_no_more(engine):
         return {tuple(u["column_names"]) for u in inspector.get_unique_constraints(table)}
 
     assert ("query_id", "batch_time_ms") in indexes("batches")
-    assert ("query_id", "batch_time_ms") in indexes("partitions")
+    # A batch's partitions are one row, read by its primary key alone.
+    assert inspector.get_pk_constraint("batch_offsets")["constrained_columns"] == [
+        "query_id",
+        "batch_id",
+    ]
+    assert not indexes("batch_offsets") and not unique("batch_offsets")
     # The partitions' rows are read by batch (query, batch id, …), never by partition and time:
     # an index that way cost 116–150 bytes a row on PostgreSQL, and lured the planner.
-    assert ("query_id", "batch_id", "source_index", "partition") in unique("partitions")
     assert ("query_id", "batch_id", "partition") in unique("partition_event_times")
-    for table in ("partitions", "partition_event_times"):
-        assert ("query_id", "partition", "batch_time_ms") not in indexes(table)
+    assert ("query_id", "partition", "batch_time_ms") not in indexes("partition_event_times")
 
 
 def test_sqlite_store_runs_in_wal_mode(tmp_path):
@@ -228,6 +231,33 @@ def test_migration_0025_packs_the_partitions_rollups_and_its_downgrade_unpacks_t
     _to(engine, "head")
     for query in (A, B):
         assert stored_rows(engine, query, NEWER, tables) == written[query]
+
+
+def test_migration_0026_packs_the_batches_partitions_and_its_downgrade_unpacks_them(engine):
+    write_events(engine, events())
+    written = {query: stored_rows(engine, query, tables=("batch_offsets",)) for query in (A, B)}
+    assert any(row["stalled"] for row in written[A]["batch_offsets"])
+    assert any(row["offset_lag"] for row in written[A]["batch_offsets"])
+    _to(engine, "0025", "downgrade")
+    flags = ("idle", "stalled", "rewound")
+    with engine.connect() as connection:
+        rows = connection.execute(
+            sa.text("SELECT * FROM partitions WHERE query_id = :q ORDER BY id"), {"q": A}
+        ).mappings()
+        unpacked = [
+            {k: bool(v) if k in flags else v for k, v in row.items() if k != "id"} for row in rows
+        ]
+
+    def in_order(rows):
+        return sorted(
+            rows, key=lambda row: (row["batch_id"], row["source_index"], row["partition"])
+        )
+
+    assert unpacked == in_order(unpacked), "in batch and source order"
+    assert in_order(unpacked) == in_order(written[A]["batch_offsets"])
+    _to(engine, "head")
+    for query in (A, B):
+        assert stored_rows(engine, query, tables=("batch_offsets",)) == written[query]
 
 
 def test_migration_0023_rolls_up_the_queries_batches_as_the_write_path_does(engine):

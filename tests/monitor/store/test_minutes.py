@@ -26,15 +26,15 @@ DAY_MS = 86_400_000
 
 def expected_minutes(engine, query_id):
     """The minutes as the stored batches' rows say, added up here row by row."""
-    stored = stored_rows(engine, query_id, tables=("partitions", "partition_event_times"))
+    stored = stored_rows(engine, query_id, tables=("batch_offsets", "partition_event_times"))
     minutes = defaultdict(lambda: defaultdict(list))
-    for table in ("partitions", "partition_event_times"):
+    for table in ("batch_offsets", "partition_event_times"):
         for row in stored[table]:
             key = (row["batch_time_ms"] // MINUTE_MS * MINUTE_MS, row["partition"])
             minutes[key][table].append(row)
     expected = {}
     for (minute, partition), rows in minutes.items():
-        offsets, times = rows["partitions"], rows["partition_event_times"]
+        offsets, times = rows["batch_offsets"], rows["partition_event_times"]
 
         def some(values):
             return [value for value in values if value is not None]
@@ -253,7 +253,7 @@ def test_two_days_read_from_the_minutes_show_a_forty_minute_stall_and_its_lag_pe
 
     hour_end = first_minute + 60 * MINUTE_MS
     last = max(
-        (row for row in stored_rows(engine, QUERY, tables=("partitions",))["partitions"]),
+        (row for row in stored_rows(engine, QUERY, tables=("batch_offsets",))["batch_offsets"]),
         key=lambda row: (
             row["partition"] == "t/1",
             row["batch_time_ms"] < hour_end,

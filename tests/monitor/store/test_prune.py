@@ -16,9 +16,9 @@ from monitor.store.models import (
     AlertEvent,
     AlertRow,
     Batch,
+    BatchOffsets,
     Delivery,
     DeliveryAttempt,
-    Partition,
     PartitionEventTime,
     PartitionHour,
     PartitionMinute,
@@ -34,7 +34,7 @@ from tests.support.retention import CUTOFF, DAY, NEW, NOW, OLD, write_batch, wri
 from tests.support.waiting import wait_until
 from wmon.main import main
 
-BATCH_TABLES = (Batch, StateOperator, Source, Partition, PartitionEventTime)
+BATCH_TABLES = (Batch, StateOperator, Source, BatchOffsets, PartitionEventTime)
 BATCH_TABLE_NAMES = [table.__tablename__ for table in BATCH_TABLES]
 ALERT_TABLES = ("alerts", "alert_events", "deliveries", "delivery_attempts")
 NOTHING = dict.fromkeys(TABLES, 0)
@@ -203,7 +203,7 @@ def test_rows_before_the_cutoff_go_and_the_rest_stay(engine):
         "batches": 3,
         "state_operators": 3,
         "sources": 3,
-        "partitions": 6,
+        "batch_offsets": 3,
         "partition_event_times": 6,
         "partition_minutes": 2,
         "partition_hours": 2,
@@ -283,7 +283,7 @@ def test_each_transaction_deletes_one_chunk(engine):
     assert pruned.transactions == len(commits) == 18
     assert (pruned.deleted["partition_minutes"], pruned.deleted["partition_hours"]) == (2, 1)
     assert (pruned.deleted["query_minutes"], pruned.deleted["query_hours"]) == (2, 1)
-    assert pruned.deleted["partitions"] == pruned.deleted["partition_event_times"] == 400
+    assert (pruned.deleted["batch_offsets"], pruned.deleted["partition_event_times"]) == (100, 400)
     assert all(0 <= pause <= MAX_PAUSE_S for pause in pauses)
 
 
@@ -319,7 +319,7 @@ def test_writers_go_on_between_the_transactions_of_a_long_prune(engine, database
     thread.join(timeout=30)
     writer.dispose()
 
-    assert pruned.deleted["partitions"] == 1_499 * 64
+    assert pruned.deleted["batch_offsets"] == 1_499
     # The live batches stored by each pause while old batches were still being deleted (32 a
     # transaction): they went in between those transactions, not only before or after them.
     # How long they waited is the benchmarks' to measure (docs/benchmarks.md).
@@ -437,7 +437,7 @@ def test_wmon_prune_prints_what_it_deleted(database_url, engine, capsys, monkeyp
     assert list(deleted) == list(TABLES)
     # Both older batches (two days are kept), the 40-day-old minute of the query and of its
     # partitions (a row each; 30 days are kept), no hour (400 days are).
-    assert deleted == NOTHING | dict(zip(BATCH_TABLE_NAMES, [2, 2, 2, 4, 4], strict=True)) | (
+    assert deleted == NOTHING | dict(zip(BATCH_TABLE_NAMES, [2, 2, 2, 2, 4], strict=True)) | (
         RESOLVED_ALERT_ROWS | {"silences": 1, "partition_minutes": 1, "query_minutes": 1}
     )
     assert batch_ids(engine, "q")["batches"] == [2]
