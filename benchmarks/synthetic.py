@@ -8,16 +8,30 @@ import uuid
 from typing import Any
 
 
+RECORDS = 1000
+
+
+def _slack(batch_id: int, p: int, on_time: int) -> dict[str, int]:
+    """How far ahead of the late watermark a partition's on-time records were, by log-scale
+    bucket (health.lateness): 0.5 to 16 s, five buckets whose counts vary from batch to
+    batch and partition to partition."""
+    counts = [100 + (batch_id * 7 + p * 13 + n * 29) % 97 for n in range(4)]
+    return {str(10 + n): count for n, count in enumerate([*counts, on_time - sum(counts)])}
+
+
 def measured(batch_id: int, partitions: int, time_ms: int) -> dict[str, Any]:
     """The instrumented operator's observed metric for one batch: every partition of topic
-    `telemetry` measured, named as the source names it, some records late, with samples."""
+    `telemetry` measured, named as the source names it, some records late, with samples and
+    the lateness histograms."""
     figures = {
         f"telemetry/{p}": {
-            "records": 1000,
+            "records": RECORDS,
             "min_ms": time_ms - 5_000 - p,
             "max_ms": time_ms - 500 + p,
             "late": p % 3,
             "samples": [[f"k{p}", time_ms - 20_000, 1000 * batch_id + p]] if p % 3 else [],
+            "late_buckets": {"14": p % 3} if p % 3 else {},
+            "slack_buckets": _slack(batch_id, p, RECORDS - p % 3),
         }
         for p in range(partitions)
     }
