@@ -1,9 +1,9 @@
 """Synthetic history inserted in bulk, for the benchmarks and the tests that need volume.
 
 A day of 1-second batches × 64 partitions is 11 million rows: plain multi-row inserts of
-plausible values (a batch's partitions' offsets packed, store.batch_offsets), without the
-writer's per-batch reads and derivations, fill it in minutes; their per-minute rollups are
-kept as the writer keeps them (store.minutes).
+plausible values (a batch's partitions' offsets and event times packed, store.batch_offsets
+and store.batch_event_times), without the writer's per-batch reads and derivations, fill it in
+minutes; their per-minute rollups are kept as the writer keeps them (store.minutes).
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from typing import Any
 import sqlalchemy as sa
 
 from monitor.health.facts import StoredStatus
-from monitor.store import batch_offsets
+from monitor.store import batch_event_times, batch_offsets
 from monitor.store.minutes import Minutes
 from monitor.store.models import (
     Base,
     Batch,
+    BatchEventTimes,
     BatchOffsets,
-    PartitionEventTime,
     Query,
     Run,
     Source,
@@ -57,7 +57,11 @@ def fill(
                 count,
                 partitions,
             ):
-                stored_rows = batch_offsets.packed(rows) if table is BatchOffsets else rows
+                stored_rows = rows
+                if table is BatchOffsets:
+                    stored_rows = batch_offsets.packed(rows)
+                if table is BatchEventTimes:
+                    stored_rows = batch_event_times.packed(rows)
                 connection.execute(sa.insert(table), stored_rows)
                 stored[table] = rows
             minutes.add_batches(stored)
@@ -99,7 +103,7 @@ def _chunk_rows(
     yield Source, [key | _source(m[0]) for m in moments]
     yield BatchOffsets, [key | _partition(*m, p) for m in moments for p in range(partitions)]
     yield (
-        PartitionEventTime,
+        BatchEventTimes,
         [key | _event_times(*m, p) for m in moments for p in range(partitions)],
     )
 
@@ -175,6 +179,7 @@ def _event_times(batch_id: int, at_ms: int, p: int) -> dict[str, Any]:
         "batch_time_ms": at_ms,
         "partition": f"telemetry/{p}",
         "records": RECORDS,
+        "records_total": (batch_id + 1) * RECORDS,
         "min_event_ms": max_event - 5_000,
         "max_event_ms": max_event,
         "late_records": late,
@@ -184,9 +189,16 @@ def _event_times(batch_id: int, at_ms: int, p: int) -> dict[str, Any]:
         "late_watermark_ms": at_ms - DELAY_MS - 1_000,
         "delay_ms": DELAY_MS,
         "max_event_time_ms": max_event,
+        "max_event_time_record": None,
+        "max_event_time_batch": batch_id,
         "partition_watermark_ms": max_event - DELAY_MS,
         "late_records_total": late_total,
         "late_samples": [],
+        "late_buckets_total": None,
+        "slack_buckets_total": None,
         "time_lag_ms": at_ms - max_event,
         "future_records": 0,
+        "future_records_total": 0,
+        "future_lead_ms": None,
+        "future_samples": None,
     }

@@ -35,7 +35,7 @@ MONTH_BATCHES = 30 * 86_400_000 // BATCH_EVERY_MS
 FLEET = 500
 # The tables that grow with every batch: each batch's own, kept for the batches' retention,
 # and the rollups, kept longer; the rest (queries, runs, alerts…) are "other".
-DETAIL_TABLES = ("batches", "state_operators", "sources", "batch_offsets", "partition_event_times")
+DETAIL_TABLES = ("batches", "state_operators", "sources", "batch_offsets", "batch_event_times")
 ROLLUP_TABLES = ("partition_minutes", "partition_hours", "query_minutes", "query_hours")
 BATCH_TABLES = DETAIL_TABLES + ROLLUP_TABLES
 # Batches of one query the default retention keeps (every batch for 48 hours).

@@ -70,8 +70,9 @@ def _idle_partition(name: str, before: Row, late_watermark_ms: int | None) -> Pa
 
 
 def event_time_rows(event: BatchProgress, before: dict[str, Row]) -> list[Row]:
-    """Per-partition event times of a batch, with running max event time, W_p and late total,
-    following on from the rows `before` it (every partition seen so far)."""
+    """Per-partition event times of a batch, with running max event time, W_p and totals,
+    following on from the rows `before` it (every partition seen so far); packed into one
+    row when inserted (store.batch_event_times)."""
     measured = {times.partition: times for times in event.event_times}
     for name in before.keys() - measured.keys():
         # A partition without records in this batch still faced this batch's late threshold.
@@ -96,6 +97,7 @@ def event_time_rows(event: BatchProgress, before: dict[str, Row]) -> list[Row]:
                 "batch_time_ms": event.batch_time_ms,
                 "partition": name,
                 "records": times.records,
+                "records_total": times.records + (last["records_total"] if last else 0),
                 "min_event_ms": times.min_event_ms,
                 "max_event_ms": times.max_event_ms,
                 "late_records": times.late_records,

@@ -15,9 +15,10 @@ from monitor.config import DEFAULT_FUTURE_TOLERANCE_S
 from monitor.events import SAMPLES_PER_PARTITION, Record
 from monitor.health.facts import FutureDated
 from monitor.health.lateness import SHARES, Histogram, difference, smallest_delay, summed
-from monitor.store.models import Batch, PartitionEventTime
+from monitor.store import batch_event_times
+from monitor.store.batch_event_times import StoredEventTimes
+from monitor.store.models import Batch
 from monitor.store.sql import among, per_query
-from monitor.store.sums import whole_sum
 
 # What the advisor says instead of a delay where a future-dated record drove the watermark.
 NO_DELAY_KEEPS = (
@@ -94,12 +95,8 @@ def lateness(
     first, last = _first_and_last(session, query_id, from_ms, to_ms)
     if first is None or last is None:
         return []
-    table = PartitionEventTime
-    rows = session.execute(
-        sa.select(table).where(table.query_id == query_id, table.batch_id.in_({first, last}))
-    ).scalars()
     at_first, at_last = {}, {}
-    for row in rows:
+    for row in batch_event_times.of_batches(session, query_id, {first, last}):
         if row.batch_id == first:
             at_first[row.partition] = row
         if row.batch_id == last:
@@ -140,7 +137,7 @@ def with_whole_query(partitions: list[Lateness]) -> list[Lateness]:
     return [whole, *partitions]
 
 
-def _in_range(kind: str, end: PartitionEventTime, start: PartitionEventTime | None) -> Histogram:
+def _in_range(kind: str, end: StoredEventTimes, start: StoredEventTimes | None) -> Histogram:
     """A partition's `kind` histogram (late or slack) over a range: its total at the range's
     last batch less what came before the first (that batch's total less its own)."""
     total: Histogram = getattr(end, f"{kind}_buckets_total") or {}
@@ -215,44 +212,25 @@ def driver_shares(session: so.Session, query_id: str, from_ms: int, to_ms: int) 
     return {name: count for name, count in rows if name is not None}
 
 
-def _future_samples(
+def _future_rows(
     session: so.Session, from_ms: Mapping[str, int], to_ms: int | None
-) -> dict[str, dict[str, list[Record]]]:
-    table = PartitionEventTime
-    newest = (
-        sa.func.row_number()
-        .over(partition_by=(table.query_id, table.partition), order_by=table.batch_id.desc())
-        .label("newest")
-    )
-    ranked = (
-        sa.select(table.query_id, table.partition, table.batch_id, table.future_samples, newest)
-        .where(*_future_rows(from_ms, to_ms))
-        .subquery()
-    )
-    rows = session.execute(
-        sa.select(ranked.c.query_id, ranked.c.partition, ranked.c.future_samples)
-        .where(ranked.c.newest <= SAMPLES_PER_PARTITION)
-        .order_by(ranked.c.query_id, ranked.c.partition, ranked.c.batch_id.desc())
-    )
-    samples: dict[str, dict[str, list[Record]]] = {}
-    for query_id, partition, batch_samples in rows:
-        kept = samples.setdefault(query_id, {}).setdefault(partition, [])
-        room = SAMPLES_PER_PARTITION - len(kept)
-        kept.extend(tuple(sample) for sample in (batch_samples or [])[:room])
-    return samples
-
-
-def _future_rows(from_ms: Mapping[str, int], to_ms: int | None) -> list[sa.ColumnElement[bool]]:
-    """The rows with future-dated records of the range: conditions their own index serves."""
-    table = PartitionEventTime
+) -> list[StoredEventTimes]:
+    """The partitions with future-dated records of the range's batches that have any (few:
+    their own index serves), by query, newest batch first."""
+    table = batch_event_times.TABLE
     conditions = [
-        among(table.query_id, list(from_ms)),
-        table.future_records > 0,
-        table.batch_time_ms >= per_query(table.query_id, from_ms),
+        among(table.c.query_id, list(from_ms)),
+        table.c.future_records > 0,
+        table.c.batch_time_ms >= per_query(table.c.query_id, from_ms),
     ]
     if to_ms is not None:
-        conditions.append(table.batch_time_ms < to_ms)
-    return conditions
+        conditions.append(table.c.batch_time_ms < to_ms)
+    statement = (
+        sa.select(table).where(*conditions).order_by(table.c.query_id, table.c.batch_id.desc())
+    )
+    return [
+        row for row in batch_event_times.partitions_in(session, statement) if row.future_records > 0
+    ]
 
 
 def future_dated(
@@ -267,24 +245,19 @@ def future_dated_since(
     session: so.Session, from_ms: Mapping[str, int], to_ms: int | None = None
 ) -> dict[str, dict[str, FutureDated]]:
     """:func:`future_dated` of many queries (at most IN_CHUNK), each from its own `from_ms`,
-    by query id: those with none are left out."""
-    table = PartitionEventTime
-    totals = sa.select(
-        table.query_id,
-        table.partition,
-        whole_sum(table.future_records),
-        sa.func.max(table.future_lead_ms),
-    )
-    rows = session.execute(
-        totals.where(*_future_rows(from_ms, to_ms))
-        .group_by(table.query_id, table.partition)
-        .order_by(table.query_id, table.partition)
-    ).all()
-    if not rows:
-        return {}
-    samples = _future_samples(session, from_ms, to_ms)
+    by query id: those with none are left out. Each partition keeps the samples of its newest
+    batches, up to SAMPLES_PER_PARTITION."""
+    partitions: dict[tuple[str, str], list[StoredEventTimes]] = {}
+    for row in _future_rows(session, from_ms, to_ms):
+        partitions.setdefault((row.query_id, row.partition), []).append(row)
     found: dict[str, dict[str, FutureDated]] = {}
-    for query_id, partition, records, lead_ms in rows:
-        kept = tuple(samples.get(query_id, {}).get(partition, []))
-        found.setdefault(query_id, {})[partition] = FutureDated(int(records), lead_ms, kept)
+    for (query_id, name), rows in sorted(partitions.items()):
+        leads = [row.future_lead_ms for row in rows if row.future_lead_ms is not None]
+        samples: list[Record] = []
+        for row in rows:
+            room = SAMPLES_PER_PARTITION - len(samples)
+            samples.extend(tuple(sample) for sample in (row.future_samples or [])[:room])
+        found.setdefault(query_id, {})[name] = FutureDated(
+            sum(row.future_records for row in rows), max(leads, default=None), tuple(samples)
+        )
     return found

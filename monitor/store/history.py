@@ -18,7 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.store import batch_offsets
+from monitor.store import batch_event_times, batch_offsets
 from monitor.store.minutes import (
     MINUTE_MS,
     PARTITION_HOURS,
@@ -27,7 +27,7 @@ from monitor.store.minutes import (
     QUERY_MINUTES,
     Tier,
 )
-from monitor.store.models import Batch, PartitionEventTime, Query, StateOperator
+from monitor.store.models import Batch, Query, StateOperator
 from monitor.store.packed_series import bucket_series
 from monitor.store.packing import unpack
 from monitor.store.sums import whole_sum
@@ -215,19 +215,11 @@ def _partition_rows(
 ) -> dict[tuple[str, int], dict[str, Any]]:
     """The running values of some batches' partitions, by (partition, batch id)."""
     found: dict[tuple[str, int], dict[str, Any]] = {}
-    table = PartitionEventTime
-    names = [name for name in PARTITION_FIELDS if name in table.__table__.c]
-    rows = session.execute(
-        sa.select(table.partition, table.batch_id, *(getattr(table, n) for n in names)).where(
-            table.query_id == query_id, table.batch_id.in_(batch_ids)
-        )
-    )
-    for partition, batch_id, *values in rows:
-        found[partition, batch_id] = dict(zip(names, values, strict=True))
-    offsets = [name for name in PARTITION_FIELDS if name in batch_offsets.StoredPartition._fields]
-    for row in batch_offsets.of_batches(session, query_id, batch_ids):
-        found.setdefault((row.partition, row.batch_id), {}).update(
-            (name, getattr(row, name)) for name in offsets
+    measured = batch_event_times.of_batches(session, query_id, batch_ids)
+    offsets = batch_offsets.of_batches(session, query_id, batch_ids)
+    for values in [row._asdict() for row in measured] + [row._asdict() for row in offsets]:
+        found.setdefault((values["partition"], values["batch_id"]), {}).update(
+            (name, values[name]) for name in PARTITION_FIELDS if name in values
         )
     return found
 
@@ -416,7 +408,7 @@ _CSV_BATCH = tuple(name for name in CSV_COLUMNS if name in Batch.__table__.c)
 _CSV_EVENT_TIMES = tuple(
     name
     for name in CSV_COLUMNS
-    if name in PartitionEventTime.__table__.c and name not in (*_CSV_BATCH, "partition")
+    if name in batch_event_times.StoredEventTimes._fields and name not in (*_CSV_BATCH, "partition")
 )
 # Batches read at a time by csv_rows.
 CSV_BATCHES_AT_ONCE = 500
@@ -447,14 +439,9 @@ def _csv_chunk(
     offsets: dict[int, list[batch_offsets.StoredPartition]] = {}
     for partition in batch_offsets.of_batches(session, query_id, ids):
         offsets.setdefault(partition.batch_id, []).append(partition)
-    table = PartitionEventTime
     times = {
         (row.batch_id, row.partition): row
-        for row in session.execute(
-            sa.select(
-                table.batch_id, table.partition, *(getattr(table, n) for n in _CSV_EVENT_TIMES)
-            ).where(table.query_id == query_id, table.batch_id.in_(ids))
-        )
+        for row in batch_event_times.of_batches(session, query_id, ids)
     }
     for batch in batches:
         partitions = sorted(

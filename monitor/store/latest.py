@@ -16,10 +16,11 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.health.facts import RUNNING
-from monitor.store import batch_offsets
+from monitor.store import batch_event_times, batch_offsets
+from monitor.store.batch_event_times import StoredEventTimes
 from monitor.store.batch_offsets import StoredPartition
 from monitor.store.isolation import read_apart
-from monitor.store.models import Batch, PartitionEventTime, Query, TimerSnapshotRow
+from monitor.store.models import Batch, Query, TimerSnapshotRow
 from monitor.store.sql import chunks, newest_of, rows_at_newest
 
 
@@ -31,7 +32,7 @@ class QueryState:
     query: sa.Row[Any]
     batch: sa.Row[Any] | None = None
     partitions: list[StoredPartition] = field(default_factory=list)
-    event_times: dict[str, sa.Row[Any]] = field(default_factory=dict)
+    event_times: dict[str, StoredEventTimes] = field(default_factory=dict)
     timers: sa.Row[Any] | None = None
     # Why its rows could not be read, when they could not (monitor.store.isolation).
     unreadable: str | None = None
@@ -74,15 +75,15 @@ def _read_chunk(
 ) -> dict[str, QueryState]:
     states = {key: QueryState(rows[key]) for key in ids}
     batches = Batch.__table__
-    times, timers = PartitionEventTime.__table__, TimerSnapshotRow.__table__
+    times, timers = batch_event_times.TABLE, TimerSnapshotRow.__table__
     newest = newest_of(batches, "batch_id", ids)
     for row in rows_at_newest(session, batches, "batch_id", newest):
         states[row.query_id].batch = row
     for partition in batch_offsets.at_newest(session, newest):
         states[partition.query_id].partitions.append(partition)
     newest_times = newest_of(times, "batch_id", ids)
-    for row in rows_at_newest(session, times, "batch_id", newest_times, times.c.partition):
-        states[row.query_id].event_times[row.partition] = row
+    for measured in batch_event_times.at_newest(session, newest_times):
+        states[measured.query_id].event_times[measured.partition] = measured
     newest_taken = newest_of(timers, "taken_at_ms", ids)
     for row in rows_at_newest(session, timers, "taken_at_ms", newest_taken, timers.c.id):
         states[row.query_id].timers = row  # of two taken at the same time, the later stored

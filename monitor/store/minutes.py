@@ -29,13 +29,13 @@ import sqlalchemy as sa
 
 from monitor.health.lateness import summed
 from monitor.numbers import INT64_MAX, INT64_MIN
-from monitor.store import batch_offsets
+from monitor.store import batch_event_times, batch_offsets
 from monitor.store.bulk import insert_rows
 from monitor.store.models import (
     Base,
     Batch,
+    BatchEventTimes,
     BatchOffsets,
-    PartitionEventTime,
     PartitionHour,
     PartitionMinute,
     Query,
@@ -324,7 +324,7 @@ def rolled_up(rows: Rows) -> dict[Tier, dict[Key, Row]]:
     """Batches' rows (the batches, their state operators, their partitions' offsets and event
     times) folded into the rows of the tiers of minutes."""
     minutes: dict[Tier, dict[Key, Row]] = {PARTITION_MINUTES: {}, QUERY_MINUTES: {}}
-    for offsets, times in _by_batch(rows.get(BatchOffsets, ()), rows.get(PartitionEventTime, ())):
+    for offsets, times in _by_batch(rows.get(BatchOffsets, ()), rows.get(BatchEventTimes, ())):
         _fold_batch(minutes[PARTITION_MINUTES], offsets, times)
     _fold_query_batches(minutes[QUERY_MINUTES], rows.get(Batch, ()), rows.get(StateOperator, ()))
     return minutes
@@ -345,7 +345,7 @@ class Minutes:
         _fold_batch(
             self._parts[PARTITION_MINUTES],
             rows.get(BatchOffsets, ()),
-            rows.get(PartitionEventTime, ()),
+            rows.get(BatchEventTimes, ()),
         )
         _fold_query_batches(
             self._parts[QUERY_MINUTES], rows.get(Batch, ()), rows.get(StateOperator, ())
@@ -526,17 +526,6 @@ def _insert(connection: sa.Connection, tier: Tier, rows: dict[Key, Row]) -> None
     )
 
 
-EVENT_TIME_COLUMNS = (
-    "delay_ms",
-    "late_buckets",
-    "slack_buckets",
-    "records",
-    "late_records",
-    "future_records",
-    "max_event_time_ms",
-    "partition_watermark_ms",
-    "time_lag_ms",
-)
 BATCH_COLUMNS = (
     "query_id",
     "batch_id",
@@ -575,13 +564,15 @@ def _roll_up_again(connection: sa.Connection, query_id: str, minute: int) -> Non
     )
     if first is None:
         return
-    table = PartitionEventTime
-    keys = (table.query_id, table.batch_id, table.batch_time_ms, table.partition)
-    statement = sa.select(*keys, *(getattr(table, name) for name in EVENT_TIME_COLUMNS)).where(
-        table.query_id == query_id, table.batch_id >= first, table.batch_time_ms >= minute
+    times = sa.select(batch_event_times.TABLE).where(
+        BatchEventTimes.query_id == query_id,
+        BatchEventTimes.batch_id >= first,
+        BatchEventTimes.batch_time_ms >= minute,
     )
     found: dict[type[Base], list[Row]] = {
-        table: [dict(row._mapping) for row in connection.execute(statement)]
+        BatchEventTimes: [
+            row._asdict() for row in batch_event_times.partitions_in(connection, times)
+        ]
     }
     offsets = sa.select(batch_offsets.TABLE).where(
         BatchOffsets.query_id == query_id,

@@ -180,19 +180,21 @@ class BatchOffsets(Base):
     rewound: so.Mapped[bool] = so.mapped_column(sa.Boolean)
 
 
-class PartitionEventTime(Base):
-    """One source partition in one batch, as the instrumented operator measured it.
+class BatchEventTimes(Base):
+    """Every measured partition of one batch, as the instrumented operator measured it, packed
+    into one row (store.batch_event_times), with the partitions' late and future-dated
+    records summed, for reads across batches.
 
-    Every partition seen so far has a row in every batch (zero records when it had none), so
-    the running values of batch N follow from the rows of the batch before it.
+    Every partition seen so far is in every batch (zero records when it had none), with
+    running figures (totals so far, the max event time), so that any range is read from its
+    first and last batches.
     """
 
-    __tablename__ = "partition_event_times"
+    __tablename__ = "batch_event_times"
     __table_args__ = (
-        sa.UniqueConstraint("query_id", "batch_id", "partition"),
-        # The few rows with future-dated records, by time, without reading the others.
+        # Batches with future-dated records, by time: few, and all that future_dated reads.
         sa.Index(
-            "ix_partition_event_times_future",
+            "ix_batch_event_times_future",
             "query_id",
             "batch_time_ms",
             sqlite_where=sa.text("future_records > 0"),
@@ -200,41 +202,12 @@ class PartitionEventTime(Base):
         ),
     )
 
-    id: so.Mapped[int] = so.mapped_column(RowId, primary_key=True)
-    query_id: so.Mapped[str] = so.mapped_column(sa.ForeignKey("queries.id"))
-    batch_id: so.Mapped[int] = so.mapped_column(sa.BigInteger)
+    query_id: so.Mapped[str] = so.mapped_column(sa.ForeignKey("queries.id"), primary_key=True)
+    batch_id: so.Mapped[int] = so.mapped_column(sa.BigInteger, primary_key=True)
     batch_time_ms: so.Mapped[int] = so.mapped_column(Millis)
-    partition: so.Mapped[str] = so.mapped_column(JobText)
-    records: so.Mapped[int] = so.mapped_column(sa.BigInteger)
-    min_event_ms: so.Mapped[int | None] = so.mapped_column(Millis)
-    max_event_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    partitions: so.Mapped[bytes] = so.mapped_column(sa.LargeBinary)
     late_records: so.Mapped[int] = so.mapped_column(sa.BigInteger)
-    late_watermark_ms: so.Mapped[int | None] = so.mapped_column(Millis)
-    delay_ms: so.Mapped[int] = so.mapped_column(sa.BigInteger)
-    max_event_time_ms: so.Mapped[int | None] = so.mapped_column(Millis)
-    partition_watermark_ms: so.Mapped[int | None] = so.mapped_column(Millis)
-    late_records_total: so.Mapped[int] = so.mapped_column(sa.BigInteger)
-    late_samples: so.Mapped[list[Any]] = so.mapped_column(sa.JSON)
-    time_lag_ms: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
-    # The record at max_event_time_ms: the first read with that event time, and its batch
-    # (None for rows stored before it was kept).
-    max_event_time_record: so.Mapped[list[Any] | None] = so.mapped_column(sa.JSON)
-    max_event_time_batch: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
-    # Records of this batch more than the tolerance ahead of its processing time.
-    future_records: so.Mapped[int] = so.mapped_column(sa.BigInteger, server_default=sa.text("0"))
-    future_lead_ms: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
-    future_samples: so.Mapped[list[Any] | None] = so.mapped_column(sa.JSON)
-    # The same count over every batch so far (0 in rows stored before it was kept).
-    future_records_total: so.Mapped[int] = so.mapped_column(
-        sa.BigInteger, server_default=sa.text("0")
-    )
-    # How far from the late watermark this batch's late and on-time records were, by
-    # log-scale bucket (health.lateness); None before this was measured.
-    late_buckets: so.Mapped[dict[str, int] | None] = so.mapped_column(sa.JSON)
-    slack_buckets: so.Mapped[dict[str, int] | None] = so.mapped_column(sa.JSON)
-    # The same, summed over every batch so far: any range's histograms from two rows.
-    late_buckets_total: so.Mapped[dict[str, int] | None] = so.mapped_column(sa.JSON)
-    slack_buckets_total: so.Mapped[dict[str, int] | None] = so.mapped_column(sa.JSON)
+    future_records: so.Mapped[int] = so.mapped_column(sa.BigInteger)
 
 
 class PartitionMinute(Base):

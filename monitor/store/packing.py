@@ -12,9 +12,9 @@ then the values, figure by figure, byte-shuffled (every value's first byte, then
 byte, …), which puts the bytes that barely differ between partitions side by side. The
 partitions' lateness histograms, dictionaries of any size, are packed apart, as JSON.
 
-Rows in their order (a batch's source partitions, store.batch_offsets) are packed the same
-way, their texts (names, topics) in the header as a list per row, their numbers as the
-figures.
+Rows in their order (a batch's source partitions, store.batch_offsets, and their event times,
+store.batch_event_times) are packed the same way, their other values (names, samples,
+histograms) in the header as a JSON list per row, their numbers as the figures.
 """
 
 from __future__ import annotations
@@ -119,11 +119,11 @@ def unpack(
 
 
 def pack_rows(
-    texts: Sequence[str], numbers: Sequence[str], rows: Sequence[Mapping[str, Any]]
+    cells: Sequence[str], numbers: Sequence[str], rows: Sequence[Mapping[str, Any]]
 ) -> bytes:
-    """Rows, in their order, as one value: their `texts` fields (strings or None) in the
-    header, a list per row, and their `numbers` fields (whole numbers, booleans as 0 and 1,
-    or None) as the figures."""
+    """Rows, in their order, as one value: their `cells` fields (names, samples, histograms:
+    any JSON value) in the header, a list per row, and their `numbers` fields (whole numbers,
+    booleans as 0 and 1, or None) as the figures."""
     present = np.zeros((len(numbers), len(rows)), dtype=np.bool_)
     values = np.zeros((len(numbers), len(rows)), dtype="<i8")
     for r, row in enumerate(rows):
@@ -132,24 +132,24 @@ def pack_rows(
             if value is not None:
                 present[f, r] = True
                 values[f, r] = value
-    return _compressed([[row[text] for text in texts] for row in rows], values, present)
+    return _compressed([[row[cell] for cell in cells] for row in rows], values, present)
 
 
-def unpack_rows(blob: bytes, texts: Sequence[str], numbers: Sequence[str]) -> list[dict[str, Any]]:
-    """What `pack_rows` packed, as dicts of the `texts` and `numbers` fields (the numbers as
+def unpack_rows(blob: bytes, cells: Sequence[str], numbers: Sequence[str]) -> list[dict[str, Any]]:
+    """What `pack_rows` packed, as dicts of the `cells` and `numbers` fields (the numbers as
     ints, None where they had no value)."""
     data = zlib.decompress(blob)
     header, start = _opened(data)
-    cells = json.loads(header)
-    values, present = _arrays(data, start, len(numbers), len(cells))
+    found = json.loads(header)
+    values, present = _arrays(data, start, len(numbers), len(found))
     columns = [
         [value if there else None for value, there in zip(row, shown, strict=True)]
         for row, shown in zip(values.tolist(), present.tolist(), strict=True)
     ]
     return [
-        dict(zip(texts, cells[r], strict=True))
+        dict(zip(cells, found[r], strict=True))
         | {number: columns[f][r] for f, number in enumerate(numbers)}
-        for r in range(len(cells))
+        for r in range(len(found))
     ]
 
 

@@ -5,16 +5,17 @@ checks; and the late records of the look-back window beside them."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.store import batch_offsets
+from monitor.store import batch_event_times, batch_offsets
+from monitor.store.batch_event_times import StoredEventTimes
 from monitor.store.batch_offsets import StoredPartition
-from monitor.store.models import Batch, PartitionEventTime
+from monitor.store.models import Batch
 from monitor.store.windows import first_batch_since, late_by_partition
 
 
@@ -68,7 +69,7 @@ def _offsets(row: StoredPartition, batch: Batch) -> dict[str, Any]:
     }
 
 
-def _event_times(row: PartitionEventTime) -> dict[str, Any]:
+def _event_times(row: StoredEventTimes) -> dict[str, Any]:
     return {
         "records": row.records,
         "max_event_time_ms": row.max_event_time_ms,
@@ -93,12 +94,7 @@ def partition_states(
     offsets = batch_offsets.of_batches(session, query_id, list(by_id))
     for row in sorted(offsets, key=lambda row: (row.batch_id, row.source_index, row.partition)):
         states[row.batch_id, row.partition] = _offsets(row, by_id[row.batch_id])
-    times = session.scalars(
-        sa.select(PartitionEventTime)
-        .where(PartitionEventTime.query_id == query_id, PartitionEventTime.batch_id.in_(by_id))
-        .order_by(PartitionEventTime.batch_id, PartitionEventTime.partition)
-    )
-    for time in times:
+    for time in batch_event_times.of_batches(session, query_id, by_id):
         states.setdefault((time.batch_id, time.partition), {}).update(_event_times(time))
     grouped: dict[int, list[PartitionState]] = {batch_id: [] for batch_id in by_id}
     for (batch_id, name), values in states.items():
@@ -126,7 +122,8 @@ def partition_details(session: so.Session, batch: Batch, since_ms: int) -> list[
     """The partition table of a batch (the query page's: the latest): its partitions, with
     the late window from `since_ms` on."""
     late = late_by_partition(session, batch.query_id, since_ms)
-    samples = recent_late_samples(session, batch.query_id, since_ms)
+    wanted = [name for name, count in late.items() if count]
+    samples = recent_late_samples(session, batch.query_id, since_ms, wanted)
     states = partition_states(session, [batch])[batch.batch_id]
     return [
         PartitionDetail(state, late.get(state.partition, 0), samples.get(state.partition, []))
@@ -134,28 +131,32 @@ def partition_details(session: so.Session, batch: Batch, since_ms: int) -> list[
     ]
 
 
-def recent_late_samples(session: so.Session, query_id: str, since_ms: int) -> dict[str, list[Any]]:
-    """Per partition, the samples of the newest batch since `since_ms` that dropped records."""
+# Batches with late records read at a time, newest first, by recent_late_samples.
+SAMPLED_BATCHES_AT_ONCE = 16
+
+
+def recent_late_samples(
+    session: so.Session, query_id: str, since_ms: int, late: Collection[str]
+) -> dict[str, list[Any]]:
+    """Per partition of `late` (those with late records since `since_ms`), the samples of the
+    newest batch since then that dropped records: batches read newest first until each has
+    been met."""
     first = first_batch_since(session, query_id, since_ms)
-    if first is None:
+    if first is None or not late:
         return {}
-    newest = (
-        sa.func.row_number()
-        .over(
-            partition_by=PartitionEventTime.partition, order_by=PartitionEventTime.batch_id.desc()
-        )
-        .label("newest")
+    table = batch_event_times.TABLE
+    statement = (
+        sa.select(table)
+        .where(table.c.query_id == query_id, table.c.batch_id >= first, table.c.late_records > 0)
+        .order_by(table.c.batch_id.desc())
+        .execution_options(yield_per=SAMPLED_BATCHES_AT_ONCE)
     )
-    ranked = (
-        sa.select(PartitionEventTime.partition, PartitionEventTime.late_samples, newest)
-        .where(
-            PartitionEventTime.query_id == query_id,
-            PartitionEventTime.batch_id >= first,
-            PartitionEventTime.late_records > 0,
-        )
-        .subquery()
-    )
-    rows = session.execute(
-        sa.select(ranked.c.partition, ranked.c.late_samples).where(ranked.c.newest == 1)
-    )
-    return {partition: samples for partition, samples in rows}
+    samples: dict[str, list[Any]] = {}
+    with session.execute(statement) as batches:
+        for row in batches:
+            for partition in batch_event_times.unpacked(row):
+                if partition.late_records > 0 and partition.partition not in samples:
+                    samples[partition.partition] = partition.late_samples
+            if samples.keys() >= set(late):
+                break
+    return samples

@@ -2,7 +2,7 @@
 
 Each tier has its own cutoff (Retention: every batch 48 hours, per-minute rollups 30 days,
 per-hour rollups 400 days by default). Batches older than theirs go with their state
-operators, sources, partitions and partition event times, and so do older pending-timer
+operators, sources and partitions' offsets and event times, and so do older pending-timer
 snapshots; the per-minute and per-hour rollups (of queries and of partitions) go by the minutes
 and hours that ended before theirs. A prune that deletes some of a query's batches or minutes
 notes its cutoff on the query (batches_kept_from_ms, minutes_kept_from_ms): reads of older
@@ -18,8 +18,8 @@ except for a receiver that the rules in force no longer name: its deliveries wai
 do, and keep their alerts. A live alert (pending or firing) is never deleted, nor anything of it,
 however old. A silence that ended before that cutoff goes.
 
-Each transaction deletes at most `chunk` batches (with their rows: a row of packed offsets and
-64 event-time rows per batch at 64 partitions), `chunk` minutes or hours of rollups, `chunk`
+Each transaction deletes at most `chunk` batches (with their rows: a row each of packed offsets
+and event times), `chunk` minutes or hours of rollups, `chunk`
 timer snapshots, `chunk` alerts (with their rows: a few events, a delivery of the firing and the
 resolved one per receiver, usually one attempt each; a delivery retried for a day against a
 receiver that is down has about 300, and 32 alerts with two such, 19,200 attempts, went in
@@ -51,10 +51,10 @@ from monitor.store.models import (
     AlertRow,
     Base,
     Batch,
+    BatchEventTimes,
     BatchOffsets,
     Delivery,
     DeliveryAttempt,
-    PartitionEventTime,
     Query,
     Silence,
     Source,
@@ -65,7 +65,7 @@ from monitor.store.models import (
 DAY_MS = 86_400_000
 DEFAULT_CHUNK = 32
 MAX_PAUSE_S = 0.1
-BATCH_TABLES = (StateOperator, Source, BatchOffsets, PartitionEventTime)
+BATCH_TABLES = (StateOperator, Source, BatchOffsets, BatchEventTimes)
 ALERT_TABLES = (AlertRow, AlertEvent, Delivery, DeliveryAttempt)
 PRUNED: list[type[Base]] = [
     Batch,

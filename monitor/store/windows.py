@@ -16,10 +16,10 @@ from typing import NamedTuple
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.store import batch_offsets
-from monitor.store.models import Batch, BatchOffsets, PartitionEventTime, Query
+from monitor.store import batch_event_times, batch_offsets
+from monitor.store.batch_event_times import StoredEventTimes, window_sums
+from monitor.store.models import Batch, BatchEventTimes, BatchOffsets, Query
 from monitor.store.sql import among, per_query
-from monitor.store.sums import whole_sum
 
 
 def first_since(since_ms: Mapping[str, int]) -> sa.Subquery:
@@ -48,7 +48,7 @@ def first_batch_since(session: so.Session, query_id: str, since_ms: int) -> int 
 
 
 def _from_first(
-    table: type[Batch | BatchOffsets | PartitionEventTime], first: sa.Subquery
+    table: type[Batch | BatchOffsets | BatchEventTimes], first: sa.Subquery
 ) -> sa.ColumnElement[bool]:
     """The rows of `table` in their query's batches from its first in the window on."""
     return sa.and_(table.query_id == first.c.query_id, table.batch_id >= first.c.first_batch)
@@ -65,21 +65,35 @@ def late_by_partitions(
     session: so.Session, since_ms: Mapping[str, int]
 ) -> dict[str, dict[str, Lateness]]:
     """Per query, each partition's late and read records in the batches stored from its
-    `since_ms` on."""
-    first, table = first_since(since_ms), PartitionEventTime
-    rows = session.execute(
+    `since_ms` on: from the first and last measured batches of the window, their running
+    totals (store.batch_event_times)."""
+    first, table = first_since(since_ms), BatchEventTimes
+    ends = (
         sa.select(
             table.query_id,
-            table.partition,
-            whole_sum(table.late_records),
-            whole_sum(table.records),
+            sa.func.min(table.batch_id).label("first"),
+            sa.func.max(table.batch_id).label("last"),
         )
         .join(first, _from_first(table, first))
-        .group_by(table.query_id, table.partition)
+        .group_by(table.query_id)
+        .subquery()
     )
+    at_ends = sa.select(batch_event_times.TABLE).join(
+        ends,
+        sa.and_(
+            table.query_id == ends.c.query_id,
+            sa.or_(table.batch_id == ends.c.first, table.batch_id == ends.c.last),
+        ),
+    )
+    batches: dict[str, dict[int, list[StoredEventTimes]]] = {}
+    for row in batch_event_times.partitions_in(session, at_ends):
+        batches.setdefault(row.query_id, {}).setdefault(row.batch_id, []).append(row)
     late: dict[str, dict[str, Lateness]] = {}
-    for query_id, partition, count, records in rows:
-        late.setdefault(query_id, {})[partition] = Lateness(int(count or 0), int(records or 0))
+    for query_id, found in batches.items():
+        first_rows, last_rows = found[min(found)], found[max(found)]
+        counts = window_sums(first_rows, last_rows, "late_records")
+        records = window_sums(first_rows, last_rows, "records")
+        late[query_id] = {name: Lateness(counts[name], records[name]) for name in counts}
     return late
 
 

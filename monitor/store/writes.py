@@ -38,7 +38,7 @@ from monitor.events import (
 )
 from monitor.health.facts import StoredStatus
 from monitor.health.predicates import Timeouts
-from monitor.store import batch_offsets, derive
+from monitor.store import batch_event_times, batch_offsets, derive
 from monitor.store.batch_rows import batch_rows, earlier, event_time_rows, later
 from monitor.store.bulk import insert_rows
 from monitor.store.carry import carry_into_later
@@ -47,8 +47,8 @@ from monitor.store.minutes import Minutes
 from monitor.store.models import (
     Base,
     Batch,
+    BatchEventTimes,
     BatchOffsets,
-    PartitionEventTime,
     Query,
     Run,
     Source,
@@ -237,13 +237,17 @@ class _Group:
         state = _Latest(None, {}, {})
         if newest is not None:
             state = _read_latest(self.session, [query_id], below=newest + 1)[query_id]
-        times = PartitionEventTime
-        removed = _rows_where(
-            self.session,
-            times.__table__,
-            sa.and_(times.query_id == query_id, times.batch_id.in_(superseded)),
-        )
-        for table in (PartitionEventTime, BatchOffsets, Source, StateOperator, Batch):
+        times = batch_event_times.TABLE
+        removed = [
+            row._asdict()
+            for row in batch_event_times.partitions_in(
+                self.session,
+                sa.select(times).where(
+                    times.c.query_id == query_id, times.c.batch_id.in_(superseded)
+                ),
+            )
+        ]
+        for table in (BatchEventTimes, BatchOffsets, Source, StateOperator, Batch):
             self.session.execute(
                 sa.delete(table).where(table.query_id == query_id, table.batch_id.in_(superseded))
             )
@@ -274,12 +278,12 @@ class _Group:
         before = self._latest[query_id]
         if before.batch is not None and before.batch["batch_id"] > batch["batch_id"]:
             self.insert_waiting()
-            times = rows[PartitionEventTime]
+            times = rows[BatchEventTimes]
             carry_into_later(self.session, query_id, batch["batch_id"], times, removed)
             self.minutes.again(query_id, batch["batch_time_ms"])
             self._latest |= _read_latest(self.session, [query_id])
             return
-        times = rows[PartitionEventTime]
+        times = rows[BatchEventTimes]
         self._latest[query_id] = _Latest(
             batch,
             {(row["source_index"], row["partition"]): row for row in rows[BatchOffsets]},
@@ -293,6 +297,8 @@ class _Group:
         for model, values in self._waiting.items():
             if model is BatchOffsets:
                 values = batch_offsets.packed(values)
+            if model is BatchEventTimes:
+                values = batch_event_times.packed(values)
             insert_rows(connection, Base.metadata.tables[model.__tablename__], values)
             self._waiting[model] = []
 
@@ -308,7 +314,7 @@ def _read_latest(
 ) -> dict[str, _Latest]:
     """The latest state of each query, as stored (of batches before `below`, if given):
     three statements for all of them."""
-    batches, times = Batch.__table__, PartitionEventTime.__table__
+    batches, times = Batch.__table__, BatchEventTimes.__table__
     newest_batch = newest_of(batches, "batch_id", query_ids, below)
     newest_times = newest_of(times, "batch_id", query_ids, below)
     latest = {query_id: _Latest(None, {}, {}) for query_id in query_ids}
@@ -317,16 +323,9 @@ def _read_latest(
     for partition in batch_offsets.at_newest(session, newest_batch):
         row = partition._asdict()
         latest[row["query_id"]].partitions[(row["source_index"], row["partition"])] = row
-    for row in _rows(session, times, newest_times):
-        latest[row["query_id"]].event_times[row["partition"]] = row
+    for times_row in batch_event_times.at_newest(session, newest_times):
+        latest[times_row.query_id].event_times[times_row.partition] = times_row._asdict()
     return latest
-
-
-def _rows_where(
-    session: so.Session, table: sa.FromClause, where: sa.ColumnElement[bool]
-) -> list[Row]:
-    """The rows of `table` that match, as column dicts."""
-    return [dict(row._mapping) for row in session.execute(sa.select(table).where(where))]
 
 
 def _rows(session: so.Session, table: sa.FromClause, newest: sa.Subquery) -> list[Row]:
@@ -337,7 +336,7 @@ def _rows(session: so.Session, table: sa.FromClause, newest: sa.Subquery) -> lis
 
 
 # Inserted in this order, after the query and run rows they refer to.
-_INSERT_ORDER = (Batch, StateOperator, Source, BatchOffsets, PartitionEventTime, TimerSnapshotRow)
+_INSERT_ORDER = (Batch, StateOperator, Source, BatchOffsets, BatchEventTimes, TimerSnapshotRow)
 
 
 @singledispatch
@@ -430,14 +429,14 @@ def _batch(event: BatchProgress, group: _Group) -> None:
         superseded, removed = group.supersede(event.query_id, event.batch_id, placement.supersedes)
     latest = group.before(event.query_id, event.batch_id)
     rows = batch_rows(event)
-    rows[PartitionEventTime] = event_time_rows(event, latest.event_times)
+    rows[BatchEventTimes] = event_time_rows(event, latest.event_times)
     [batch] = rows[Batch]
     batch["stored_at_ms"] = group.stored_at_ms
     partitions = rows[BatchOffsets]
     derive.partitions(partitions, latest.partitions, group.timeouts)
     derive.query_watermark(batch, latest.batch, partitions, group.timeouts)
     derive.watermark_driver(batch, latest.event_times)
-    derive.event_times(batch, rows[PartitionEventTime], partitions)
+    derive.event_times(batch, rows[BatchEventTimes], partitions)
     if superseded is not None:
         derive.restored(batch, partitions, superseded.batch, superseded.partitions)
     group.add(rows)

@@ -9,10 +9,11 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 import monitor
-from monitor.store.models import Batch, PartitionEventTime
+from monitor.store.models import Batch
 from streaming.log import PartitionedLog
 from streaming.scenarios import play
 from tests.support.spark_queries import start_query, unique_name
+from tests.support.stores import stored_event_times
 from tests.support.waiting import wait_until
 
 pytestmark = [
@@ -53,10 +54,8 @@ def test_the_future_record_drives_the_watermark_and_the_records_after_it_are_lat
         query.stop()
         handle.detach()
 
+    figures = stored_event_times(engine, str(query.id))
     with so.Session(engine) as session:
-        figures = session.scalars(
-            sa.select(PartitionEventTime).where(PartitionEventTime.query_id == str(query.id))
-        ).all()
         batches = session.scalars(
             sa.select(Batch).where(Batch.query_id == str(query.id)).order_by(Batch.batch_id)
         ).all()

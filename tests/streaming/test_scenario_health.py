@@ -5,11 +5,11 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 import monitor
-from monitor.store.models import Batch, PartitionEventTime
+from monitor.store.models import Batch
 from streaming.log import PartitionedLog
 from streaming.scenarios import play
 from tests.support.spark_queries import start_partition_counts
-from tests.support.stores import stored_partitions
+from tests.support.stores import stored_event_times, stored_partitions
 from tests.support.waiting import wait_until
 
 # Spark's side; the health derivation in the store runs on both stores in test_health_store.py.
@@ -72,16 +72,11 @@ def batch_and_watermarks(engine, query_id, batch_id):
         batch = session.scalars(
             sa.select(Batch).where(Batch.query_id == str(query_id), Batch.batch_id == batch_id)
         ).one()
-        watermarks = dict(
-            session.execute(
-                sa.select(
-                    PartitionEventTime.partition, PartitionEventTime.partition_watermark_ms
-                ).where(
-                    PartitionEventTime.query_id == str(query_id),
-                    PartitionEventTime.batch_id == batch_id,
-                )
-            ).all()
-        )
+    watermarks = {
+        row.partition: row.partition_watermark_ms
+        for row in stored_event_times(engine, str(query_id))
+        if row.batch_id == batch_id
+    }
     return batch, watermarks
 
 

@@ -8,14 +8,12 @@ progress) less what it emitted from there is what Spark dropped.
 from collections import Counter
 
 import pytest
-import sqlalchemy as sa
-import sqlalchemy.orm as so
 
 import monitor
-from monitor.store.models import PartitionEventTime
 from streaming.log import PartitionedLog
 from streaming.scenarios import FAST, LATE, SLOW, play
 from tests.support.spark_queries import read_by_spark, unique_name
+from tests.support.stores import stored_event_times
 
 pytestmark = [pytest.mark.spark, pytest.mark.e2e]
 SCENARIOS = [
@@ -66,10 +64,7 @@ def test_stored_late_records_are_exact_in_every_scenario(
         assert query.awaitTermination(180), "the query did not finish"
     finally:
         handle.detach()
-    with so.Session(engine) as session:
-        rows = session.scalars(
-            sa.select(PartitionEventTime).where(PartitionEventTime.query_id == str(query.id))
-        ).all()
+    rows = stored_event_times(engine, str(query.id))
     late = {(r.batch_id, r.partition): r.late_records for r in rows if r.late_records}
     read = read_by_spark(query)
     assert late == {key: n - emitted[key] for key, n in read.items() if n != emitted[key]}

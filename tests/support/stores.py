@@ -55,7 +55,7 @@ _STORED_TABLES = (
     "batches",
     "sources",
     "batch_offsets",
-    "partition_event_times",
+    "batch_event_times",
     "partition_minutes",
     "partition_hours",
     "query_minutes",
@@ -73,13 +73,19 @@ def stored_rows(
     tables: tuple[str, ...] = _STORED_TABLES,
 ) -> dict[str, list[dict[str, Any]]]:
     """Every stored row of one query in `tables` (by default its progress history; a row per
-    partition of batch_offsets, store.batch_offsets, and of the packed rollups), without
+    partition of batch_offsets, batch_event_times and the packed rollups), without
     the columns in `leave_out` (and without generated row ids or the store's own clock),
     sorted so two stores compare row by row."""
     import sqlalchemy as sa
 
-    from monitor.store.batch_offsets import unpacked
+    from monitor.store import batch_event_times, batch_offsets
     from monitor.store.models import Base
+
+    # Tables of a row per batch that packs its partitions: a row per partition here.
+    packed_rows = {
+        "batch_offsets": batch_offsets.unpacked,
+        "batch_event_times": batch_event_times.unpacked,
+    }
 
     rows: dict[str, list[dict[str, Any]]] = {}
     with engine.connect() as connection:
@@ -87,8 +93,8 @@ def stored_rows(
             table = Base.metadata.tables[name]
             key = table.c.id if name == "queries" else table.c.query_id
             result = connection.execute(sa.select(table).where(key == query_id))
-            if name == "batch_offsets":
-                found: Any = [p._asdict() for row in result for p in unpacked(row)]
+            if name in packed_rows:
+                found: Any = [p._asdict() for row in result for p in packed_rows[name](row)]
             elif "figures" in table.c:
                 found = unpacked_rows(result.mappings())
             else:
@@ -103,6 +109,21 @@ def stored_rows(
             ]
             rows[name] = sorted(kept, key=lambda row: json.dumps(row, sort_keys=True, default=str))
     return rows
+
+
+def stored_event_times(engine: Any, query_id: str | None = None) -> list[Any]:
+    """The stored measured partitions of every batch (store.batch_event_times), or of one
+    query's, by query and batch, each batch's by name."""
+    import sqlalchemy as sa
+
+    from monitor.store import batch_event_times
+
+    table = batch_event_times.TABLE
+    statement = sa.select(table).order_by(table.c.query_id, table.c.batch_id)
+    if query_id is not None:
+        statement = statement.where(table.c.query_id == query_id)
+    with engine.connect() as connection:
+        return batch_event_times.partitions_in(connection, statement)
 
 
 def stored_partitions(engine: Any, query_id: str | None = None) -> list[Any]:

@@ -10,7 +10,8 @@ import sqlalchemy.orm as so
 from monitor.alerts.evaluate import evaluate
 from monitor.alerts.rulefile import load_rules
 from monitor.collect.spark_events import PROGRESS, TERMINATED, named, spark_event
-from monitor.store.models import AlertRow, Batch, BatchOffsets, PartitionEventTime
+from monitor.store import batch_event_times
+from monitor.store.models import AlertRow, Batch, BatchEventTimes, BatchOffsets
 from monitor.store.writes import write_event
 from tests.support.progress import fixture, progress_doc
 
@@ -42,31 +43,17 @@ def batch_time(engine, query_id):
 def break_samples(engine, query_id, at_ms):
     """A future-dated row at `at_ms` whose samples are a number, not a list of records: valid
     JSON on both stores, that no reader of samples can use (a hand edit, an old release's bug)."""
+    numbers = dict.fromkeys(batch_event_times.NUMBERS, 0) | {"records": 1, "future_records": 1}
+    cells = dict.fromkeys(batch_event_times.CELLS) | {"partition": "odd", "future_samples": 5}
+    row = {"query_id": query_id, "batch_id": 0, "batch_time_ms": at_ms} | numbers | cells
     with so.Session(engine) as session:
-        session.add(
-            PartitionEventTime(
-                query_id=query_id,
-                batch_id=0,
-                batch_time_ms=at_ms,
-                partition="odd",
-                records=1,
-                late_records=0,
-                delay_ms=0,
-                late_records_total=0,
-                late_samples=[],
-                future_records=1,
-                future_lead_ms=1,
-                future_samples=5,
-            )
-        )
+        session.add_all(BatchEventTimes(**packed) for packed in batch_event_times.packed([row]))
         session.commit()
 
 
 def mend_samples(engine, query_id):
     with so.Session(engine) as session:
-        session.execute(
-            sa.delete(PartitionEventTime).where(PartitionEventTime.query_id == query_id)
-        )
+        session.execute(sa.delete(BatchEventTimes).where(BatchEventTimes.query_id == query_id))
         session.commit()
 
 

@@ -16,10 +16,10 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.store.engine import create_engine
-from monitor.store.models import AlertRow, Batch, PartitionEventTime, Query
+from monitor.store.models import AlertRow, Batch, Query
 from streaming.demo import DEMO_SCENARIOS
 from tests.support.network import closed_port
-from tests.support.stores import stored_partitions
+from tests.support.stores import stored_event_times, stored_partitions
 from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
@@ -140,13 +140,9 @@ def test_the_demo_plays_its_scenarios_into_monitored_queries_and_raises_the_docu
                 sa.select(Batch.batch_id).where(Batch.query_id == query_id).order_by(Batch.batch_id)
             ).all()
             assert batch_ids == list(range(len(batch_ids)))
-        late = session.execute(
-            sa.select(PartitionEventTime.partition, sa.func.sum(PartitionEventTime.late_records))
-            .where(PartitionEventTime.query_id == ids["scooters_skewed_backfill"])
-            .group_by(PartitionEventTime.partition)
-        ).all()
-        lost = {partition for partition, count in late if count}
-        assert lost and "skewed_backfill/0" not in lost, "the fast partition loses nothing"
+    measured = stored_event_times(store, ids["scooters_skewed_backfill"])
+    lost = {row.partition for row in measured if row.late_records}
+    assert lost and "skewed_backfill/0" not in lost, "the fast partition loses nothing"
     partitions = stored_partitions(store, ids["scooters_stalled_partition"])
     stalled = {row.partition for row in partitions if row.stalled}
     assert stalled == {"stalled_partition/1"}

@@ -58,10 +58,10 @@ from monitor.collect.spark_events import PROGRESS, named, spark_event, timestamp
 from monitor.health.predicates import Timeouts
 from monitor.store.engine import create_engine
 from monitor.store.lineage import CLOCK_SKEW_MS
-from monitor.store.models import Batch, PartitionEventTime, RejectedEvent
+from monitor.store.models import Batch, RejectedEvent
 from monitor.store.writes import write_events
 from tests.support.progress import progress_doc
-from tests.support.stores import emptied, stored_partitions
+from tests.support.stores import emptied, stored_event_times, stored_partitions
 
 QUERY_IDS = ("q1", "q2")
 PARTITIONS = (0, 1)
@@ -320,8 +320,7 @@ class Model:
 
 def read_store(engine: sa.Engine) -> Snapshot:
     """The store's snapshot."""
-    times = PartitionEventTime
-    partitions = stored_partitions(engine)
+    partitions, times = stored_partitions(engine), stored_event_times(engine)
     with engine.connect() as connection:
         rows = functools.partial(_rows, connection)
         return Snapshot(
@@ -331,8 +330,8 @@ def read_store(engine: sa.Engine) -> Snapshot:
             rewound_partitions=sorted(
                 (p.query_id, p.batch_id, p.partition) for p in partitions if p.rewound
             ),
-            late_totals=rows(
-                times.query_id, times.batch_id, times.partition, times.late_records_total
+            late_totals=sorted(
+                (t.query_id, t.batch_id, t.partition, t.late_records_total) for t in times
             ),
             set_aside=sorted(d for (d,) in rows(RejectedEvent.document)),
         )

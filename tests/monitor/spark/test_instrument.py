@@ -18,7 +18,7 @@ import sqlalchemy.orm as so
 
 import monitor
 from monitor.spark.instrument import instrument
-from monitor.store.models import Batch, PartitionEventTime
+from monitor.store.models import Batch
 from tests.support.paths import ROOT
 from tests.support.spark_queries import (
     START_MS,
@@ -27,6 +27,7 @@ from tests.support.spark_queries import (
     skewed_log,
     unique_name,
 )
+from tests.support.stores import stored_event_times
 
 pytestmark = pytest.mark.spark
 WAIT = 180
@@ -74,11 +75,8 @@ def run(spark, log_dir, checkpoint, database_url, shape):
 
 
 def stored(engine, query_id):
-    with so.Session(engine) as session:
-        rows = session.scalars(
-            sa.select(PartitionEventTime).where(PartitionEventTime.query_id == str(query_id))
-        )
-        return {(row.batch_id, row.partition): row for row in rows}
+    rows = stored_event_times(engine, str(query_id))
+    return {(row.batch_id, row.partition): row for row in rows}
 
 
 def dropped_by_spark(query):

@@ -10,13 +10,11 @@ from collections import Counter
 from datetime import datetime, timedelta, timezone
 
 import pytest
-import sqlalchemy as sa
-import sqlalchemy.orm as so
 from pyspark.sql import functions as F
 
 import monitor
-from monitor.store.models import PartitionEventTime
 from tests.support.spark_queries import skewed_log, unique_name
+from tests.support.stores import stored_event_times
 
 pytestmark = pytest.mark.spark
 WAIT = 120
@@ -90,12 +88,8 @@ def kept_by_streaming(spark, log_dir, checkpoint):
 def stored_late(engine, query_id):
     """Late records stored per partition over all batches, partitions without any left out."""
     late = Counter()
-    with so.Session(engine) as session:
-        rows = session.scalars(
-            sa.select(PartitionEventTime).where(PartitionEventTime.query_id == str(query_id))
-        )
-        for row in rows:
-            late[row.partition] += row.late_records
+    for row in stored_event_times(engine, str(query_id)):
+        late[row.partition] += row.late_records
     return +late
 
 

@@ -99,7 +99,7 @@ def test_every_way_in_stores_the_same_rows(
     direct = stored_rows(monitor_store.engine, str(query.id), leave_out=WHEN_ENDED)
     assert len(direct["batches"]) == len(query.recentProgress)
     assert any(row["stalled"] for row in direct["batch_offsets"]), "the scenario stalled nothing"
-    assert any(row["records"] for row in direct["partition_event_times"])
+    assert any(row["records"] for row in direct["batch_event_times"])
     assert direct["queries"][0]["status"] == "terminated"
     for way in (collected, from_jvm):
         assert row_differences(stored_rows(way, str(query.id), leave_out=WHEN_ENDED), direct) == []

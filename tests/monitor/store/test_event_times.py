@@ -8,9 +8,10 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.collect.progress import parse_progress
-from monitor.store.models import Batch, PartitionEventTime
+from monitor.store.models import Batch
 from monitor.store.writes import write_event
 from tests.support.progress import progress_doc
+from tests.support.stores import stored_event_times
 
 QUERY, OTHER_QUERY, RUN = "22222222-2222-2222-2222-222222222222", "other-query", "run-1"
 T0 = 1_700_000_000_000
@@ -76,16 +77,13 @@ def batch(batch_id, partitions, late_watermark_ms=None, query_id=QUERY, run_id=R
 
 def rows(engine, fields=FIELDS, query_id=QUERY):
     """The stored rows as {(batch, partition): (fields...)}; fails on a duplicated key."""
-    with so.Session(engine) as session:
-        stored = session.scalars(
-            sa.select(PartitionEventTime).where(PartitionEventTime.query_id == query_id)
-        ).all()
-        keys = Counter((row.batch_id, row.partition) for row in stored)
-        assert [key for key, n in keys.items() if n > 1] == []
-        return {
-            (row.batch_id, row.partition): tuple(getattr(row, name) for name in fields)
-            for row in stored
-        }
+    stored = stored_event_times(engine, query_id)
+    keys = Counter((row.batch_id, row.partition) for row in stored)
+    assert [key for key, n in keys.items() if n > 1] == []
+    return {
+        (row.batch_id, row.partition): tuple(getattr(row, name) for name in fields)
+        for row in stored
+    }
 
 
 # Batch 0: no late watermark yet. Batch 1: the late watermark is batch 0's query watermark,

@@ -8,13 +8,13 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.health.facts import Thresholds
-from monitor.store import batch_offsets
+from monitor.store import batch_event_times, batch_offsets
 from monitor.store.batches import latest_batch
 from monitor.store.engine import create_engine
 from monitor.store.models import (
     Batch,
+    BatchEventTimes,
     BatchOffsets,
-    PartitionEventTime,
     Query,
     TimerSnapshotRow,
 )
@@ -81,22 +81,37 @@ def _partition(k: int, batch_id: int, at_ms: int, index: int, name: str) -> dict
     }
 
 
-def _event_time(k: int, batch_id: int, at_ms: int, name: str, j: int) -> PartitionEventTime:
+def _event_time(
+    k: int, batch_id: int, at_ms: int, name: str, j: int, totals: dict[str, int]
+) -> dict[str, Any]:
+    """Partition `name`'s figures, its running totals (`totals`, by figure) carried on."""
     future = (batch_id + k + j) % 6 == 0
-    return PartitionEventTime(
-        query_id=_query(k).id,
-        batch_id=batch_id,
-        batch_time_ms=at_ms,
-        partition=name,
-        records=10,
-        late_records=(batch_id * j + k) % 3,
-        delay_ms=0,
-        late_records_total=0,
-        late_samples=[],
-        future_records=(batch_id % 3) + 1 if future else 0,
-        future_lead_ms=batch_id * 1000 + j if future else None,
-        future_samples=[["key", at_ms + n, n] for n in range(j + 2)] if future else None,
-    )
+    row = {
+        "query_id": _query(k).id,
+        "batch_id": batch_id,
+        "batch_time_ms": at_ms,
+        "partition": name,
+        "records": 10,
+        "min_event_ms": None,
+        "max_event_ms": None,
+        "late_records": (batch_id * j + k) % 3,
+        "late_watermark_ms": None,
+        "delay_ms": 0,
+        "max_event_time_ms": None,
+        "max_event_time_record": None,
+        "max_event_time_batch": None,
+        "late_samples": [],
+        "future_records": (batch_id % 3) + 1 if future else 0,
+        "future_lead_ms": batch_id * 1000 + j if future else None,
+        "future_samples": [["key", at_ms + n, n] for n in range(j + 2)] if future else None,
+        "late_buckets": None,
+        "slack_buckets": None,
+        "late_buckets_total": None,
+        "slack_buckets_total": None,
+    }
+    for figure in ("records", "late_records", "future_records"):
+        totals[figure] = row[f"{figure}_total"] = totals.get(figure, 0) + row[figure]
+    return row
 
 
 def _partition_names(k: int, batch_id: int, batches: int) -> list[str]:
@@ -109,14 +124,18 @@ def _store_query(session: so.Session, k: int) -> None:
     """Query `k`: none to 44 batches a minute apart up to now, varied flags, late and
     future-dated records, a partition that left, and for some a pending-timer snapshot."""
     batches = (k * 7) % 45 if k % 6 else 0
+    totals: dict[str, dict[str, int]] = {}
     for batch_id in range(batches):
         at_ms = _batch_time(k, batch_id, batches)
         session.add(_batch(k, batch_id, at_ms))
         names = _partition_names(k, batch_id, batches)
         offsets = [_partition(k, batch_id, at_ms, j, name) for j, name in enumerate(names)]
         session.add_all(BatchOffsets(**row) for row in batch_offsets.packed(offsets))
-        for j, name in enumerate(names):
-            session.add(_event_time(k, batch_id, at_ms, name, j))
+        measured = [
+            _event_time(k, batch_id, at_ms, name, j, totals.setdefault(name, {}))
+            for j, name in enumerate(names)
+        ]
+        session.add_all(BatchEventTimes(**row) for row in batch_event_times.packed(measured))
     for n in range(k % 3):
         taken = NOW - (n // 2) * MINUTE  # two snapshots taken at the same time
         snapshot = TimerSnapshotRow(

@@ -19,7 +19,7 @@ TABLES = (
     "state_operators",
     "sources",
     "batch_offsets",
-    "partition_event_times",
+    "batch_event_times",
     "partition_minutes",
     "partition_hours",
     "timer_snapshots",
@@ -74,8 +74,8 @@ def test_one_group_and_groups_of_three_store_what_single_events_store(store_urls
     assert {row["run_id"] for row in alpha["batches"] if row["batch_id"] >= 4} == {"a3"}
     assert any(row["stalled"] for row in alpha["batch_offsets"])
     assert any(row["rewound"] for row in alpha["batch_offsets"])
-    assert any(row["records"] == 0 for row in alpha["partition_event_times"])
-    assert sum(row["late_records"] for row in alpha["partition_event_times"]) > 0
+    assert any(row["records"] == 0 for row in alpha["batch_event_times"])
+    assert sum(row["late_records"] for row in alpha["batch_event_times"]) > 0
     assert len(alpha["timer_snapshots"]) == 1 and len(beta["batches"]) == 5
     assert [row["status"] for row in alpha["queries"] + beta["queries"]] == ["active", "failed"]
 

@@ -3,9 +3,9 @@
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.store.models import Batch, PartitionEventTime, Query
+from monitor.store.models import Batch, Query
 from tests.support.progress import EPOCH, QUERY, write
-from tests.support.stores import stored_partitions
+from tests.support.stores import stored_event_times, stored_partitions
 
 
 def flags(engine, batch_id):
@@ -117,14 +117,9 @@ def test_skew_flink_watermark_and_time_lag_leave_idle_partitions_out(engine):
     second = batch(engine, 1)
     assert flags(engine, 1)[2] == ("t/2", True, False, False)
     assert (second.watermark_skew_ms, second.flink_watermark_ms) == (5_000, EPOCH + 5_000)
-    with so.Session(engine) as session:
-        lags = dict(
-            session.execute(
-                sa.select(PartitionEventTime.partition, PartitionEventTime.time_lag_ms).where(
-                    PartitionEventTime.batch_id == 1
-                )
-            ).all()
-        )
+    lags = {
+        row.partition: row.time_lag_ms for row in stored_event_times(engine) if row.batch_id == 1
+    }
     assert lags == {"t/0": 1_000, "t/1": 6_000, "t/2": 11_000}
 
 

@@ -13,10 +13,10 @@ from monitor.collect.progress import parse_progress
 from monitor.events import QueryStarted
 from monitor.store.engine import create_engine
 from monitor.store.lineage import Placement, RunSpan, Verdict, place
-from monitor.store.models import Batch, PartitionEventTime, Query, Run
+from monitor.store.models import Batch, Query, Run
 from monitor.store.writes import write_event, write_events
 from tests.support.progress import progress_doc
-from tests.support.stores import stored_partitions
+from tests.support.stores import stored_event_times, stored_partitions
 
 QUERY = "44444444-4444-4444-4444-444444444444"
 T0 = 1_795_316_400_000  # 2026-11-22T03:00:00Z
@@ -75,12 +75,7 @@ def stored(engine):
 
 
 def late_totals(engine):
-    with so.Session(engine) as session:
-        return dict(
-            session.execute(
-                sa.select(PartitionEventTime.batch_id, PartitionEventTime.late_records_total)
-            ).all()
-        )
+    return {row.batch_id: row.late_records_total for row in stored_event_times(engine)}
 
 
 def test_a_batch_that_arrives_after_a_later_one_of_its_run_deletes_nothing(engine):

@@ -51,10 +51,13 @@ def test_history_queries_have_their_indexes_and_no_more(engine):
         "batch_id",
     ]
     assert not indexes("batch_offsets") and not unique("batch_offsets")
-    # The partitions' rows are read by batch (query, batch id, …), never by partition and time:
-    # an index that way cost 116–150 bytes a row on PostgreSQL, and lured the planner.
-    assert ("query_id", "batch_id", "partition") in unique("partition_event_times")
-    assert ("query_id", "partition", "batch_time_ms") not in indexes("partition_event_times")
+    # So are its measured partitions; the batches with future-dated records are also found
+    # by time.
+    assert inspector.get_pk_constraint("batch_event_times")["constrained_columns"] == [
+        "query_id",
+        "batch_id",
+    ]
+    assert indexes("batch_event_times") == {("query_id", "batch_time_ms")}, "future-dated only"
 
 
 def test_sqlite_store_runs_in_wal_mode(tmp_path):
@@ -258,6 +261,48 @@ def test_migration_0026_packs_the_batches_partitions_and_its_downgrade_unpacks_t
     _to(engine, "head")
     for query in (A, B):
         assert stored_rows(engine, query, tables=("batch_offsets",)) == written[query]
+
+
+JSON = (
+    "late_samples",
+    "max_event_time_record",
+    "future_samples",
+    "late_buckets",
+    "slack_buckets",
+    "late_buckets_total",
+    "slack_buckets_total",
+)
+
+
+def test_migration_0027_packs_the_batches_event_times_and_its_downgrade_unpacks_them(engine):
+    write_events(engine, events())
+    tables = ("batch_event_times",)
+    written = {query: stored_rows(engine, query, tables=tables) for query in (A, B)}
+    measured = written[A]["batch_event_times"]
+    assert any(row["late_samples"] for row in measured)
+    assert any(row["late_buckets_total"] for row in measured)
+    _to(engine, "0026", "downgrade")
+    with engine.connect() as connection:
+        rows = connection.execute(
+            sa.text("SELECT * FROM partition_event_times WHERE query_id = :q ORDER BY id"),
+            {"q": A},
+        ).mappings()
+        # SQLite gives JSON columns' text.
+        unpacked = [
+            {k: json.loads(v) if isinstance(v, str) and k in JSON else v for k, v in row.items()}
+            for row in rows
+        ]
+    unpacked = [{k: v for k, v in row.items() if k != "id"} for row in unpacked]
+    in_order = sorted(unpacked, key=lambda row: (row["batch_id"], row["partition"]))
+    assert unpacked == in_order, "in batch and partition order"
+    wrote = sorted(measured, key=lambda row: (row["batch_id"], row["partition"]))
+    assert [{**row, "records_total": None} for row in unpacked] == [
+        {**row, "records_total": None} for row in wrote
+    ]
+    # The records read so far are summed again from the batches stored, as they were written.
+    _to(engine, "head")
+    for query in (A, B):
+        assert stored_rows(engine, query, tables=tables) == written[query]
 
 
 def test_migration_0023_rolls_up_the_queries_batches_as_the_write_path_does(engine):

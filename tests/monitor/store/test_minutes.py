@@ -26,15 +26,15 @@ DAY_MS = 86_400_000
 
 def expected_minutes(engine, query_id):
     """The minutes as the stored batches' rows say, added up here row by row."""
-    stored = stored_rows(engine, query_id, tables=("batch_offsets", "partition_event_times"))
+    stored = stored_rows(engine, query_id, tables=("batch_offsets", "batch_event_times"))
     minutes = defaultdict(lambda: defaultdict(list))
-    for table in ("batch_offsets", "partition_event_times"):
+    for table in ("batch_offsets", "batch_event_times"):
         for row in stored[table]:
             key = (row["batch_time_ms"] // MINUTE_MS * MINUTE_MS, row["partition"])
             minutes[key][table].append(row)
     expected = {}
     for (minute, partition), rows in minutes.items():
-        offsets, times = rows["batch_offsets"], rows["partition_event_times"]
+        offsets, times = rows["batch_offsets"], rows["batch_event_times"]
 
         def some(values):
             return [value for value in values if value is not None]
@@ -295,7 +295,7 @@ def test_each_range_is_read_from_the_finest_tier_cheap_enough():
 def test_late_records_of_any_range_from_the_minutes_are_the_sum_over_the_batches(engine):
     rng = random.Random(7)
     write_events(engine, [progress(A, "a1", n, T0 + n * 20_000) for n in range(60)])
-    stored = stored_rows(engine, A, tables=("partition_event_times",))["partition_event_times"]
+    stored = stored_rows(engine, A, tables=("batch_event_times",))["batch_event_times"]
     first_minute = T0 - T0 % MINUTE_MS
     with so.Session(engine) as session:
         for _ in range(12):

@@ -16,10 +16,10 @@ from monitor.store.models import (
     AlertEvent,
     AlertRow,
     Batch,
+    BatchEventTimes,
     BatchOffsets,
     Delivery,
     DeliveryAttempt,
-    PartitionEventTime,
     PartitionHour,
     PartitionMinute,
     Query,
@@ -31,10 +31,11 @@ from monitor.store.models import (
 )
 from monitor.store.prune import MAX_PAUSE_S, TABLES, Cutoffs, prune
 from tests.support.retention import CUTOFF, DAY, NEW, NOW, OLD, write_batch, write_snapshot
+from tests.support.stores import stored_event_times
 from tests.support.waiting import wait_until
 from wmon.main import main
 
-BATCH_TABLES = (Batch, StateOperator, Source, BatchOffsets, PartitionEventTime)
+BATCH_TABLES = (Batch, StateOperator, Source, BatchOffsets, BatchEventTimes)
 BATCH_TABLE_NAMES = [table.__tablename__ for table in BATCH_TABLES]
 ALERT_TABLES = ("alerts", "alert_events", "deliveries", "delivery_attempts")
 NOTHING = dict.fromkeys(TABLES, 0)
@@ -204,7 +205,7 @@ def test_rows_before_the_cutoff_go_and_the_rest_stay(engine):
         "state_operators": 3,
         "sources": 3,
         "batch_offsets": 3,
-        "partition_event_times": 6,
+        "batch_event_times": 3,
         "partition_minutes": 2,
         "partition_hours": 2,
         "query_minutes": 2,
@@ -254,12 +255,11 @@ def test_a_batch_after_pruning_continues_the_running_figures(engine):
         write_batch(engine, "q", batch_id, OLD + batch_id * 1_000, late=2)
     prune(engine, Cutoffs.at(CUTOFF))
     write_batch(engine, "q", 3, NEW, late=1)
-    with engine.connect() as connection:
-        total = connection.scalar(
-            sa.select(PartitionEventTime.late_records_total).where(
-                PartitionEventTime.batch_id == 3, PartitionEventTime.partition == "t/0"
-            )
-        )
+    [total] = [
+        row.late_records_total
+        for row in stored_event_times(engine)
+        if (row.batch_id, row.partition) == (3, "t/0")
+    ]
     assert total == 2 * 3 + 1
 
 
@@ -283,7 +283,7 @@ def test_each_transaction_deletes_one_chunk(engine):
     assert pruned.transactions == len(commits) == 18
     assert (pruned.deleted["partition_minutes"], pruned.deleted["partition_hours"]) == (2, 1)
     assert (pruned.deleted["query_minutes"], pruned.deleted["query_hours"]) == (2, 1)
-    assert (pruned.deleted["batch_offsets"], pruned.deleted["partition_event_times"]) == (100, 400)
+    assert (pruned.deleted["batch_offsets"], pruned.deleted["batch_event_times"]) == (100, 100)
     assert all(0 <= pause <= MAX_PAUSE_S for pause in pauses)
 
 
@@ -437,7 +437,7 @@ def test_wmon_prune_prints_what_it_deleted(database_url, engine, capsys, monkeyp
     assert list(deleted) == list(TABLES)
     # Both older batches (two days are kept), the 40-day-old minute of the query and of its
     # partitions (a row each; 30 days are kept), no hour (400 days are).
-    assert deleted == NOTHING | dict(zip(BATCH_TABLE_NAMES, [2, 2, 2, 2, 4], strict=True)) | (
+    assert deleted == NOTHING | dict(zip(BATCH_TABLE_NAMES, [2, 2, 2, 2, 2], strict=True)) | (
         RESOLVED_ALERT_ROWS | {"silences": 1, "partition_minutes": 1, "query_minutes": 1}
     )
     assert batch_ids(engine, "q")["batches"] == [2]
