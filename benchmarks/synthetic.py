@@ -7,7 +7,6 @@ import time
 import uuid
 from typing import Any
 
-
 RECORDS = 1000
 
 

@@ -58,6 +58,13 @@ class QueryTerminated:
     error_class: str | None = None
 
 
+def offset_lag(latest_offset: int | None, end_offset: int | None) -> int | None:
+    """Latest available offset minus processed offset, when both are known."""
+    if latest_offset is None or end_offset is None:
+        return None
+    return max(latest_offset - end_offset, 0)
+
+
 @dataclass(frozen=True)
 class PartitionOffsets:
     """One source partition's offsets in one batch."""
@@ -71,9 +78,7 @@ class PartitionOffsets:
     @property
     def offset_lag(self) -> int | None:
         """Latest available offset minus processed offset, when both are known."""
-        if self.latest_offset is None or self.end_offset is None:
-            return None
-        return max(self.latest_offset - self.end_offset, 0)
+        return offset_lag(self.latest_offset, self.end_offset)
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ import sqlalchemy.orm as so
 
 from monitor.numbers import INT64_MAX
 from monitor.store.models import BatchEventTimes
-from monitor.store.packing import pack_rows, unpack_rows
+from monitor.store.packing import pack_rows, unpack_columns
 
 Row = dict[str, Any]
 TABLE = BatchEventTimes.__table__
@@ -119,20 +119,18 @@ def _sum(values: Iterable[int]) -> int:
 
 def unpacked(row: Any) -> list[StoredEventTimes]:
     """A batch_event_times row's partitions, by name."""
-    found = []
-    for cells in unpack_rows(row.partitions, CELLS, NUMBERS):
-        newest = cells["max_event_time_ms"]
-        found.append(
-            StoredEventTimes(
-                query_id=row.query_id,
-                batch_id=row.batch_id,
-                batch_time_ms=row.batch_time_ms,
-                partition_watermark_ms=None if newest is None else newest - cells["delay_ms"],
-                time_lag_ms=None if newest is None else row.batch_time_ms - newest,
-                **cells,
-            )
-        )
-    return found
+    columns = unpack_columns(row.partitions, CELLS, NUMBERS)
+    newest, delays = columns["max_event_time_ms"], columns["delay_ms"]
+    columns["partition_watermark_ms"] = [
+        None if top is None else top - delay for top, delay in zip(newest, delays, strict=True)
+    ]
+    columns["time_lag_ms"] = [None if top is None else row.batch_time_ms - top for top in newest]
+    keys = (row.query_id, row.batch_id, row.batch_time_ms)
+    fields = StoredEventTimes._fields[len(keys) :]
+    return [
+        StoredEventTimes(*keys, *values)
+        for values in zip(*(columns[field] for field in fields), strict=True)
+    ]
 
 
 def partitions_in(

@@ -21,10 +21,10 @@ from typing import Any, NamedTuple
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.events import PartitionOffsets
+from monitor.events import offset_lag
 from monitor.numbers import INT64_MAX
 from monitor.store.models import BatchOffsets
-from monitor.store.packing import pack_rows, unpack_rows
+from monitor.store.packing import pack_rows, unpack_columns
 
 Row = dict[str, Any]
 TABLE = BatchOffsets.__table__
@@ -89,25 +89,17 @@ def packed(rows: Iterable[Row]) -> list[Row]:
 
 def unpacked(row: Any) -> list[StoredPartition]:
     """A batch_offsets row's partitions, in source and stored order."""
-    found = []
-    for cells in unpack_rows(row.partitions, TEXTS, NUMBERS):
-        for flag in FLAGS:
-            cells[flag] = bool(cells[flag])
-        found.append(
-            StoredPartition(
-                query_id=row.query_id,
-                batch_id=row.batch_id,
-                batch_time_ms=row.batch_time_ms,
-                offset_lag=_offset_lag(cells),
-                **cells,
-            )
-        )
-    return found
-
-
-def _offset_lag(cells: Row) -> int | None:
-    names = ("partition", "topic", "start_offset", "end_offset", "latest_offset")
-    return PartitionOffsets(*(cells[name] for name in names)).offset_lag
+    columns = unpack_columns(row.partitions, TEXTS, NUMBERS)
+    for flag in FLAGS:
+        columns[flag] = [bool(value) for value in columns[flag]]
+    lags = map(offset_lag, columns["latest_offset"], columns["end_offset"])
+    keys = (row.query_id, row.batch_id, row.batch_time_ms)
+    fields = StoredPartition._fields[len(keys) :]
+    columns["offset_lag"] = list(lags)
+    return [
+        StoredPartition(*keys, *values)
+        for values in zip(*(columns[field] for field in fields), strict=True)
+    ]
 
 
 def partitions_in(

@@ -215,11 +215,17 @@ def _partition_rows(
 ) -> dict[tuple[str, int], dict[str, Any]]:
     """The running values of some batches' partitions, by (partition, batch id)."""
     found: dict[tuple[str, int], dict[str, Any]] = {}
-    measured = batch_event_times.of_batches(session, query_id, batch_ids)
-    offsets = batch_offsets.of_batches(session, query_id, batch_ids)
-    for values in [row._asdict() for row in measured] + [row._asdict() for row in offsets]:
-        found.setdefault((values["partition"], values["batch_id"]), {}).update(
-            (name, values[name]) for name in PARTITION_FIELDS if name in values
+    rows: list[batch_event_times.StoredEventTimes | batch_offsets.StoredPartition]
+    rows = [*batch_event_times.of_batches(session, query_id, batch_ids)]
+    rows += batch_offsets.of_batches(session, query_id, batch_ids)
+    names_of = {
+        kind: [name for name in PARTITION_FIELDS if name in kind._fields]
+        for kind in (batch_event_times.StoredEventTimes, batch_offsets.StoredPartition)
+    }
+    for row in rows:
+        names = names_of[type(row)]
+        found.setdefault((row.partition, row.batch_id), {}).update(
+            zip(names, map(row.__getattribute__, names), strict=True)
         )
     return found
 

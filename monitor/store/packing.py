@@ -135,22 +135,23 @@ def pack_rows(
     return _compressed([[row[cell] for cell in cells] for row in rows], values, present)
 
 
-def unpack_rows(blob: bytes, cells: Sequence[str], numbers: Sequence[str]) -> list[dict[str, Any]]:
-    """What `pack_rows` packed, as dicts of the `cells` and `numbers` fields (the numbers as
-    ints, None where they had no value)."""
+def unpack_columns(
+    blob: bytes, cells: Sequence[str], numbers: Sequence[str]
+) -> dict[str, list[Any]]:
+    """What `pack_rows` packed, column by column: each of the `cells` and `numbers` fields'
+    values in row order (the numbers as ints, None where they had no value)."""
     data = zlib.decompress(blob)
     header, start = _opened(data)
     found = json.loads(header)
     values, present = _arrays(data, start, len(numbers), len(found))
-    columns = [
-        [value if there else None for value, there in zip(row, shown, strict=True)]
-        for row, shown in zip(values.tolist(), present.tolist(), strict=True)
-    ]
-    return [
-        dict(zip(cells, found[r], strict=True))
-        | {number: columns[f][r] for f, number in enumerate(numbers)}
-        for r in range(len(found))
-    ]
+    columns: dict[str, list[Any]] = {
+        cell: [row[c] for row in found] for c, cell in enumerate(cells)
+    }
+    for number, row, shown in zip(numbers, values.tolist(), present.tolist(), strict=True):
+        columns[number] = (
+            row if all(shown) else [v if s else None for v, s in zip(row, shown, strict=True)]
+        )
+    return columns
 
 
 Histograms = tuple[Mapping[str, int] | None, Mapping[str, int] | None]

@@ -1,4 +1,5 @@
-"""Partitions' rollups packed a row per span, and the series read from packed spans."""
+"""Partitions' rollups packed a row per span, a batch's partitions packed a row per batch, and
+the series read from packed spans."""
 
 import random
 
@@ -7,7 +8,7 @@ import pytest
 from monitor.numbers import INT64_MAX, INT64_MIN
 from monitor.store.minutes import PARTITION_MINUTES
 from monitor.store.packed_series import SERIES, bucket_series
-from monitor.store.packing import pack, unpack
+from monitor.store.packing import pack, pack_rows, unpack, unpack_columns
 
 FIGURES = PARTITION_MINUTES.figures
 
@@ -39,6 +40,31 @@ def test_packed_figures_unpack_as_they_were(seed):
     names = rng.sample([f"topic/{n}" for n in range(100)] + ["é/0", ""], rng.randrange(0, 70))
     rows = random_rows(rng, names)
     assert unpack(pack(FIGURES, rows), len(FIGURES)).rows(FIGURES) == rows
+
+
+CELLS = ("partition", "samples", "buckets")
+NUMBERS = ("source_index", "end_offset", "idle", "lead_ms")
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_packed_rows_unpack_as_they_were_in_their_order(seed):
+    rng = random.Random(seed)
+    texts = ["t/0", "é/1", "t\x00\udc80/2", "", None]
+    rows = [
+        {
+            "partition": rng.choice(texts),
+            "samples": rng.choice([[], [["k", 1_795_000_000_000, 7]], None]),
+            "buckets": rng.choice([{}, {"3": 10, "14": 2}, None]),
+            "source_index": rng.randrange(3),
+            "end_offset": rng.choice([None, INT64_MIN, INT64_MAX, rng.randrange(10**15)]),
+            "idle": rng.random() < 0.5,
+            "lead_ms": None if rng.random() < 0.3 else rng.randrange(-(10**6), 10**6),
+        }
+        for _ in range(rng.randrange(1, 80))
+    ]
+    columns = unpack_columns(pack_rows(CELLS, NUMBERS, rows), CELLS, NUMBERS)
+    unpacked = [dict(zip(columns, values, strict=True)) for values in zip(*columns.values())]
+    assert unpacked == rows
 
 
 def test_a_packed_minute_of_64_partitions_takes_about_a_kilobyte():
