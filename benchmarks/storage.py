@@ -5,7 +5,9 @@
 transaction) into a fresh SQLite store and, unless --no-postgres, a scratch PostgreSQL
 database. Each table's size with its indexes is then read from the store itself (SQLite's
 `dbstat`; PostgreSQL's `pg_total_relation_size`, TOAST included), divided by the batches, and
-projected to 30 days of such a query (259,200 batches) and to a fleet of 500 of them.
+projected to 30 days of such a query (259,200 batches) and to a fleet of 500 of them. Then a
+day of one query's 1-second batches is expired beside a writer on each store (a fresh one,
+filled in bulk: benchmarks.prune), and History ranges are opened (benchmarks.tiers).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from benchmarks.prune import describe, prune_beside_a_writer
 from benchmarks.scratch import scratch_database
 from benchmarks.synthetic import synthetic_progress
 from monitor.collect.progress import parse_progress
@@ -31,7 +34,8 @@ from monitor.store.writes import write_events
 
 GROUP_SIZE = 50  # batches stored in one transaction
 BATCH_EVERY_MS = 10_000
-MONTH_BATCHES = 30 * 86_400_000 // BATCH_EVERY_MS
+DAY_MS = 86_400_000
+MONTH_BATCHES = 30 * DAY_MS // BATCH_EVERY_MS
 FLEET = 500
 # The tables that grow with every batch: each batch's own, kept for the batches' retention,
 # and the rollups, kept longer; the rest (queries, runs, alerts…) are "other".
@@ -59,7 +63,29 @@ def storage_figures(args: argparse.Namespace) -> None:
         finally:
             engine.dispose()
         print(f"  {kind} (stored in {seconds:.1f} s): {_summary(sizes, args.events)}", flush=True)
+    expiry_figures(args)
     tier_figures(args)
+
+
+def expiry_figures(args: argparse.Namespace) -> None:
+    """A day of one query's 1-second batches expired beside a writer (benchmarks.prune), on
+    each store, and what that pace comes to for a day of a fleet's batches."""
+    fleet_day = FLEET * DAY_MS // BATCH_EVERY_MS
+    print(
+        f"expiring a day of one query's 1-second batches of {args.partitions} partitions "
+        f"({DAY_MS // 1000:,}, as many as {BATCH_EVERY_MS // 1000} queries' "
+        f"with a batch every {BATCH_EVERY_MS // 1000} s) beside a writer, with the pruner's "
+        "pauses (filled in bulk first, a few minutes):",
+        flush=True,
+    )
+    for kind, database_url in _each_store(args):
+        run = prune_beside_a_writer(database_url, 24, args.partitions, pause=True)
+        minutes = run.seconds * fleet_day / run.batches / 60
+        print(
+            f"  {kind}: {describe(run)}; at that pace a day of {FLEET} such queries "
+            f"({fleet_day:,} batches) takes {minutes:.0f} min",
+            flush=True,
+        )
 
 
 def tier_figures(args: argparse.Namespace) -> None:
