@@ -27,6 +27,7 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.numbers import INT64_MAX
+from monitor.store import packed_batches
 from monitor.store.models import BatchEventTimes
 from monitor.store.packing import pack_rows, unpack_columns
 
@@ -94,9 +95,6 @@ class StoredEventTimes(NamedTuple):
 def packed(rows: Iterable[Row]) -> list[Row]:
     """Event-time rows of batches (the write path's column dicts) as a batch_event_times row
     per batch, each batch's partitions by name."""
-    batches: dict[tuple[str, int], list[Row]] = {}
-    for row in rows:
-        batches.setdefault((row["query_id"], row["batch_id"]), []).append(row)
     return [
         {
             "query_id": query_id,
@@ -108,7 +106,7 @@ def packed(rows: Iterable[Row]) -> list[Row]:
             "late_records": _sum(row["late_records"] for row in partitions),
             "future_records": _sum(row["future_records"] for row in partitions),
         }
-        for (query_id, batch_id), partitions in batches.items()
+        for (query_id, batch_id), partitions in packed_batches.by_batch(rows).items()
     ]
 
 
@@ -136,36 +134,23 @@ def unpacked(row: Any) -> list[StoredEventTimes]:
 def partitions_in(
     connection: sa.Connection | so.Session, statement: sa.Select[Any]
 ) -> list[StoredEventTimes]:
-    """The partitions of the batch_event_times rows that `statement` selects (whole rows,
-    from :data:`TABLE`), in their order, each batch's by name."""
-    return [partition for row in connection.execute(statement) for partition in unpacked(row)]
+    """The partitions of the batch_event_times rows that `statement` selects (whole rows, from
+    :data:`TABLE`), in their order."""
+    return packed_batches.partitions_in(connection, statement, unpacked)
 
 
 def of_batches(
     connection: sa.Connection | so.Session, query_id: str, batch_ids: Iterable[int]
 ) -> list[StoredEventTimes]:
     """The partitions of some of a query's batches, by batch id."""
-    statement = (
-        sa.select(TABLE)
-        .where(TABLE.c.query_id == query_id, TABLE.c.batch_id.in_(list(batch_ids)))
-        .order_by(TABLE.c.batch_id)
-    )
-    return partitions_in(connection, statement)
+    return partitions_in(connection, packed_batches.of_batches(TABLE, query_id, batch_ids))
 
 
 def at_newest(
     connection: sa.Connection | so.Session, newest: sa.Subquery
 ) -> list[StoredEventTimes]:
-    """The partitions of each query's batch in `newest` (store.sql.newest_of)."""
-    statement = (
-        sa.select(TABLE)
-        .join(
-            newest,
-            sa.and_(TABLE.c.query_id == newest.c.query_id, TABLE.c.batch_id == newest.c.newest),
-        )
-        .order_by(TABLE.c.query_id)
-    )
-    return partitions_in(connection, statement)
+    """The partitions of each query's batch in `newest` (store.sql.newest_of), by query."""
+    return partitions_in(connection, packed_batches.at_newest(TABLE, newest))
 
 
 def window_sums(

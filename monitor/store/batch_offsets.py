@@ -15,7 +15,7 @@ less its end offset, as it was measured.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 import sqlalchemy as sa
@@ -23,6 +23,7 @@ import sqlalchemy.orm as so
 
 from monitor.events import offset_lag
 from monitor.numbers import INT64_MAX
+from monitor.store import packed_batches
 from monitor.store.models import BatchOffsets
 from monitor.store.packing import pack_rows, unpack_columns
 
@@ -67,11 +68,8 @@ class StoredPartition(NamedTuple):
 def packed(rows: Iterable[Row]) -> list[Row]:
     """Partition rows of batches (the write path's column dicts, a source's partitions in
     their order) as a batch_offsets row per batch."""
-    batches: dict[tuple[str, int], list[Row]] = {}
-    for row in rows:
-        batches.setdefault((row["query_id"], row["batch_id"]), []).append(row)
     stored = []
-    for (query_id, batch_id), partitions in batches.items():
+    for (query_id, batch_id), partitions in packed_batches.by_batch(rows).items():
         in_order = sorted(partitions, key=lambda row: row["source_index"])
         lags = [row["offset_lag"] for row in in_order if row["offset_lag"] is not None]
         stored.append(
@@ -106,30 +104,17 @@ def partitions_in(
     connection: sa.Connection | so.Session, statement: sa.Select[Any]
 ) -> list[StoredPartition]:
     """The partitions of the batch_offsets rows that `statement` selects (whole rows, from
-    :data:`TABLE`), in their order, each batch's in source and stored order."""
-    return [partition for row in connection.execute(statement) for partition in unpacked(row)]
+    :data:`TABLE`), in their order."""
+    return packed_batches.partitions_in(connection, statement, unpacked)
 
 
 def of_batches(
-    connection: sa.Connection | so.Session, query_id: str, batch_ids: Sequence[int]
+    connection: sa.Connection | so.Session, query_id: str, batch_ids: Iterable[int]
 ) -> list[StoredPartition]:
     """The partitions of some of a query's batches, by batch id."""
-    statement = (
-        sa.select(TABLE)
-        .where(TABLE.c.query_id == query_id, TABLE.c.batch_id.in_(batch_ids))
-        .order_by(TABLE.c.batch_id)
-    )
-    return partitions_in(connection, statement)
+    return partitions_in(connection, packed_batches.of_batches(TABLE, query_id, batch_ids))
 
 
 def at_newest(connection: sa.Connection | so.Session, newest: sa.Subquery) -> list[StoredPartition]:
-    """The partitions of each query's batch in `newest` (store.sql.newest_of of batches)."""
-    statement = (
-        sa.select(TABLE)
-        .join(
-            newest,
-            sa.and_(TABLE.c.query_id == newest.c.query_id, TABLE.c.batch_id == newest.c.newest),
-        )
-        .order_by(TABLE.c.query_id)
-    )
-    return partitions_in(connection, statement)
+    """The partitions of each query's batch in `newest` (store.sql.newest_of), by query."""
+    return partitions_in(connection, packed_batches.at_newest(TABLE, newest))

@@ -63,7 +63,8 @@ def test_packed_rows_unpack_as_they_were_in_their_order(seed):
         for _ in range(rng.randrange(1, 80))
     ]
     columns = unpack_columns(pack_rows(CELLS, NUMBERS, rows), CELLS, NUMBERS)
-    unpacked = [dict(zip(columns, values, strict=True)) for values in zip(*columns.values())]
+    rows_back = zip(*columns.values(), strict=True)
+    unpacked = [dict(zip(columns, values, strict=True)) for values in rows_back]
     assert unpacked == rows
 
 
