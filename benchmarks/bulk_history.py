@@ -14,7 +14,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from monitor.health.facts import StoredStatus
-from monitor.store import batch_event_times, batch_offsets
+from monitor.store.batch_rows import as_stored
 from monitor.store.minutes import Minutes
 from monitor.store.models import (
     Base,
@@ -57,12 +57,7 @@ def fill(
                 count,
                 partitions,
             ):
-                stored_rows = rows
-                if table is BatchOffsets:
-                    stored_rows = batch_offsets.packed(rows)
-                if table is BatchEventTimes:
-                    stored_rows = batch_event_times.packed(rows)
-                connection.execute(sa.insert(table), stored_rows)
+                connection.execute(sa.insert(table), as_stored(table, rows))
                 stored[table] = rows
             minutes.add_batches(stored)
             minutes.write(connection)

@@ -15,7 +15,8 @@ from monitor.events import (
     SourceProgress,
 )
 from monitor.health.lateness import summed
-from monitor.store.models import Base, Batch, BatchOffsets, Source, StateOperator
+from monitor.store import batch_event_times, batch_offsets
+from monitor.store.models import Base, Batch, BatchEventTimes, BatchOffsets, Source, StateOperator
 
 Row = dict[str, Any]
 
@@ -26,6 +27,17 @@ _BATCH_FIELDS = tuple(
 _OPERATOR_FIELDS = tuple(f.name for f in dataclasses.fields(OperatorProgress))
 _SOURCE_FIELDS = tuple(f.name for f in dataclasses.fields(SourceProgress) if f.name != "partitions")
 _OFFSET_FIELDS = tuple(f.name for f in dataclasses.fields(PartitionOffsets))
+
+
+# The tables whose rows are a batch's partitions, packed into one row per batch when stored.
+_PACKED = {BatchOffsets: batch_offsets.packed, BatchEventTimes: batch_event_times.packed}
+
+
+def as_stored(model: type[Base], rows: list[Row]) -> list[Row]:
+    """Column dicts of `model` as they are inserted: a batch's partitions' rows packed into
+    one row per batch (store.batch_offsets, store.batch_event_times), others as they are."""
+    pack = _PACKED.get(model)
+    return rows if pack is None else pack(rows)
 
 
 def _fields(item: object, names: tuple[str, ...]) -> Row:

@@ -39,7 +39,7 @@ from monitor.events import (
 from monitor.health.facts import StoredStatus
 from monitor.health.predicates import Timeouts
 from monitor.store import batch_event_times, batch_offsets, derive
-from monitor.store.batch_rows import batch_rows, earlier, event_time_rows, later
+from monitor.store.batch_rows import as_stored, batch_rows, earlier, event_time_rows, later
 from monitor.store.bulk import insert_rows
 from monitor.store.carry import carry_into_later
 from monitor.store.lineage import Placement, RunSpan, Verdict, place
@@ -295,11 +295,8 @@ class _Group:
         self.session.flush()
         connection = self.session.connection()
         for model, values in self._waiting.items():
-            if model is BatchOffsets:
-                values = batch_offsets.packed(values)
-            if model is BatchEventTimes:
-                values = batch_event_times.packed(values)
-            insert_rows(connection, Base.metadata.tables[model.__tablename__], values)
+            table = Base.metadata.tables[model.__tablename__]
+            insert_rows(connection, table, as_stored(model, values))
             self._waiting[model] = []
 
 

@@ -111,35 +111,33 @@ def stored_rows(
     return rows
 
 
-def stored_event_times(engine: Any, query_id: str | None = None) -> list[Any]:
-    """The stored measured partitions of every batch (store.batch_event_times), or of one
-    query's, by query and batch, each batch's by name."""
+def _stored_packed(module: Any, engine: Any, query_id: str | None) -> list[Any]:
+    """The partitions of every batch stored in a packed table's `module` (store.batch_offsets,
+    store.batch_event_times), or of one query's, by query and batch."""
     import sqlalchemy as sa
 
-    from monitor.store import batch_event_times
-
-    table = batch_event_times.TABLE
+    table = module.TABLE
     statement = sa.select(table).order_by(table.c.query_id, table.c.batch_id)
     if query_id is not None:
         statement = statement.where(table.c.query_id == query_id)
     with engine.connect() as connection:
-        return batch_event_times.partitions_in(connection, statement)
+        return module.partitions_in(connection, statement)
+
+
+def stored_event_times(engine: Any, query_id: str | None = None) -> list[Any]:
+    """The stored measured partitions of every batch, or of one query's, by query and batch,
+    each batch's by name."""
+    from monitor.store import batch_event_times
+
+    return _stored_packed(batch_event_times, engine, query_id)
 
 
 def stored_partitions(engine: Any, query_id: str | None = None) -> list[Any]:
-    """The stored partitions of every batch (store.batch_offsets), or of one query's, by query
-    and batch, each batch's in source and stored order."""
-    import sqlalchemy as sa
-
+    """The stored source partitions of every batch, or of one query's, by query and batch,
+    each batch's in source and stored order."""
     from monitor.store import batch_offsets
 
-    statement = sa.select(batch_offsets.TABLE).order_by(
-        batch_offsets.TABLE.c.query_id, batch_offsets.TABLE.c.batch_id
-    )
-    if query_id is not None:
-        statement = statement.where(batch_offsets.TABLE.c.query_id == query_id)
-    with engine.connect() as connection:
-        return batch_offsets.partitions_in(connection, statement)
+    return _stored_packed(batch_offsets, engine, query_id)
 
 
 def unpacked_rows(spans: Any) -> list[dict[str, Any]]:
