@@ -43,8 +43,12 @@ class MonitorHandle:
         self._watches: list[TimerWatch | RunningWatch] = []
 
     def flush(self, timeout: float = 30.0) -> bool:
-        """Wait until everything collected so far is in the store."""
-        return self._writer.flush(timeout)
+        """Wait until everything Spark has told of so far is in the store: a stopped query's last
+        batches and its end included, which Spark announces after `awaitTermination` returns.
+        False if that did not happen within `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        ended = self._await_terminations(min(timeout, 10.0))
+        return self._writer.flush(max(deadline - time.monotonic(), 0.0)) and ended
 
     def stats(self) -> WriterStats:
         """Counters: written, pending, dropped, rejected (unreadable or unstorable), retries."""
@@ -57,7 +61,11 @@ class MonitorHandle:
             return True
         for watch in self._watches:
             watch.stop()
-        self._await_terminations(min(timeout, 10.0))
+        if not self._await_terminations(min(timeout, 10.0)):
+            log.warning(
+                "wmon: detached before Spark reported the end of runs %s",
+                sorted(self.listener.running_runs()),
+            )
         self._spark.streams.removeListener(self.listener)
         self.attached = False
         closed = self._writer.close(timeout)
@@ -85,18 +93,17 @@ class MonitorHandle:
         self._watches.append(watch)
         return watch
 
-    def _await_terminations(self, timeout: float) -> None:
-        """Spark announces a stopped query's end asynchronously: give that event time to come."""
+    def _await_terminations(self, timeout: float) -> bool:
+        """Spark announces a stopped query's end asynchronously: give that event time to come.
+        False if a run Spark no longer runs has still not been reported ended."""
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        while True:
             active = {str(query.runId) for query in self._spark.streams.active}
             if self.listener.running_runs() <= active:
-                return
+                return True
+            if time.monotonic() >= deadline:
+                return False
             time.sleep(0.05)
-        log.warning(
-            "wmon: detached before Spark reported the end of runs %s",
-            sorted(self.listener.running_runs()),
-        )
 
     def __enter__(self) -> MonitorHandle:
         return self
