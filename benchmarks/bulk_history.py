@@ -14,6 +14,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from monitor.health.facts import StoredStatus
+from monitor.store import day_partitions
 from monitor.store.batch_rows import as_stored
 from monitor.store.minutes import Minutes
 from monitor.store.models import (
@@ -57,6 +58,8 @@ def fill(
                 count,
                 partitions,
             ):
+                if table is Batch:
+                    day_partitions.prepare(connection, (row["batch_time_ms"] for row in rows))
                 connection.execute(sa.insert(table), as_stored(table, rows))
                 stored[table] = rows
             minutes.add_batches(stored)
@@ -94,8 +97,8 @@ def _chunk_rows(
     moments = [(first_batch + i, start_ms + i * step_ms) for i in range(count)]
     key = {"query_id": query_id}
     yield Batch, [key | _batch(query_id, *m, partitions) for m in moments]
-    yield StateOperator, [key | _operator(m[0]) for m in moments]
-    yield Source, [key | _source(m[0]) for m in moments]
+    yield StateOperator, [key | _operator(*m) for m in moments]
+    yield Source, [key | _source(*m) for m in moments]
     yield BatchOffsets, [key | _partition(*m, p) for m in moments for p in range(partitions)]
     yield (
         BatchEventTimes,
@@ -124,9 +127,10 @@ def _batch(query_id: str, batch_id: int, at_ms: int, partitions: int) -> dict[st
     }
 
 
-def _operator(batch_id: int) -> dict[str, Any]:
+def _operator(batch_id: int, at_ms: int) -> dict[str, Any]:
     return {
         "batch_id": batch_id,
+        "batch_time_ms": at_ms,
         "operator_index": 0,
         "operator_name": "dedupe",
         "num_rows_total": 1_000,
@@ -135,9 +139,10 @@ def _operator(batch_id: int) -> dict[str, Any]:
     }
 
 
-def _source(batch_id: int) -> dict[str, Any]:
+def _source(batch_id: int, at_ms: int) -> dict[str, Any]:
     return {
         "batch_id": batch_id,
+        "batch_time_ms": at_ms,
         "source_index": 0,
         "description": "KafkaV2[Subscribe[telemetry]]",
         "kind": "kafka",

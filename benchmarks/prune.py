@@ -70,6 +70,46 @@ def prune_beside_a_writer(database_url: str, hours: int, partitions: int, pause:
     return PruneRun(pruned.deleted["batches"], pruned.transactions, seconds, writes)
 
 
+def expire_a_fleet_day(
+    database_url: str, queries: int, every_ms: int, partitions: int, writers: int
+) -> PruneRun:
+    """Fill the empty PostgreSQL store at `database_url` with a day of `queries` queries'
+    batches, one every `every_ms`, ten days ago; then expire that day (store.day_partitions)
+    while `writers` writers store live batches of queries of their own."""
+    engine = create_engine(database_url)
+    upgrade(engine)
+    day_ms = 86_400_000
+    day_start = (int(time.time() * 1000) // day_ms - 10) * day_ms
+    for query in range(queries):
+        fill(engine, f"{OLD}-{query}", day_start, day_ms // every_ms, partitions, step_ms=every_ms)
+    pruning, done = threading.Event(), threading.Event()
+    writes: list[float] = []
+    threads = [
+        threading.Thread(
+            target=_write_live_batches,
+            args=(database_url, partitions, int(time.time() * 1000), pruning, done, writes),
+            kwargs={"query_id": f"{LIVE}-{writer}"},
+        )
+        for writer in range(writers)
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        time.sleep(1.0)
+        pruning.set()
+        started = time.perf_counter()
+        pruned = prune(engine, Cutoffs(day_start + day_ms, 0, 0))
+        seconds = time.perf_counter() - started
+        time.sleep(1.0)
+        pruning.clear()
+    finally:
+        done.set()
+        for thread in threads:
+            thread.join()
+        engine.dispose()
+    return PruneRun(pruned.deleted["batches"], pruned.transactions, seconds, writes)
+
+
 def _no_pause(_seconds: float) -> None:
     """The pruner's transactions back to back."""
 
@@ -81,13 +121,15 @@ def _write_live_batches(
     pruning: threading.Event,
     done: threading.Event,
     writes: list[float],
+    query_id: str = LIVE,
 ) -> None:
-    """Store a batch every WRITE_EVERY_S until `done`; the seconds of those begun while
-    `pruning` go to `writes`."""
+    """Store a batch of `query_id` every WRITE_EVERY_S until `done`; the seconds of those
+    begun while `pruning` go to `writes`."""
     engine = create_engine(database_url)
     batch_id = 0
     while not done.is_set():
-        doc = synthetic_progress(LIVE, "run-1", batch_id, partitions, start_ms + batch_id * 1_000)
+        at_ms = start_ms + batch_id * 1_000
+        doc = synthetic_progress(query_id, f"{query_id}-run", batch_id, partitions, at_ms)
         during = pruning.is_set()
         started = time.perf_counter()
         write_event(engine, parse_progress(doc))

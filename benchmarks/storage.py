@@ -22,7 +22,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from benchmarks.prune import describe, prune_beside_a_writer
+from benchmarks.prune import WRITE_EVERY_S, describe, expire_a_fleet_day, prune_beside_a_writer
 from benchmarks.scratch import scratch_database
 from benchmarks.synthetic import synthetic_progress
 from monitor.collect.progress import parse_progress
@@ -68,8 +68,9 @@ def storage_figures(args: argparse.Namespace) -> None:
 
 
 def expiry_figures(args: argparse.Namespace) -> None:
-    """A day of one query's 1-second batches expired beside a writer (benchmarks.prune), on
-    each store, and what that pace comes to for a day of a fleet's batches."""
+    """SQLite: a day of one query's 1-second batches expired beside a writer (benchmarks.prune),
+    and what that pace comes to for a day of a fleet's batches. PostgreSQL: a day of a fleet's
+    batches expired by dropping its partitions beside the fleet's writers."""
     fleet_day = FLEET * DAY_MS // BATCH_EVERY_MS
     print(
         f"expiring a day of one query's 1-second batches of {args.partitions} partitions "
@@ -78,14 +79,27 @@ def expiry_figures(args: argparse.Namespace) -> None:
         "pauses (filled in bulk first, a few minutes):",
         flush=True,
     )
-    for kind, database_url in _each_store(args):
-        run = prune_beside_a_writer(database_url, 24, args.partitions, pause=True)
-        minutes = run.seconds * fleet_day / run.batches / 60
-        print(
-            f"  {kind}: {describe(run)}; at that pace a day of {FLEET} such queries "
-            f"({fleet_day:,} batches) takes {minutes:.0f} min",
-            flush=True,
-        )
+    with _sqlite_store() as url:
+        run = prune_beside_a_writer(url, 24, args.partitions, pause=True)
+    minutes = run.seconds * fleet_day / run.batches / 60
+    print(
+        f"  SQLite: {describe(run)}; at that pace a day of {FLEET} such queries "
+        f"({fleet_day:,} batches) takes {minutes:.0f} min",
+        flush=True,
+    )
+    if args.no_postgres:
+        return
+    every_ms, partitions, writers = 600_000, 8, 4
+    print(
+        f"  PostgreSQL, a day of {FLEET} queries' batches ({every_ms // 60_000} min apart, "
+        f"{partitions} partitions) dropped beside {writers} writers of a batch each every "
+        f"{WRITE_EVERY_S * 1000:.0f} ms:",
+        end=" ",
+        flush=True,
+    )
+    with scratch_database(args.postgres_url, "wmon_bench_storage") as url:
+        run = expire_a_fleet_day(url, FLEET, every_ms, partitions, writers)
+    print(describe(run), flush=True)
 
 
 def tier_figures(args: argparse.Namespace) -> None:

@@ -3,6 +3,7 @@
 from alembic import context
 
 from monitor.config import load_settings
+from monitor.store.day_partitions import comparison_options
 from monitor.store.engine import create_engine
 from monitor.store.models import Base
 
@@ -34,7 +35,12 @@ def run_migrations_online() -> None:
 
 
 def _run(connection) -> None:
-    context.configure(connection=connection, target_metadata=target_metadata, render_as_batch=True)
+    context.configure(
+        connection=connection,
+        target_metadata=target_metadata,
+        render_as_batch=True,
+        **comparison_options(connection.dialect.name),
+    )
     with context.begin_transaction():
         context.run_migrations()
 

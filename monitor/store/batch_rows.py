@@ -47,7 +47,11 @@ def _fields(item: object, names: tuple[str, ...]) -> Row:
 
 def batch_rows(event: BatchProgress) -> dict[type[Base], list[Row]]:
     """The rows of a batch and its operators, sources and partitions, as column dicts."""
-    keys = {"query_id": event.query_id, "batch_id": event.batch_id}
+    keys = {
+        "query_id": event.query_id,
+        "batch_id": event.batch_id,
+        "batch_time_ms": event.batch_time_ms,
+    }
     rows: dict[type[Base], list[Row]] = {
         Batch: [keys | _fields(event, _BATCH_FIELDS)],
         StateOperator: [keys | _fields(op, _OPERATOR_FIELDS) for op in event.operators],
@@ -59,11 +63,7 @@ def batch_rows(event: BatchProgress) -> dict[type[Base], list[Row]]:
         rows[BatchOffsets] += [
             keys
             | _fields(partition, _OFFSET_FIELDS)
-            | {
-                "batch_time_ms": event.batch_time_ms,
-                "source_index": source.source_index,
-                "offset_lag": partition.offset_lag,
-            }
+            | {"source_index": source.source_index, "offset_lag": partition.offset_lag}
             for partition in source.partitions
         ]
     return rows

@@ -117,6 +117,9 @@ class Batch(Base):
     # with the largest event time read before the batch; None where that is not measured.
     watermark_driver_partition: so.Mapped[str | None] = so.mapped_column(JobText)
     watermark_driver_record: so.Mapped[list[Any] | None] = so.mapped_column(sa.JSON)
+    # Whether PostgreSQL's expiry kept this row past its day's partition, as its query's newest
+    # batch (store.day_partitions); never set on SQLite, whose prune deletes the rows around it.
+    kept: so.Mapped[bool] = so.mapped_column(sa.Boolean, server_default=sa.false())
 
     @property
     def watermark_state(self) -> str:
@@ -135,6 +138,7 @@ class StateOperator(Base):
     id: so.Mapped[int] = so.mapped_column(RowId, primary_key=True)
     query_id: so.Mapped[str] = so.mapped_column(sa.ForeignKey("queries.id"))
     batch_id: so.Mapped[int] = so.mapped_column(sa.BigInteger)
+    batch_time_ms: so.Mapped[int] = so.mapped_column(Millis)
     operator_index: so.Mapped[int] = so.mapped_column(sa.Integer)
     operator_name: so.Mapped[str | None] = so.mapped_column(JobText)
     num_rows_total: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
@@ -146,6 +150,9 @@ class StateOperator(Base):
     num_deleted_timers: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
     num_expired_timers: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
     custom_metrics: so.Mapped[dict[str, Any]] = so.mapped_column(sa.JSON)
+    # Whether PostgreSQL's expiry kept this row past its day's partition, as its query's newest
+    # batch (store.day_partitions); never set on SQLite, whose prune deletes the rows around it.
+    kept: so.Mapped[bool] = so.mapped_column(sa.Boolean, server_default=sa.false())
 
 
 class Source(Base):
@@ -157,12 +164,16 @@ class Source(Base):
     id: so.Mapped[int] = so.mapped_column(RowId, primary_key=True)
     query_id: so.Mapped[str] = so.mapped_column(sa.ForeignKey("queries.id"))
     batch_id: so.Mapped[int] = so.mapped_column(sa.BigInteger)
+    batch_time_ms: so.Mapped[int] = so.mapped_column(Millis)
     source_index: so.Mapped[int] = so.mapped_column(sa.Integer)
     description: so.Mapped[str] = so.mapped_column(sa.Text)
     kind: so.Mapped[str] = so.mapped_column(sa.String(32))
     num_input_rows: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
     input_rows_per_second: so.Mapped[float | None] = so.mapped_column(sa.Float)
     processed_rows_per_second: so.Mapped[float | None] = so.mapped_column(sa.Float)
+    # Whether PostgreSQL's expiry kept this row past its day's partition, as its query's newest
+    # batch (store.day_partitions); never set on SQLite, whose prune deletes the rows around it.
+    kept: so.Mapped[bool] = so.mapped_column(sa.Boolean, server_default=sa.false())
 
 
 class BatchOffsets(Base):
@@ -178,6 +189,9 @@ class BatchOffsets(Base):
     partitions: so.Mapped[bytes] = so.mapped_column(sa.LargeBinary)
     offset_lag: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
     rewound: so.Mapped[bool] = so.mapped_column(sa.Boolean)
+    # Whether PostgreSQL's expiry kept this row past its day's partition, as its query's newest
+    # batch (store.day_partitions); never set on SQLite, whose prune deletes the rows around it.
+    kept: so.Mapped[bool] = so.mapped_column(sa.Boolean, server_default=sa.false())
 
 
 class BatchEventTimes(Base):
@@ -208,6 +222,9 @@ class BatchEventTimes(Base):
     partitions: so.Mapped[bytes] = so.mapped_column(sa.LargeBinary)
     late_records: so.Mapped[int] = so.mapped_column(sa.BigInteger)
     future_records: so.Mapped[int] = so.mapped_column(sa.BigInteger)
+    # Whether PostgreSQL's expiry kept this row past its day's partition, as its query's newest
+    # batch (store.day_partitions); never set on SQLite, whose prune deletes the rows around it.
+    kept: so.Mapped[bool] = so.mapped_column(sa.Boolean, server_default=sa.false())
 
 
 class PartitionMinute(Base):

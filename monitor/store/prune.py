@@ -18,16 +18,20 @@ except for a receiver that the rules in force no longer name: its deliveries wai
 do, and keep their alerts. A live alert (pending or firing) is never deleted, nor anything of it,
 however old. A silence that ended before that cutoff goes.
 
-Each transaction deletes at most `chunk` batches (with their rows: a row each of packed offsets
-and event times), `chunk` minutes or hours of rollups, `chunk`
-timer snapshots, `chunk` alerts (with their rows: a few events, a delivery of the firing and the
-resolved one per receiver, usually one attempt each; a delivery retried for a day against a
-receiver that is down has about 300, and 32 alerts with two such, 19,200 attempts, went in
-30 ms on either store) or `chunk` silences, so that a listener's write waits for one short
-transaction at most. Between transactions the pruner pauses as long as the last one took (at
-most MAX_PAUSE_S): SQLite's busy handler retries a waiting writer after sleeps of up to 100 ms,
-so with transactions back to back a writer often misses the gaps. `python -m benchmarks`
-measures a writer beside a prune with and without the pauses (docs/benchmarks.md).
+On PostgreSQL batches expire by whole days (store.day_partitions): a day that ended before the
+batches' cutoff has each query's newest batch in it moved to the kept rows' partitions, then its
+partitions dropped; kept batches that are no longer their query's newest go next.
+
+Each transaction deletes at most `chunk` batches on SQLite (with their rows: a row each of packed
+offsets and event times), `chunk` minutes or hours of rollups, `chunk` timer snapshots, `chunk`
+alerts (with their rows: a few events, a delivery of the firing and the resolved one per receiver,
+usually one attempt each; a delivery retried for a day against a receiver that is down has about
+300, and 32 alerts with two such, 19,200 attempts, went in 30 ms on either store) or `chunk`
+silences, so that a listener's write waits for one short transaction at most. Between transactions
+the pruner pauses as long as the last one took (at most MAX_PAUSE_S): SQLite's busy handler retries
+a waiting writer after sleeps of up to 100 ms, so with transactions back to back a writer often
+misses the gaps. `python -m benchmarks` measures a writer beside a prune with and without the
+pauses (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -45,6 +49,8 @@ from monitor.config import (
     DEFAULT_RETENTION_DAYS,
     DEFAULT_RETENTION_HOURS_DAYS,
 )
+from monitor.store import day_partitions
+from monitor.store.day_partitions import DAY_MS
 from monitor.store.minutes import HOUR_MS, MINUTE_MS, TIERS, Tier
 from monitor.store.models import (
     AlertEvent,
@@ -62,7 +68,6 @@ from monitor.store.models import (
     TimerSnapshotRow,
 )
 
-DAY_MS = 86_400_000
 DEFAULT_CHUNK = 32
 MAX_PAUSE_S = 0.1
 BATCH_TABLES = (StateOperator, Source, BatchOffsets, BatchEventTimes)
@@ -143,20 +148,24 @@ def prune(
     """Delete each tier's history from before its cutoff, `chunk` batches, minutes, hours,
     snapshots, alerts or silences per transaction."""
     pruned = Pruned()
-    for step in _steps(engine, cutoffs, chunk):
+    with engine.connect() as connection:
+        by_day = day_partitions.in_use(connection)
+    if by_day:
+        _expire_days(engine, cutoffs.batches_ms, pruned)
+    for step in _steps(engine, cutoffs, chunk, by_day):
         deleted = chunk
         while deleted == chunk:
             deleted = _transaction(engine, step, pruned, sleep)
     return pruned
 
 
-def _steps(engine: sa.Engine, cutoffs: Cutoffs, chunk: int) -> list[Step]:
-    """Each query's batches, minutes, hours and timer snapshots, then the alerts and the
-    silences."""
+def _steps(engine: sa.Engine, cutoffs: Cutoffs, chunk: int, by_day: bool) -> list[Step]:
+    """Each query's batches (unless they expire by day), minutes, hours and timer snapshots,
+    then the alerts and the silences."""
     with engine.connect() as connection:
         query_ids = connection.scalars(sa.select(Query.id).order_by(Query.id)).all()
     deletes: list[tuple[Callable[..., int], int]] = [
-        (_delete_batches, cutoffs.batches_ms),
+        *([] if by_day else [(_delete_batches, cutoffs.batches_ms)]),
         *[
             (
                 functools.partial(_delete_rollups, tier),
@@ -191,6 +200,39 @@ def _transaction(
     pruned.transactions += 1
     sleep(min(time.monotonic() - started, MAX_PAUSE_S))
     return deleted
+
+
+def _expire_days(engine: sa.Engine, before_ms: int, pruned: Pruned) -> None:
+    """PostgreSQL: make the days ahead's partitions, drop the days that ended before the
+    cutoff (each query's newest batch kept), then the kept batches that are no longer their
+    query's newest."""
+    day_partitions.prepare_ahead(engine, int(time.time() * 1000))
+    pruned.transactions += 1
+    with engine.connect() as connection:
+        days = day_partitions.days(connection)
+    for day in days:
+        end_ms = (day + 1) * DAY_MS
+        if end_ms > before_ms:
+            break
+        with engine.begin() as connection:
+            day_partitions.keep_newest(connection, day)
+            connection.execute(
+                sa.update(Query)
+                .where(
+                    sa.or_(
+                        Query.batches_kept_from_ms.is_(None), Query.batches_kept_from_ms < end_ms
+                    )
+                )
+                .values(batches_kept_from_ms=end_ms)
+            )
+        pruned.transactions += 1
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as autocommit:
+            for table in day_partitions.TABLES:
+                pruned.deleted[table] += day_partitions.drop_day(autocommit, table, day)
+    with engine.begin() as connection:
+        for table, deleted in day_partitions.drop_kept(connection).items():
+            pruned.deleted[table] += deleted
+    pruned.transactions += 1
 
 
 def _delete_batches(
@@ -247,14 +289,15 @@ def _delete_rollups(
     return len(spans)
 
 
-def _kept_from(connection: sa.Connection, column: Any, query_id: str, before_ms: int) -> None:
-    """Note on the query that its tier is kept from `before_ms` on, unless a later cutoff is
-    noted already."""
-    connection.execute(
-        sa.update(Query)
-        .where(Query.id == query_id, sa.or_(column.is_(None), column < before_ms))
-        .values({column: before_ms})
-    )
+def _kept_from(
+    connection: sa.Connection, column: Any, query_id: str | None, before_ms: int
+) -> None:
+    """Note on the query (on every query if None) that its tier is kept from `before_ms` on,
+    unless a later cutoff is noted already."""
+    statement = sa.update(Query).where(sa.or_(column.is_(None), column < before_ms))
+    if query_id is not None:
+        statement = statement.where(Query.id == query_id)
+    connection.execute(statement.values({column: before_ms}))
 
 
 def _delete_timer_snapshots(

@@ -38,7 +38,7 @@ from monitor.events import (
 )
 from monitor.health.facts import StoredStatus
 from monitor.health.predicates import Timeouts
-from monitor.store import batch_event_times, batch_offsets, derive
+from monitor.store import batch_event_times, batch_offsets, day_partitions, derive
 from monitor.store.batch_rows import as_stored, batch_rows, earlier, event_time_rows, later
 from monitor.store.bulk import insert_rows
 from monitor.store.carry import carry_into_later
@@ -294,6 +294,7 @@ class _Group:
         """Write the query and run rows, then insert every waiting row, table by table."""
         self.session.flush()
         connection = self.session.connection()
+        day_partitions.prepare(connection, (row["batch_time_ms"] for row in self._waiting[Batch]))
         for model, values in self._waiting.items():
             table = Base.metadata.tables[model.__tablename__]
             insert_rows(connection, table, as_stored(model, values))

@@ -8,7 +8,7 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.health.facts import Thresholds
-from monitor.store import batch_event_times, batch_offsets
+from monitor.store import batch_event_times, batch_offsets, day_partitions
 from monitor.store.batches import latest_batch
 from monitor.store.engine import create_engine
 from monitor.store.models import (
@@ -157,6 +157,7 @@ def _store(engine: sa.Engine, count: int) -> None:
     with so.Session(engine) as session:
         session.add_all(_query(k) for k in range(count))
         session.flush()  # no relationship tells the unit of work to store queries first
+        day_partitions.prepare(session.connection(), [NOW - 60 * MINUTE, NOW])
         for k in range(count):
             _store_query(session, k)
         session.commit()

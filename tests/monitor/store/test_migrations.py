@@ -7,6 +7,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
 from monitor.store import migrate
+from monitor.store.day_partitions import comparison_options
 from monitor.store.engine import create_engine
 from monitor.store.models import Base
 from monitor.store.writes import write_events
@@ -31,7 +32,9 @@ def test_upgrade_an_empty_store_to_head_twice(empty_database_url):
 
 def test_migrations_match_the_models(engine):
     with engine.connect() as connection:
-        differences = compare_metadata(MigrationContext.configure(connection), Base.metadata)
+        options = comparison_options(connection.dialect.name)
+        context = MigrationContext.configure(connection, opts=options)
+        differences = compare_metadata(context, Base.metadata)
     assert differences == []
 
 
@@ -44,19 +47,17 @@ def test_history_queries_have_their_indexes_and_no_more(engine):
     def unique(table):
         return {tuple(u["column_names"]) for u in inspector.get_unique_constraints(table)}
 
+    # On PostgreSQL, keys hold what the tables are partitioned by (store.day_partitions).
+    by_day = ["kept", "batch_time_ms"] if engine.dialect.name == "postgresql" else []
     assert ("query_id", "batch_time_ms") in indexes("batches")
     # A batch's partitions are one row, read by its primary key alone.
-    assert inspector.get_pk_constraint("batch_offsets")["constrained_columns"] == [
-        "query_id",
-        "batch_id",
-    ]
+    key = inspector.get_pk_constraint("batch_offsets")["constrained_columns"]
+    assert key == ["query_id", "batch_id", *by_day]
     assert not indexes("batch_offsets") and not unique("batch_offsets")
     # So are its measured partitions; the batches with future-dated records are also found
     # by time.
-    assert inspector.get_pk_constraint("batch_event_times")["constrained_columns"] == [
-        "query_id",
-        "batch_id",
-    ]
+    key = inspector.get_pk_constraint("batch_event_times")["constrained_columns"]
+    assert key == ["query_id", "batch_id", *by_day]
     assert indexes("batch_event_times") == {("query_id", "batch_time_ms")}, "future-dated only"
 
 

@@ -11,6 +11,7 @@ import sqlalchemy.orm as so
 
 from benchmarks.bulk_history import fill
 from monitor.alerts.rules import RULES
+from monitor.store.day_partitions import AHEAD_DAYS, day_of, partition_name
 from monitor.store.engine import create_engine
 from monitor.store.models import (
     AlertEvent,
@@ -39,6 +40,17 @@ BATCH_TABLES = (Batch, StateOperator, Source, BatchOffsets, BatchEventTimes)
 BATCH_TABLE_NAMES = [table.__tablename__ for table in BATCH_TABLES]
 ALERT_TABLES = ("alerts", "alert_events", "deliveries", "delivery_attempts")
 NOTHING = dict.fromkeys(TABLES, 0)
+ONLY_SQLITE = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+ONLY_POSTGRESQL = pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+
+
+def by_day(engine):
+    """Whether the store's batches expire by whole days (PostgreSQL's: store.day_partitions)."""
+    return engine.dialect.name == "postgresql"
+
+
+def start_of_day(time_ms):
+    return time_ms - time_ms % DAY
 
 
 def alert_counts(alerts, events, deliveries, attempts):
@@ -200,26 +212,23 @@ def test_rows_before_the_cutoff_go_and_the_rest_stay(engine):
 
     pruned = prune(engine, Cutoffs.at(CUTOFF))
 
-    assert pruned.deleted == NOTHING | {
-        "batches": 3,
-        "state_operators": 3,
-        "sources": 3,
-        "batch_offsets": 3,
-        "batch_event_times": 3,
+    # PostgreSQL drops the days that ended before the cutoff: CUTOFF - 1 is on the cutoff's day.
+    batches, kept_from = (2, start_of_day(CUTOFF)) if by_day(engine) else (3, CUTOFF)
+    assert pruned.deleted == NOTHING | dict.fromkeys(BATCH_TABLE_NAMES, batches) | {
         "partition_minutes": 2,
         "partition_hours": 2,
         "query_minutes": 2,
         "query_hours": 2,
         "timer_snapshots": 2,
     }
-    assert batch_ids(engine, "q") == dict.fromkeys(BATCH_TABLE_NAMES, [3, 4])
+    assert batch_ids(engine, "q") == dict.fromkeys(BATCH_TABLE_NAMES, list(range(batches, 5)))
     assert minutes(engine, "q") == [CUTOFF, NEW], "minutes from the cutoff on stay"
     assert hours(engine, "q") == [CUTOFF, NEW], "so do hours"
     assert snapshot_times(engine, "q") == [CUTOFF, NEW]
     assert (count(engine, Query), count(engine, Run)) == (1, 1)
     with so.Session(engine) as session:
         query = session.get(Query, "q")
-        assert (query.batches_kept_from_ms, query.minutes_kept_from_ms) == (CUTOFF, CUTOFF)
+        assert (query.batches_kept_from_ms, query.minutes_kept_from_ms) == (kept_from, CUTOFF)
 
 
 def test_pruning_again_deletes_nothing(engine):
@@ -250,6 +259,77 @@ def test_a_query_keeps_its_newest_batch_and_timer_snapshot(engine):
     assert (count(engine, Query), count(engine, Run)) == queries_and_runs
 
 
+def partitions_of(engine, table):
+    """The names of a PostgreSQL table's partitions."""
+    with engine.connect() as connection:
+        return set(
+            connection.scalars(
+                sa.text(
+                    "SELECT child.relname FROM pg_inherits "
+                    "JOIN pg_class child ON child.oid = pg_inherits.inhrelid "
+                    "JOIN pg_class parent ON parent.oid = pg_inherits.inhparent "
+                    "WHERE parent.relname = :table"
+                ),
+                {"table": table},
+            )
+        )
+
+
+def kept_batches(engine):
+    with engine.connect() as connection:
+        return sorted(connection.execute(sa.text("SELECT query_id, batch_id FROM batches_kept")))
+
+
+@ONLY_POSTGRESQL
+def test_expiry_drops_partitions_on_postgresql_and_leaves_the_newest_batch_of_every_query(
+    engine,
+):
+    # Days the store had no partition for: the write path makes them.
+    for batch_id, at_ms in enumerate([OLD - 2 * DAY, OLD - DAY, OLD, NEW]):
+        write_batch(engine, "busy", batch_id, at_ms)
+    for batch_id in range(3):
+        write_batch(engine, "stopped", batch_id, OLD - DAY + batch_id * 1_000, late=2)
+    old_days = [day_of(OLD - 2 * DAY), day_of(OLD - DAY), day_of(OLD)]
+    assert all(
+        partition_name("batches", day) in partitions_of(engine, "batches") for day in old_days
+    )
+
+    pruned = prune(engine, Cutoffs.at(CUTOFF))
+
+    assert {table: pruned.deleted[table] for table in BATCH_TABLE_NAMES} == dict.fromkeys(
+        BATCH_TABLE_NAMES, 5
+    )
+    today = day_of(time.time_ns() // 1_000_000)
+    for table in BATCH_TABLE_NAMES:
+        partitions = partitions_of(engine, table)
+        assert not {partition_name(table, day) for day in old_days} & partitions
+        ahead = {partition_name(table, day) for day in range(today, today + AHEAD_DAYS + 1)}
+        assert {partition_name(table, day_of(NEW)), f"{table}_kept", *ahead} <= partitions
+    assert batch_ids(engine, "busy") == dict.fromkeys(BATCH_TABLE_NAMES, [3])
+    assert batch_ids(engine, "stopped") == dict.fromkeys(BATCH_TABLE_NAMES, [2])
+    assert kept_batches(engine) == [("stopped", 2)]
+    with so.Session(engine) as session:
+        kept_from = {
+            query.id: query.batches_kept_from_ms for query in session.scalars(sa.select(Query))
+        }
+    assert kept_from == dict.fromkeys(["busy", "stopped"], start_of_day(CUTOFF))
+
+    # The kept batch carries the running figures on, and goes once a newer one is stored.
+    write_batch(engine, "stopped", 3, NEW, late=1)
+    [total] = [
+        row.late_records_total
+        for row in stored_event_times(engine, "stopped")
+        if (row.batch_id, row.partition) == (3, "t/0")
+    ]
+    assert total == 2 * 3 + 1
+    again = prune(engine, Cutoffs.at(CUTOFF))
+    assert {table: again.deleted[table] for table in BATCH_TABLE_NAMES} == dict.fromkeys(
+        BATCH_TABLE_NAMES, 1
+    )
+    assert batch_ids(engine, "stopped") == dict.fromkeys(BATCH_TABLE_NAMES, [3])
+    assert kept_batches(engine) == []
+
+
 def test_a_batch_after_pruning_continues_the_running_figures(engine):
     for batch_id in range(3):
         write_batch(engine, "q", batch_id, OLD + batch_id * 1_000, late=2)
@@ -263,6 +343,7 @@ def test_a_batch_after_pruning_continues_the_running_figures(engine):
     assert total == 2 * 3 + 1
 
 
+@ONLY_SQLITE
 def test_each_transaction_deletes_one_chunk(engine):
     fill(engine, "q", OLD, batches=100, partitions=4)
     fill(engine, "q", NEW, batches=1, partitions=4, first_batch=100)
@@ -294,6 +375,7 @@ def batches_of(engine, query_id):
         )
 
 
+@ONLY_SQLITE
 def test_writers_go_on_between_the_transactions_of_a_long_prune(engine, database_url):
     fill(engine, "old", OLD, batches=1_500, partitions=64)
     writer = create_engine(database_url)
@@ -409,9 +491,11 @@ def test_alerts_and_silences_go_one_chunk_per_transaction(engine):
     pruned = prune(engine, Cutoffs.at(CUTOFF), chunk=10, sleep=between_transactions)
 
     # Query q's batches, its four tiers of rollups and timer snapshots (none), then 10, 10 and
-    # 5 alerts, 10 and 2 silences.
-    assert left == [(26, 12)] * 6 + [(16, 12), (6, 12), (1, 12), (1, 2), (1, 0)]
-    assert pruned.transactions == len(commits) == 11
+    # 5 alerts, 10 and 2 silences. On PostgreSQL batches go by day, without pauses: the days
+    # ahead made, no day dropped, no kept batch.
+    per_query = 5 if by_day(engine) else 6
+    assert left == [(26, 12)] * per_query + [(16, 12), (6, 12), (1, 12), (1, 2), (1, 0)]
+    assert pruned.transactions == len(commits) == (12 if by_day(engine) else 11)
     assert pruned.deleted == NOTHING | {
         table: 25 * rows for table, rows in RESOLVED_ALERT_ROWS.items()
     } | {"silences": 12}
@@ -429,7 +513,10 @@ def test_wmon_prune_prints_what_it_deleted(database_url, engine, capsys, monkeyp
     assert main(["prune", "--database-url", database_url]) == 0
     printed = capsys.readouterr().out.splitlines()
     (header, *tiers, blank), lines = printed[:5], printed[5:]
-    assert re.fullmatch(r"store \S+: pruned in 8 transactions", header) and blank == ""
+    # PostgreSQL: the days ahead made, the two old days dropped, no kept batch to drop.
+    transactions = 11 if by_day(engine) else 8
+    assert re.fullmatch(rf"store \S+: pruned in {transactions} transactions", header)
+    assert blank == ""
     stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"
     for line, kept in zip(tiers, ("48 hours", "30 days", "400 days"), strict=True):
         assert re.fullmatch(rf"  \w+ +before {stamp} \({kept} kept\)", line), line

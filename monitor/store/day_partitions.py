@@ -1,0 +1,180 @@
+"""PostgreSQL keeps the batches' rows in tables partitioned by day, so that expiry drops a day's
+tables instead of deleting its rows (SQLite keeps one table each, pruned in chunks).
+
+Each per-batch table (TABLES) is partitioned by range of (kept, batch_time_ms): a partition per
+UTC day of batch times, named after its table and day (`batches_20261128`), and one, `…_kept`,
+for the rows of queries' newest batches that outlived their day. Before a day goes, each
+query's newest batch in it moves there (`kept` set): the overview shows it and the query's next
+batch is derived from it. A kept batch goes once its query has a newer one.
+
+A day's partitions are made before rows of that day are inserted: ahead of time by the pruner
+(today and the next AHEAD_DAYS days), otherwise by the write path for a batch whose day has
+none (a driver's clock far off, a batch replayed after its day went). CREATE TABLE … LIKE and
+ATTACH PARTITION lock the partitioned table only against other changes to its partitions, not
+against reads and writes (CREATE TABLE … PARTITION OF would lock out both); one maker at a time,
+under an advisory lock. A day is dropped by DETACH PARTITION … CONCURRENTLY, which waits for the
+reads that use the partition instead of stopping them, then DROP TABLE.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
+DAY_MS = 86_400_000
+AHEAD_DAYS = 2
+TABLES = ("batches", "state_operators", "sources", "batch_offsets", "batch_event_times")
+KEPT = "kept"
+# Serializes making partitions among writers and pruners (any constant both agree on).
+_MAKER_LOCK = 0x776D6F6E_64617973
+_EPOCH = datetime.date(1970, 1, 1)
+_DAY_NAME = re.compile(r"_(\d{8})$")
+
+
+def in_use(connection: sa.Connection) -> bool:
+    """Whether the store's per-batch tables are partitioned by day (PostgreSQL's are)."""
+    return connection.dialect.name == "postgresql"
+
+
+def day_of(time_ms: int) -> int:
+    """The UTC day a time falls on, as days since 1970-01-01."""
+    return time_ms // DAY_MS
+
+
+def partition_name(table: str, day: int) -> str:
+    """The name of `table`'s partition for `day`: `batches_20261128`."""
+    return f"{table}_{_EPOCH + datetime.timedelta(days=day):%Y%m%d}"
+
+
+def _day_of_name(name: str) -> int | None:
+    """The day a partition's name stands for; None for the kept rows' partition."""
+    match = _DAY_NAME.search(name)
+    if match is None:
+        return None
+    return (datetime.datetime.strptime(match.group(1), "%Y%m%d").date() - _EPOCH).days
+
+
+def is_partition(table: str) -> bool:
+    """Whether `table` is one of the per-batch tables' partitions (their day's or kept rows')."""
+    base, _, suffix = table.rpartition("_")
+    return base in TABLES and (suffix == KEPT or _DAY_NAME.search(table) is not None)
+
+
+def comparison_options(dialect: str) -> dict[str, Any]:
+    """Alembic's options for comparing a store with the models: on PostgreSQL, without the
+    partitions, and without the per-batch tables' unique keys, which hold the partition key
+    there (migration 0028) and not in the models (nor on SQLite)."""
+    if dialect != "postgresql":
+        return {}
+
+    def include_name(name: str | None, kind: str, _parents: dict[str, str | None]) -> bool:
+        return not (kind == "table" and name is not None and is_partition(name))
+
+    def include_object(item: Any, _name: str | None, kind: str, *_: Any) -> bool:
+        return not (kind == "unique_constraint" and item.table.name in TABLES)
+
+    return {"include_name": include_name, "include_object": include_object}
+
+
+def prepare(connection: sa.Connection, times_ms: Iterable[int]) -> None:
+    """Make every per-batch table's partition for the days of `times_ms` that has none yet,
+    in the caller's transaction, if the store is partitioned."""
+    if not in_use(connection):
+        return
+    names = [
+        (table, day, partition_name(table, day))
+        for day in sorted({day_of(time_ms) for time_ms in times_ms})
+        for table in TABLES
+    ]
+    if not names or not _missing(connection, [name for _, _, name in names]):
+        return
+    connection.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MAKER_LOCK})
+    missing = set(_missing(connection, [name for _, _, name in names]))
+    for table, day, name in names:
+        if name in missing:
+            connection.exec_driver_sql(f"CREATE TABLE {name} (LIKE {table})")
+            connection.exec_driver_sql(
+                f"ALTER TABLE {table} ATTACH PARTITION {name} "
+                f"FOR VALUES FROM (false, {day * DAY_MS}) TO (false, {(day + 1) * DAY_MS})"
+            )
+
+
+def prepare_ahead(engine: sa.Engine, now_ms: int) -> None:
+    """Make the partitions of today and the next AHEAD_DAYS days, in a transaction of their own."""
+    with engine.begin() as connection:
+        prepare(connection, (now_ms + day * DAY_MS for day in range(AHEAD_DAYS + 1)))
+
+
+def _missing(connection: sa.Connection, names: Sequence[str]) -> list[str]:
+    return list(
+        connection.scalars(
+            sa.text(
+                "SELECT name FROM unnest(CAST(:names AS text[])) AS name "
+                "WHERE to_regclass(name) IS NULL"
+            ),
+            {"names": list(names)},
+        )
+    )
+
+
+def days(connection: sa.Connection) -> list[int]:
+    """The days any per-batch table has a partition for, oldest first; a partition that an
+    interrupted expiry left detaching, or detached and not dropped, included."""
+    names = connection.scalars(
+        sa.text("SELECT relname FROM pg_class WHERE relkind = 'r' AND relname ~ :pattern"),
+        {"pattern": f"^({'|'.join(TABLES)})_[0-9]{{8}}$"},
+    )
+    return sorted({day for day in map(_day_of_name, names) if day is not None})
+
+
+def keep_newest(connection: sa.Connection, day: int) -> None:
+    """Move each query's newest batch of `day` (with its rows in every table) to the kept
+    rows' partitions."""
+    for table in TABLES:
+        connection.execute(
+            sa.text(
+                f"UPDATE {table} SET kept = true "
+                "WHERE NOT kept AND batch_time_ms >= :start AND batch_time_ms < :end "
+                "AND EXISTS (SELECT 1 FROM queries WHERE queries.id = "
+                f"{table}.query_id AND queries.last_batch_id = {table}.batch_id)"
+            ),
+            {"start": day * DAY_MS, "end": (day + 1) * DAY_MS},
+        )
+
+
+def drop_day(autocommit: sa.Connection, table: str, day: int) -> int:
+    """Detach `table`'s partition for `day` without stopping reads and writes, then drop it;
+    how many rows it held. `autocommit` runs each statement on its own (DETACH … CONCURRENTLY
+    cannot run inside a transaction)."""
+    name = partition_name(table, day)
+    if autocommit.scalar(sa.text("SELECT to_regclass(:name)"), {"name": name}) is None:
+        return 0
+    pending = autocommit.scalar(
+        sa.text("SELECT inhdetachpending FROM pg_inherits WHERE inhrelid = to_regclass(:name)"),
+        {"name": name},
+    )
+    if pending is not None:
+        finish = " FINALIZE" if pending else " CONCURRENTLY"
+        autocommit.exec_driver_sql(f"ALTER TABLE {table} DETACH PARTITION {name}{finish}")
+    rows = int(autocommit.scalar(sa.text(f"SELECT count(*) FROM {name}")) or 0)
+    autocommit.exec_driver_sql(f"DROP TABLE {name}")
+    return rows
+
+
+def drop_kept(connection: sa.Connection) -> dict[str, int]:
+    """Delete the kept rows of batches that are no longer their query's newest; how many
+    rows went from each table."""
+    return {
+        table: connection.execute(
+            sa.text(
+                f"DELETE FROM {table} WHERE kept AND NOT EXISTS (SELECT 1 FROM queries "
+                f"WHERE queries.id = {table}.query_id "
+                f"AND queries.last_batch_id = {table}.batch_id)"
+            )
+        ).rowcount
+        for table in TABLES
+    }
