@@ -14,7 +14,8 @@ import statistics
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from benchmarks.bulk_history import fill
@@ -29,6 +30,8 @@ from monitor.store.writes import write_event
 OLD, LIVE = "bench-prune-old", "bench-prune-live"
 START_MS = 1_795_000_000_000
 WRITE_EVERY_S = 0.1
+# How long a fleet's writers run before the expiry, for their times without it.
+BEFORE_S = 15.0
 
 
 @dataclass
@@ -49,106 +52,118 @@ def prune_beside_a_writer(database_url: str, hours: int, partitions: int, pause:
     batches = hours * 3_600
     fill(engine, OLD, START_MS, batches, partitions)
     cutoff_ms = START_MS + batches * 1_000
-    pruning, done = threading.Event(), threading.Event()
-    writes: list[float] = []
-    writer = threading.Thread(
-        target=_write_live_batches,
-        args=(database_url, partitions, cutoff_ms, pruning, done, writes),
-    )
-    writer.start()
     sleep: Callable[[float], None] = time.sleep if pause else _no_pause
-    try:
-        pruning.set()
+    with _writing(database_url, partitions, cutoff_ms, 1) as writes:
         started = time.perf_counter()
         pruned = prune(engine, Cutoffs.at(cutoff_ms), sleep=sleep)
         seconds = time.perf_counter() - started
-        pruning.clear()
-    finally:
-        done.set()
-        writer.join()
-        engine.dispose()
-    return PruneRun(pruned.deleted["batches"], pruned.transactions, seconds, writes)
+    engine.dispose()
+    during = _begun_within(writes, started, seconds)
+    return PruneRun(pruned.deleted["batches"], pruned.transactions, seconds, during)
 
 
 def expire_a_fleet_day(
     database_url: str, queries: int, every_ms: int, partitions: int, writers: int
-) -> PruneRun:
+) -> tuple[PruneRun, list[float]]:
     """Fill the empty PostgreSQL store at `database_url` with a day of `queries` queries'
     batches, one every `every_ms`, ten days ago; then expire that day (store.day_partitions)
-    while `writers` writers store live batches of queries of their own."""
+    while `writers` writers store live batches of queries of their own. The prune, and the
+    writes of as long a time before it, for comparison."""
     engine = create_engine(database_url)
     upgrade(engine)
     day_ms = 86_400_000
     day_start = (int(time.time() * 1000) // day_ms - 10) * day_ms
     for query in range(queries):
         fill(engine, f"{OLD}-{query}", day_start, day_ms // every_ms, partitions, step_ms=every_ms)
-    pruning, done = threading.Event(), threading.Event()
-    writes: list[float] = []
-    threads = [
-        threading.Thread(
-            target=_write_live_batches,
-            args=(database_url, partitions, int(time.time() * 1000), pruning, done, writes),
-            kwargs={"query_id": f"{LIVE}-{writer}"},
-        )
-        for writer in range(writers)
-    ]
-    for thread in threads:
-        thread.start()
-    try:
-        time.sleep(1.0)
-        pruning.set()
+    with _writing(database_url, partitions, int(time.time() * 1000), writers) as writes:
+        time.sleep(BEFORE_S)
         started = time.perf_counter()
         pruned = prune(engine, Cutoffs(day_start + day_ms, 0, 0))
         seconds = time.perf_counter() - started
-        time.sleep(1.0)
-        pruning.clear()
-    finally:
-        done.set()
-        for thread in threads:
-            thread.join()
-        engine.dispose()
-    return PruneRun(pruned.deleted["batches"], pruned.transactions, seconds, writes)
+    engine.dispose()
+    before = min(seconds, BEFORE_S)
+    return (
+        PruneRun(
+            pruned.deleted["batches"],
+            pruned.transactions,
+            seconds,
+            _begun_within(writes, started, seconds),
+        ),
+        _begun_within(writes, started - before, before),
+    )
 
 
 def _no_pause(_seconds: float) -> None:
     """The pruner's transactions back to back."""
 
 
+@contextmanager
+def _writing(
+    database_url: str, partitions: int, start_ms: int, writers: int
+) -> Iterator[list[tuple[float, float]]]:
+    """`writers` writers, each storing a batch of a query of its own every WRITE_EVERY_S while
+    the with-block runs; every write's start (time.perf_counter) and seconds."""
+    done = threading.Event()
+    writes: list[tuple[float, float]] = []
+    threads = [
+        threading.Thread(
+            target=_write_live_batches,
+            args=(database_url, f"{LIVE}-{writer}", partitions, start_ms, done, writes),
+        )
+        for writer in range(writers)
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        yield writes
+    finally:
+        done.set()
+        for thread in threads:
+            thread.join()
+
+
 def _write_live_batches(
     database_url: str,
+    query_id: str,
     partitions: int,
     start_ms: int,
-    pruning: threading.Event,
     done: threading.Event,
-    writes: list[float],
-    query_id: str = LIVE,
+    writes: list[tuple[float, float]],
 ) -> None:
-    """Store a batch of `query_id` every WRITE_EVERY_S until `done`; the seconds of those
-    begun while `pruning` go to `writes`."""
+    """Store a batch of `query_id` every WRITE_EVERY_S until `done`, each write's start and
+    seconds going to `writes`."""
     engine = create_engine(database_url)
     batch_id = 0
     while not done.is_set():
         at_ms = start_ms + batch_id * 1_000
         doc = synthetic_progress(query_id, f"{query_id}-run", batch_id, partitions, at_ms)
-        during = pruning.is_set()
         started = time.perf_counter()
         write_event(engine, parse_progress(doc))
-        if during:
-            writes.append(time.perf_counter() - started)
+        writes.append((started, time.perf_counter() - started))
         batch_id += 1
         done.wait(WRITE_EVERY_S)
     engine.dispose()
 
 
+def _begun_within(writes: list[tuple[float, float]], start: float, seconds: float) -> list[float]:
+    """The seconds of the writes begun from `start` for `seconds`."""
+    return [taken for began, taken in writes if start <= began <= start + seconds]
+
+
 def describe(run: PruneRun) -> str:
     """One line: the prune, then the writes made meanwhile (p50, p95 and the slowest)."""
     line = f"{run.batches:,} batches in {run.transactions} transactions, {run.seconds:.1f} s"
-    if not run.writes:
-        return f"{line}; no write meanwhile"
-    ordered = sorted(run.writes)
+    return f"{line}; {describe_writes(run.writes)} meanwhile"
+
+
+def describe_writes(writes: list[float]) -> str:
+    """How many writes, with their p50, p95 and the slowest."""
+    if not writes:
+        return "no writes"
+    ordered = sorted(writes)
     p95 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
     return (
-        f"{line}; {len(ordered)} writes meanwhile: p50 {statistics.median(ordered) * 1000:.0f} ms, "
+        f"{len(ordered)} writes: p50 {statistics.median(ordered) * 1000:.0f} ms, "
         f"p95 {p95 * 1000:.0f} ms, max {ordered[-1] * 1000:.0f} ms"
     )
 

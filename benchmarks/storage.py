@@ -22,7 +22,13 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from benchmarks.prune import WRITE_EVERY_S, describe, expire_a_fleet_day, prune_beside_a_writer
+from benchmarks.prune import (
+    WRITE_EVERY_S,
+    describe,
+    describe_writes,
+    expire_a_fleet_day,
+    prune_beside_a_writer,
+)
 from benchmarks.scratch import scratch_database
 from benchmarks.synthetic import synthetic_progress
 from monitor.collect.progress import parse_progress
@@ -89,7 +95,7 @@ def expiry_figures(args: argparse.Namespace) -> None:
     )
     if args.no_postgres:
         return
-    every_ms, partitions, writers = 600_000, 8, 4
+    every_ms, partitions, writers = 600_000, 8, 2
     print(
         f"  PostgreSQL, a day of {FLEET} queries' batches ({every_ms // 60_000} min apart, "
         f"{partitions} partitions) dropped beside {writers} writers of a batch each every "
@@ -98,8 +104,8 @@ def expiry_figures(args: argparse.Namespace) -> None:
         flush=True,
     )
     with scratch_database(args.postgres_url, "wmon_bench_storage") as url:
-        run = expire_a_fleet_day(url, FLEET, every_ms, partitions, writers)
-    print(describe(run), flush=True)
+        run, before = expire_a_fleet_day(url, FLEET, every_ms, partitions, writers)
+    print(f"{describe(run)}; without a prune: {describe_writes(before)}", flush=True)
 
 
 def tier_figures(args: argparse.Namespace) -> None:

@@ -79,4 +79,5 @@ def prune_history(args: argparse.Namespace) -> None:
         print(f"  {tier:<8} before {before:%Y-%m-%d %H:%M:%S} UTC ({kept} kept)")
     print()
     for table, count in pruned.deleted.items():
-        print(f"  {table:<22} {count:>12,} rows deleted")
+        estimated = " (estimated: a large day dropped)" if table in pruned.estimated else ""
+        print(f"  {table:<22} {count:>12,} rows deleted{estimated}")

@@ -1,15 +1,14 @@
 """PostgreSQL's per-batch tables partitioned by day, so that expiry drops whole days.
 
-`batches`, `state_operators`, `sources`, `batch_offsets` and `batch_event_times` become
-partitioned by range of (kept, batch_time_ms) on PostgreSQL: a partition per UTC day of batch
-times (`batches_20261128`), from the store's first day to two days ahead, and one (`…_kept`)
-for rows expiry keeps past their day (store.day_partitions). Every table gets `kept`; the
-operators' and sources' tables get their batch's time, which they are partitioned by. A
-partitioned table's keys must hold what it is partitioned by, so on PostgreSQL the primary keys
-and unique constraints end with (kept, batch_time_ms). The rows are copied table by table, with
-a line on stderr for each that held any; operators' and sources' rows without their batch
-(none are written so) are left out. SQLite only gains the columns. A downgrade copies the rows back into
-plain tables.
+`batches`, `state_operators`, `sources`, `batch_offsets` and `batch_event_times` become partitioned
+by range of (kept, batch_time_ms) on PostgreSQL: a partition per UTC day of batch times
+(`batches_20261128`), from the store's first day to two days ahead, and one (`…_kept`) for rows
+expiry keeps past their day (store.day_partitions). Every table gets `kept`; the operators' and
+sources' tables get their batch's time, which they are partitioned by. A partitioned table's keys
+must hold what it is partitioned by, so on PostgreSQL the primary keys and unique constraints end
+with (kept, batch_time_ms). The rows are copied table by table, with a line on stderr for each that
+held any; operators' and sources' rows without their batch (none are written so) are left out.
+SQLite only gains the columns. A downgrade copies the rows back into plain tables.
 
 Revision ID: 0028
 Revises: 0027
@@ -65,9 +64,14 @@ def _day_name(table: str, day: int) -> str:
 
 
 def _days() -> list[int]:
-    """The days the store has batches of, and today and the days ahead."""
+    """The days of the batches' rows the store holds, and today and the days ahead."""
     stored = op.get_bind().scalars(
-        sa.text(f"SELECT DISTINCT batch_time_ms / {DAY_MS} FROM batches")
+        sa.text(
+            " UNION ".join(
+                f"SELECT DISTINCT batch_time_ms / {DAY_MS} FROM {table}"
+                for table in ("batches", "batch_offsets", "batch_event_times")
+            )
+        )
     )
     today = int(time.time() * 1000) // DAY_MS
     return sorted({*map(int, stored), *range(today, today + AHEAD_DAYS + 1)})

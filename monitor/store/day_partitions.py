@@ -8,12 +8,14 @@ query's newest batch in it moves there (`kept` set): the overview shows it and t
 batch is derived from it. A kept batch goes once its query has a newer one.
 
 A day's partitions are made before rows of that day are inserted: ahead of time by the pruner
-(today and the next AHEAD_DAYS days), otherwise by the write path for a batch whose day has
-none (a driver's clock far off, a batch replayed after its day went). CREATE TABLE … LIKE and
-ATTACH PARTITION lock the partitioned table only against other changes to its partitions, not
-against reads and writes (CREATE TABLE … PARTITION OF would lock out both); one maker at a time,
-under an advisory lock. A day is dropped by DETACH PARTITION … CONCURRENTLY, which waits for the
-reads that use the partition instead of stopping them, then DROP TABLE.
+(today and the next AHEAD_DAYS days), otherwise by the write path, before its transaction, for a
+batch whose day has none (a driver's clock far off, a batch replayed after its day went). CREATE
+TABLE … LIKE and ATTACH PARTITION lock the partitioned table only against other changes to its
+partitions, not against reads and writes (CREATE TABLE … PARTITION OF would lock out both); one
+maker at a time, under an advisory lock. Attaching also locks the queries' table against writes for
+a moment (the partition gets the foreign key), hence the write path makes partitions before its own
+transaction, holding no lock. A day is dropped by DETACH PARTITION … CONCURRENTLY, which waits for
+the reads that use the partition instead of stopping them, then DROP TABLE.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 import datetime
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 
@@ -29,15 +31,17 @@ DAY_MS = 86_400_000
 AHEAD_DAYS = 2
 TABLES = ("batches", "state_operators", "sources", "batch_offsets", "batch_event_times")
 KEPT = "kept"
+# A dropped partition's rows are counted below this many (by its statistics), estimated above.
+ESTIMATED_FROM = 100_000
 # Serializes making partitions among writers and pruners (any constant both agree on).
 _MAKER_LOCK = 0x776D6F6E_64617973
 _EPOCH = datetime.date(1970, 1, 1)
 _DAY_NAME = re.compile(r"_(\d{8})$")
 
 
-def in_use(connection: sa.Connection) -> bool:
+def in_use(bind: sa.Engine | sa.Connection) -> bool:
     """Whether the store's per-batch tables are partitioned by day (PostgreSQL's are)."""
-    return connection.dialect.name == "postgresql"
+    return bind.dialect.name == "postgresql"
 
 
 def day_of(time_ms: int) -> int:
@@ -103,18 +107,29 @@ def prepare(connection: sa.Connection, times_ms: Iterable[int]) -> None:
             )
 
 
+def prepare_days(engine: sa.Engine, times_ms: Iterable[int]) -> None:
+    """`prepare` in a transaction of its own, so that attaching waits on no writer that waits
+    for this one."""
+    times = list(times_ms)
+    if times and in_use(engine):
+        with engine.begin() as connection:
+            prepare(connection, times)
+
+
 def prepare_ahead(engine: sa.Engine, now_ms: int) -> None:
-    """Make the partitions of today and the next AHEAD_DAYS days, in a transaction of their own."""
-    with engine.begin() as connection:
-        prepare(connection, (now_ms + day * DAY_MS for day in range(AHEAD_DAYS + 1)))
+    """Make the partitions of today and the next AHEAD_DAYS days."""
+    prepare_days(engine, (now_ms + day * DAY_MS for day in range(AHEAD_DAYS + 1)))
 
 
 def _missing(connection: sa.Connection, names: Sequence[str]) -> list[str]:
+    """Which of the tables `names` do not exist. Read from pg_class as of this statement
+    (to_regclass's cached catalog may not have seen a table another maker just committed)."""
     return list(
         connection.scalars(
             sa.text(
-                "SELECT name FROM unnest(CAST(:names AS text[])) AS name "
-                "WHERE to_regclass(name) IS NULL"
+                "SELECT name FROM unnest(CAST(:names AS text[])) AS name WHERE NOT EXISTS "
+                "(SELECT 1 FROM pg_class WHERE relname = name "
+                "AND relnamespace = CAST(current_schema() AS regnamespace))"
             ),
             {"names": list(names)},
         )
@@ -133,26 +148,41 @@ def days(connection: sa.Connection) -> list[int]:
 
 def keep_newest(connection: sa.Connection, day: int) -> None:
     """Move each query's newest batch of `day` (with its rows in every table) to the kept
-    rows' partitions."""
+    rows' partitions: a look-up per query by the tables' keys, not a read of the day."""
     for table in TABLES:
         connection.execute(
             sa.text(
-                f"UPDATE {table} SET kept = true "
-                "WHERE NOT kept AND batch_time_ms >= :start AND batch_time_ms < :end "
-                "AND EXISTS (SELECT 1 FROM queries WHERE queries.id = "
-                f"{table}.query_id AND queries.last_batch_id = {table}.batch_id)"
+                f"UPDATE {table} SET kept = true FROM queries "
+                f"WHERE {table}.query_id = queries.id AND {table}.batch_id = queries.last_batch_id "
+                f"AND NOT {table}.kept AND {table}.batch_time_ms >= :start "
+                f"AND {table}.batch_time_ms < :end"
             ),
             {"start": day * DAY_MS, "end": (day + 1) * DAY_MS},
         )
 
 
-def drop_day(autocommit: sa.Connection, table: str, day: int) -> int:
-    """Detach `table`'s partition for `day` without stopping reads and writes, then drop it;
-    how many rows it held. `autocommit` runs each statement on its own (DETACH … CONCURRENTLY
-    cannot run inside a transaction)."""
+class Dropped(NamedTuple):
+    """How many rows a dropped partition held: counted, or estimated from its statistics and
+    size when that comes to ESTIMATED_FROM rows or more (counting would read all of it)."""
+
+    rows: int
+    estimated: bool
+
+
+def drop_day(autocommit: sa.Connection, table: str, day: int) -> Dropped:
+    """Detach `table`'s partition for `day` without stopping reads and writes, then drop it.
+    `autocommit` runs each statement on its own (DETACH … CONCURRENTLY cannot run inside a
+    transaction)."""
     name = partition_name(table, day)
-    if autocommit.scalar(sa.text("SELECT to_regclass(:name)"), {"name": name}) is None:
-        return 0
+    statistics = autocommit.execute(
+        sa.text(
+            "SELECT reltuples, relpages, pg_relation_size(oid) / "
+            "current_setting('block_size')::int FROM pg_class WHERE oid = to_regclass(:name)"
+        ),
+        {"name": name},
+    ).first()
+    if statistics is None:
+        return Dropped(0, estimated=False)
     pending = autocommit.scalar(
         sa.text("SELECT inhdetachpending FROM pg_inherits WHERE inhrelid = to_regclass(:name)"),
         {"name": name},
@@ -160,9 +190,16 @@ def drop_day(autocommit: sa.Connection, table: str, day: int) -> int:
     if pending is not None:
         finish = " FINALIZE" if pending else " CONCURRENTLY"
         autocommit.exec_driver_sql(f"ALTER TABLE {table} DETACH PARTITION {name}{finish}")
-    rows = int(autocommit.scalar(sa.text(f"SELECT count(*) FROM {name}")) or 0)
+    # As the planner estimates a table's rows: its rows per page when last analyzed, times
+    # its pages now (rows of a day are alike, so their density does not change).
+    rows_then, pages_then, pages = statistics
+    estimate = rows_then / pages_then * pages if rows_then >= 0 and pages_then > 0 else 0
+    dropped = Dropped(round(estimate), estimated=True)
+    if estimate < ESTIMATED_FROM:
+        rows = autocommit.scalar(sa.text(f"SELECT count(*) FROM {name}"))
+        dropped = Dropped(int(rows or 0), estimated=False)
     autocommit.exec_driver_sql(f"DROP TABLE {name}")
-    return rows
+    return dropped
 
 
 def drop_kept(connection: sa.Connection) -> dict[str, int]:

@@ -87,10 +87,12 @@ ENDED_ALERT_STATES = ("resolved", "cancelled")
 
 @dataclass
 class Pruned:
-    """What a prune deleted, per table, and in how many transactions."""
+    """What a prune deleted, per table, and in how many transactions; the tables whose count
+    includes an estimate (a large day partition dropped on PostgreSQL: store.day_partitions)."""
 
     deleted: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TABLES, 0))
     transactions: int = 0
+    estimated: set[str] = field(default_factory=set)
 
     @property
     def total(self) -> int:
@@ -148,8 +150,7 @@ def prune(
     """Delete each tier's history from before its cutoff, `chunk` batches, minutes, hours,
     snapshots, alerts or silences per transaction."""
     pruned = Pruned()
-    with engine.connect() as connection:
-        by_day = day_partitions.in_use(connection)
+    by_day = day_partitions.in_use(engine)
     if by_day:
         _expire_days(engine, cutoffs.batches_ms, pruned)
     for step in _steps(engine, cutoffs, chunk, by_day):
@@ -216,19 +217,15 @@ def _expire_days(engine: sa.Engine, before_ms: int, pruned: Pruned) -> None:
             break
         with engine.begin() as connection:
             day_partitions.keep_newest(connection, day)
-            connection.execute(
-                sa.update(Query)
-                .where(
-                    sa.or_(
-                        Query.batches_kept_from_ms.is_(None), Query.batches_kept_from_ms < end_ms
-                    )
-                )
-                .values(batches_kept_from_ms=end_ms)
-            )
+            # Every query: no batch of any before the day's end is stored but a kept one.
+            _kept_from(connection, Query.batches_kept_from_ms, None, end_ms)
         pruned.transactions += 1
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as autocommit:
             for table in day_partitions.TABLES:
-                pruned.deleted[table] += day_partitions.drop_day(autocommit, table, day)
+                dropped = day_partitions.drop_day(autocommit, table, day)
+                pruned.deleted[table] += dropped.rows
+                if dropped.estimated:
+                    pruned.estimated.add(table)
     with engine.begin() as connection:
         for table, deleted in day_partitions.drop_kept(connection).items():
             pruned.deleted[table] += deleted

@@ -84,6 +84,9 @@ def write_events(
 ) -> Written:
     """Write events in order in one transaction; `timeouts` decide what is idle or stalled.
     `also` writes what must be stored with them or not at all (where a log was read up to)."""
+    day_partitions.prepare_days(
+        engine, (event.batch_time_ms for event in events if isinstance(event, BatchProgress))
+    )
     with so.Session(engine) as session, session.begin():
         take_turn(session, {event.query_id for event in events})
         group = _Group(session, timeouts, time.time_ns() // 1_000_000)
@@ -294,7 +297,6 @@ class _Group:
         """Write the query and run rows, then insert every waiting row, table by table."""
         self.session.flush()
         connection = self.session.connection()
-        day_partitions.prepare(connection, (row["batch_time_ms"] for row in self._waiting[Batch]))
         for model, values in self._waiting.items():
             table = Base.metadata.tables[model.__tablename__]
             insert_rows(connection, table, as_stored(model, values))

@@ -94,7 +94,7 @@ def reads(statements):
         for text in statements
         if text.lstrip().upper().startswith("SELECT")
         and "pg_advisory_xact_lock" not in text
-        and "to_regclass" not in text
+        and "pg_class" not in text
     ]
 
 

@@ -7,7 +7,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
 from monitor.store import migrate
-from monitor.store.day_partitions import comparison_options
+from monitor.store.day_partitions import comparison_options, day_of, partition_name
 from monitor.store.engine import create_engine
 from monitor.store.models import Base
 from monitor.store.writes import write_events
@@ -299,6 +299,28 @@ def test_migration_0027_packs_the_batches_event_times_and_its_downgrade_unpacks_
     _to(engine, "head")
     for query in (A, B):
         assert stored_rows(engine, query, tables=tables) == written[query]
+
+
+def test_migration_0028_keeps_every_batch_row_and_on_postgresql_puts_each_in_its_day(engine):
+    write_events(engine, events())
+    tables = ("batches", "state_operators", "sources", "batch_offsets", "batch_event_times")
+    written = {query: stored_rows(engine, query, tables=tables) for query in (A, B)}
+    assert all(written[A][table] for table in tables)
+    _to(engine, "0027", "downgrade")
+    assert "batch_time_ms" not in {c["name"] for c in sa.inspect(engine).get_columns("sources")}
+    _to(engine, "head")
+    for query in (A, B):
+        assert stored_rows(engine, query, tables=tables) == written[query]
+    if engine.dialect.name != "postgresql":
+        return
+    with engine.connect() as connection:
+        for table in tables:
+            placed = connection.execute(
+                sa.text(f"SELECT tableoid::regclass::text, batch_time_ms FROM {table}")
+            ).all()
+            assert placed and all(
+                partition == partition_name(table, day_of(time_ms)) for partition, time_ms in placed
+            ), table
 
 
 def test_migration_0023_rolls_up_the_queries_batches_as_the_write_path_does(engine):
