@@ -1,13 +1,14 @@
 """`python -m benchmarks --storage`: what the history costs on disk, table by table.
 
 `--events` instrumented batches (default 2,000) of one query with `--partitions` partitions
-(default 64), a batch every 10 s, go through the real write path (`write_events`, 50 a
-transaction) into a fresh SQLite store and, unless --no-postgres, a scratch PostgreSQL
-database. Each table's size with its indexes is then read from the store itself (SQLite's
-`dbstat`; PostgreSQL's `pg_total_relation_size`, TOAST included), divided by the batches, and
-projected to 30 days of such a query (259,200 batches) and to a fleet of 500 of them. Then a
-day of one query's 1-second batches is expired beside a writer on each store (a fresh one,
-filled in bulk: benchmarks.prune), and History ranges are opened (benchmarks.tiers).
+(default 64), a batch every 10 s, go through the real write path (`write_events`, 50 a transaction)
+into a fresh SQLite store and, unless --no-postgres, a scratch PostgreSQL database. Each table's
+size with its indexes is then read from the store itself (SQLite's `dbstat`; PostgreSQL's
+`pg_total_relation_size` over a table's partitions, TOAST included), divided by the batches, and
+projected to 30 days of such a query (259,200 batches) and to a fleet of 500 of them. Then a day of
+one query's 1-second batches is expired beside a writer on SQLite, and a day of a 500-query fleet's
+batches beside the fleet's writers on PostgreSQL (fresh stores filled in bulk: benchmarks.prune),
+and History ranges are opened (benchmarks.tiers).
 """
 
 from __future__ import annotations
@@ -190,7 +191,11 @@ def _table_bytes(engine: sa.Engine) -> dict[str, int]:
         return {
             table: int(
                 connection.execute(
-                    sa.text("SELECT pg_total_relation_size(CAST(:table AS regclass))"),
+                    sa.text(
+                        "SELECT coalesce((SELECT sum(pg_total_relation_size(relid)) "
+                        "FROM pg_partition_tree(CAST(:table AS regclass))), "
+                        "pg_total_relation_size(CAST(:table AS regclass)))"
+                    ),
                     {"table": table},
                 ).scalar_one()
             )
