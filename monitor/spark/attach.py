@@ -98,8 +98,8 @@ class MonitorHandle:
         False if a run Spark no longer runs has still not been reported ended."""
         deadline = time.monotonic() + timeout
         while True:
-            active = {str(query.runId) for query in self._spark.streams.active}
-            if self.listener.running_runs() <= active:
+            running = self.listener.running_runs()
+            if not running or running <= {str(query.runId) for query in self._spark.streams.active}:
                 return True
             if time.monotonic() >= deadline:
                 return False

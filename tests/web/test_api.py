@@ -547,6 +547,8 @@ def test_history_as_csv_one_line_per_batch_and_partition(engine, client):
     )
 
 
+# A cutoff within a day: PostgreSQL's batches expire by whole days (tests/monitor/store/test_prune).
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_history_as_csv_before_the_batches_kept_is_read_from_the_rollups(engine, client):
     write_partition_history(engine)
     prune(engine, Cutoffs(T0 + 3_000, 0, 0))  # batches 0 to 2 go, the minute stays

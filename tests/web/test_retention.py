@@ -8,7 +8,7 @@ import sqlalchemy as sa
 import web
 from monitor.store.models import Batch, TimerSnapshotRow
 from monitor.store.prune import Retention
-from tests.support.retention import CUTOFF, NEW, NOW, OLD, write_batch, write_snapshot
+from tests.support.retention import CUTOFF, DAY, NEW, NOW, OLD, write_batch, write_snapshot
 from tests.support.waiting import wait_until
 from web import create_app
 
@@ -25,7 +25,8 @@ def rows(engine, column):
 
 def test_pruning_starts_with_the_first_request_and_repeats(app, engine):
     write_batch(engine, "q", 0, OLD)
-    write_batch(engine, "q", 1, CUTOFF - 1)
+    # The day before the cutoff's last moment: gone on both stores (PostgreSQL drops whole days).
+    write_batch(engine, "q", 1, CUTOFF - CUTOFF % DAY - 1)
     write_batch(engine, "q", 2, NEW)
     write_snapshot(engine, "q", NEW)
     assert rows(engine, Batch.batch_id) == [0, 1, 2]  # nothing runs before a request

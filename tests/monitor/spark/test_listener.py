@@ -331,8 +331,12 @@ def test_the_handle_reports_events_the_listener_could_not_read(database_url: str
     handle = MonitorHandle(None, listener, writer, engine, "sqlite:///test")
     JavaEventBridge(listener).onQueryProgress(FakeJavaEvent("{"))
     JavaEventBridge(listener).onQueryStarted(FakeJavaEvent(json.dumps(fixture("started.json"))))
+    # Its end too: flush waits for the end of a run Spark does not run (here: none runs).
+    JavaEventBridge(listener).onQueryTerminated(
+        FakeJavaEvent(json.dumps(fixture("terminated.json")))
+    )
     assert handle.flush(30)
     stats = handle.stats()
-    assert (stats.written, stats.rejected) == (1, 1)
+    assert (stats.written, stats.rejected) == (2, 1)
     writer.close(5)
     engine.dispose()
