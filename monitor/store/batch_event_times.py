@@ -123,12 +123,7 @@ def unpacked(row: Any) -> list[StoredEventTimes]:
         None if top is None else top - delay for top, delay in zip(newest, delays, strict=True)
     ]
     columns["time_lag_ms"] = [None if top is None else row.batch_time_ms - top for top in newest]
-    keys = (row.query_id, row.batch_id, row.batch_time_ms)
-    fields = StoredEventTimes._fields[len(keys) :]
-    return [
-        StoredEventTimes(*keys, *values)
-        for values in zip(*(columns[field] for field in fields), strict=True)
-    ]
+    return packed_batches.as_partitions(StoredEventTimes, row, columns)
 
 
 def partitions_in(

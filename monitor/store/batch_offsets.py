@@ -90,14 +90,8 @@ def unpacked(row: Any) -> list[StoredPartition]:
     columns = unpack_columns(row.partitions, TEXTS, NUMBERS)
     for flag in FLAGS:
         columns[flag] = [bool(value) for value in columns[flag]]
-    lags = map(offset_lag, columns["latest_offset"], columns["end_offset"])
-    keys = (row.query_id, row.batch_id, row.batch_time_ms)
-    fields = StoredPartition._fields[len(keys) :]
-    columns["offset_lag"] = list(lags)
-    return [
-        StoredPartition(*keys, *values)
-        for values in zip(*(columns[field] for field in fields), strict=True)
-    ]
+    columns["offset_lag"] = list(map(offset_lag, columns["latest_offset"], columns["end_offset"]))
+    return packed_batches.as_partitions(StoredPartition, row, columns)
 
 
 def partitions_in(

@@ -174,25 +174,22 @@ def drop_day(autocommit: sa.Connection, table: str, day: int) -> Dropped:
     `autocommit` runs each statement on its own (DETACH … CONCURRENTLY cannot run inside a
     transaction)."""
     name = partition_name(table, day)
-    statistics = autocommit.execute(
+    found = autocommit.execute(
         sa.text(
             "SELECT reltuples, relpages, pg_relation_size(oid) / "
-            "current_setting('block_size')::int FROM pg_class WHERE oid = to_regclass(:name)"
+            "current_setting('block_size')::int, inhdetachpending FROM pg_class "
+            "LEFT JOIN pg_inherits ON inhrelid = oid WHERE oid = to_regclass(:name)"
         ),
         {"name": name},
     ).first()
-    if statistics is None:
+    if found is None:
         return Dropped(0, estimated=False)
-    pending = autocommit.scalar(
-        sa.text("SELECT inhdetachpending FROM pg_inherits WHERE inhrelid = to_regclass(:name)"),
-        {"name": name},
-    )
+    rows_then, pages_then, pages, pending = found
     if pending is not None:
         finish = " FINALIZE" if pending else " CONCURRENTLY"
         autocommit.exec_driver_sql(f"ALTER TABLE {table} DETACH PARTITION {name}{finish}")
     # As the planner estimates a table's rows: its rows per page when last analyzed, times
     # its pages now (rows of a day are alike, so their density does not change).
-    rows_then, pages_then, pages = statistics
     estimate = rows_then / pages_then * pages if rows_then >= 0 and pages_then > 0 else 0
     dropped = Dropped(round(estimate), estimated=True)
     if estimate < ESTIMATED_FROM:

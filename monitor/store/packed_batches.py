@@ -23,6 +23,18 @@ def by_batch(rows: Iterable[Row]) -> dict[tuple[str, int], list[Row]]:
     return batches
 
 
+def as_partitions(
+    kind: Callable[..., Partition], row: Any, columns: dict[str, list[Any]]
+) -> list[Partition]:
+    """A batch row's partitions as `kind` (a NamedTuple whose fields start with the query id,
+    batch id and batch time): the row's keys, then each of `columns` by field name."""
+    keys = (row.query_id, row.batch_id, row.batch_time_ms)
+    fields = kind._fields[len(keys) :]  # type: ignore[attr-defined]  # a NamedTuple
+    return [
+        kind(*keys, *values) for values in zip(*(columns[field] for field in fields), strict=True)
+    ]
+
+
 def partitions_in(
     connection: sa.Connection | so.Session, statement: sa.Select[Any], unpacked: Unpack[Partition]
 ) -> list[Partition]:
