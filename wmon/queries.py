@@ -16,6 +16,7 @@ from monitor.alerts.runner import now_ms
 from monitor.config import load_settings
 from monitor.health.facts import DEFAULT_WINDOW_MS
 from monitor.numbers import INT64_MAX
+from monitor.store.backlog import backlogs, query_runs
 from monitor.store.batches import batch_of, latest_batch, recent_batches
 from monitor.store.partitions import partition_details
 from monitor.store.queries import find_query, list_queries
@@ -33,9 +34,12 @@ from wmon.render import (
     PARTITION_COLUMNS,
     QUERY_COLUMNS,
     TIMER_COLUMNS,
+    behind,
+    catch_up,
     partition_state,
     render_json,
     render_view,
+    verdict_text,
 )
 
 
@@ -137,13 +141,28 @@ def partitions(args: argparse.Namespace) -> None:
             if args.batch is None
             else batch_of(session, query.id, args.batch)
         )
-        since_ms = now_ms() - DEFAULT_WINDOW_MS
-        details = [] if batch is None else partition_details(session, batch, since_ms)
+        now = now_ms()
+        details = []
+        if batch is not None:
+            # The latest batch's backlog is as of now; an earlier one's, as of its own time.
+            as_of = now if args.batch is None else batch.batch_time_ms
+            running = args.batch is not None or query_runs(query, now)
+            backlog = backlogs(session, batch, as_of, running)
+            details = partition_details(session, batch, now - DEFAULT_WINDOW_MS, backlog)
         rows = [detail.as_dict() for detail in details]
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
-        shown = [row | {"state": partition_state(row)} for row in rows]
+        shown = [
+            row
+            | {
+                "state": partition_state(row),
+                "behind": behind(row),
+                "catch_up": catch_up(row),
+                "verdict_text": verdict_text(row),
+            }
+            for row in rows
+        ]
         print(render_view(PARTITION_COLUMNS, shown, args.wide))
 
 

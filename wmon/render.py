@@ -171,9 +171,15 @@ PARTITION_COLUMNS = (
     Column("offset lag", "offset_lag"),
     Column("state", "state"),
     Column("records", "records"),
-    Column("max event time", "max_event_time_ms", iso_time),
+    Column("max event time", "max_event_time_ms", iso_time, extra=True),
     Column("partition watermark", "partition_watermark_ms", iso_time, extra=True),
     Column("time lag", "time_lag_ms", age),
+    Column("backlog", "backlog_records", extra=True),
+    Column("behind", "behind"),
+    Column("arrival/s", "arrival_rate", extra=True),
+    Column("read/s", "read_rate", extra=True),
+    Column("catch-up", "catch_up"),
+    Column("verdict", "verdict_text"),
     Column("late", "late_records"),
     Column("late total", "late_records_total", extra=True),
     Column("future", "future_records"),
@@ -218,6 +224,30 @@ def partition_state(row: Mapping[str, Any]) -> str:
     """A partition's flags in one word: 'idle', 'stalled,rewound', or 'ok'."""
     flags = [name for name in ("idle", "stalled", "rewound") if row.get(name)]
     return ",".join(flags) or "ok"
+
+
+def behind(row: Mapping[str, Any]) -> str:
+    """How long a partition's backlog head has waited: 'none' without a backlog, '-' when
+    unknown, '>= 3 min' when it was there before the first stored batch."""
+    if row.get("backlog_age") == "none":
+        return "none"
+    text = duration(row.get("backlog_age_ms"))
+    return f">= {text}" if row.get("backlog_age") == "at_least" else text
+
+
+def catch_up(row: Mapping[str, Any]) -> str:
+    """When a partition's backlog will be read at the current rates: 'now' when there is none,
+    'never' when it does not drain, '-' when unknown."""
+    if row.get("backlog_records") is None:
+        return "-"
+    if row.get("catch_up_ms") is None:
+        return "never"
+    return duration(row["catch_up_ms"]) if row["catch_up_ms"] else "now"
+
+
+def verdict_text(row: Mapping[str, Any]) -> str:
+    """A partition's backlog verdict in words: 'falling behind', '-' when unknown."""
+    return "-" if row.get("verdict") is None else row["verdict"].replace("_", " ")
 
 
 def _field(row: Any, attribute: str) -> Any:

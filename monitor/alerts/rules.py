@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from monitor.durations import duration
 from monitor.events import Record
+from monitor.health.backlog import Verdict
 from monitor.health.facts import QueryFacts, StoredStatus, Thresholds
 from monitor.health.predicates import is_silent, losing_late
 
@@ -339,6 +340,22 @@ def offset_lag(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None
     if not facts.active or lag is None or lag <= params["threshold"]:
         return None
     return Finding(lag, f"{lag:,} records wait to be read")
+
+
+@rule(
+    "a partition's backlog grew over the last minute of batches (no threshold: Burrow's rule)",
+    Severity.WARNING,
+    for_ms=300_000,
+    keep_firing_ms=120_000,
+    caused_by=(*QUERY_DOWN, "partition_stalled"),
+)
+def falling_behind(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None:
+    """The partitions of the latest batch whose backlog verdict is falling behind: records
+    arrive faster than they are read."""
+    if not facts.active:
+        return None
+    names = [p.name for p in facts.latest_partitions if p.verdict is Verdict.FALLING_BEHIND]
+    return _partitions(names, len(names), f"{_is(names)} falling behind")
 
 
 _PYTHON_ERROR = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit): \S")

@@ -12,6 +12,7 @@ import enum
 from dataclasses import dataclass
 
 from monitor.events import Record
+from monitor.health.backlog import Verdict
 
 DEFAULT_WINDOW_MS = 300_000
 
@@ -72,9 +73,10 @@ class FutureDated:
 
 @dataclass(frozen=True)
 class PartitionFacts:
-    """One source partition: its flags in the latest batch (when it is in it), its late
-    records and the records it read in the late window (as the instrumented operator counts
-    them), whether it went back and its future-dated records, within the windows."""
+    """One source partition: its flags and its backlog's verdict in the latest batch (when it
+    is in it), its late records and the records it read in the late window (as the
+    instrumented operator counts them), whether it went back and its future-dated records,
+    within the windows."""
 
     name: str
     idle: bool = False
@@ -85,6 +87,8 @@ class PartitionFacts:
     records: int = 0
     in_latest_batch: bool = True
     future: FutureDated | None = None
+    # Its backlog's verdict over the last minute of batches (health.backlog).
+    verdict: Verdict | None = None
 
 
 @dataclass(frozen=True)

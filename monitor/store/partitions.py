@@ -12,7 +12,9 @@ from typing import Any
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
+from monitor.health.backlog import UNKNOWN, Backlog, backlog_fields
 from monitor.store import batch_event_times, batch_offsets
+from monitor.store.backlog import Backlogs
 from monitor.store.batch_event_times import StoredEventTimes
 from monitor.store.batch_offsets import StoredPartition
 from monitor.store.models import Batch
@@ -104,29 +106,42 @@ def partition_states(
 
 @dataclass(frozen=True)
 class PartitionDetail:
-    """A partition of a batch, with its late records over the late window."""
+    """A partition of a batch, with its late records over the late window and its backlog."""
 
     state: PartitionState
     late_records_window: int
     recent_late_samples: list[Any]
+    backlog: Backlog = UNKNOWN
 
     def as_dict(self) -> dict[str, Any]:
         """The partition as the API and `wmon partitions --json` give it."""
-        return dataclasses.asdict(self.state) | {
-            "late_records_window": self.late_records_window,
-            "recent_late_samples": self.recent_late_samples,
-        }
+        return (
+            dataclasses.asdict(self.state)
+            | {
+                "late_records_window": self.late_records_window,
+                "recent_late_samples": self.recent_late_samples,
+            }
+            | backlog_fields(self.backlog)
+        )
 
 
-def partition_details(session: so.Session, batch: Batch, since_ms: int) -> list[PartitionDetail]:
+def partition_details(
+    session: so.Session, batch: Batch, since_ms: int, backlog: Backlogs
+) -> list[PartitionDetail]:
     """The partition table of a batch (the query page's: the latest): its partitions, with
-    the late window from `since_ms` on."""
+    the late window from `since_ms` on and their backlog as of the batch (store.backlog)."""
     late = late_by_partition(session, batch.query_id, since_ms)
     wanted = [name for name, count in late.items() if count]
     samples = recent_late_samples(session, batch.query_id, since_ms, wanted)
     states = partition_states(session, [batch])[batch.batch_id]
+    behind = {p.partition: p.backlog for p in backlog.partitions}
     return [
-        PartitionDetail(state, late.get(state.partition, 0), samples.get(state.partition, []))
+        PartitionDetail(
+            state,
+            late.get(state.partition, 0),
+            samples.get(state.partition, []),
+            behind.get(state.partition, UNKNOWN),
+        )
         for state in states
     ]
 

@@ -17,8 +17,10 @@ from typing import Any
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
+from monitor.health.backlog import Verdict
 from monitor.health.facts import FutureDated, PartitionFacts, QueryFacts, Thresholds, TrendPoint
 from monitor.store import batch_offsets
+from monitor.store.backlog import partition_backlogs, query_runs, window_points
 from monitor.store.batch_offsets import StoredPartition
 from monitor.store.batches import latest_batches
 from monitor.store.drop_causes import future_dated_since
@@ -114,6 +116,7 @@ class _Windows:
     future: dict[str, dict[str, FutureDated]]
     partitions: dict[str, list[StoredPartition]]
     trends: dict[str, list[TrendPoint]]
+    verdicts: dict[str, dict[str, Verdict | None]]
 
 
 def facts_of(
@@ -133,8 +136,25 @@ def facts_of(
         future_dated_since(session, _bounds(asked, now_ms, "future")),
         latest_partitions(session, ids),
         trends(session, ids) if trend else {},
+        _verdicts(session, asked, latest, now_ms),
     )
     return {item.query.id: _facts(item, latest.get(item.query.id), found) for item in asked}
+
+
+def _verdicts(
+    session: so.Session, asked: Sequence[Asked], latest: Mapping[str, Batch], now_ms: int
+) -> dict[str, dict[str, Verdict | None]]:
+    """The backlog verdicts of each query's latest batch's partitions, by query id and name."""
+    window = window_points(session, latest)
+    found: dict[str, dict[str, Verdict | None]] = {}
+    for item in asked:
+        query, batch = item.query, latest.get(item.query.id)
+        if batch is None:
+            continue
+        running = query_runs(query, now_ms, item.thresholds.silence_ms)
+        backlogs = partition_backlogs(window.get(query.id, {}), batch.batch_id, now_ms, running, {})
+        found[query.id] = {p.partition: p.backlog.verdict for p in backlogs}
+    return found
 
 
 def _bounds(asked: Sequence[Asked], now_ms: int, window: str) -> dict[str, int]:
@@ -149,13 +169,14 @@ def _facts(asked: Asked, batch: Batch | None, found: _Windows) -> QueryFacts:
     watermark_rewound, rewound = found.rewound[query_id]
     rows = found.partitions.get(query_id, []) if batch else []
     late, future = found.late.get(query_id, {}), found.future.get(query_id, {})
+    verdicts = found.verdicts.get(query_id, {})
     return _stored(
         asked,
         watermark_ms=batch.watermark_ms if batch else None,
         watermark_stalled=bool(batch and batch.watermark_stalled),
         watermark_rewound=watermark_rewound,
         skew_ms=batch.watermark_skew_ms if batch else None,
-        partitions=_partitions(rows, late, rewound, future),
+        partitions=_partitions(rows, late, rewound, future, verdicts),
         trend=tuple(found.trends.get(query_id, [])),
     )
 
@@ -165,6 +186,7 @@ def _partitions(
     late: Mapping[str, Lateness],
     rewound: set[str],
     future: Mapping[str, FutureDated],
+    verdicts: Mapping[str, Verdict | None],
 ) -> tuple[PartitionFacts, ...]:
     """The facts of every partition in the latest batch, or with late records, a rewind or
     future-dated records in the windows."""
@@ -172,7 +194,12 @@ def _partitions(
     names = sorted(set(by_name) | set(late) | rewound | set(future))
     return tuple(
         _partition(
-            name, by_name.get(name), late.get(name, _NONE), name in rewound, future.get(name)
+            name,
+            by_name.get(name),
+            late.get(name, _NONE),
+            name in rewound,
+            future.get(name),
+            verdicts.get(name),
         )
         for name in names
     )
@@ -187,6 +214,7 @@ def _partition(
     late: Lateness,
     rewound: bool,
     future: FutureDated | None,
+    verdict: Verdict | None,
 ) -> PartitionFacts:
     if row is None:
         return PartitionFacts(
@@ -206,6 +234,7 @@ def _partition(
         late_records=late.late,
         records=late.records,
         future=future,
+        verdict=verdict,
     )
 
 

@@ -244,6 +244,18 @@ def test_a_growing_offset_lag_is_lagging(engine, client):
 
 
 # One query, three batches: partition t/1 dropped 5 late records long ago and 4 recently.
+BACKLOG_KEYS = (
+    "backlog_records",
+    "backlog_age_ms",
+    "backlog_age",
+    "arrival_rate",
+    "read_rate",
+    "backlog_trend",
+    "catch_up_ms",
+    "verdict",
+)
+
+
 def write_orders(engine):
     events = [
         batch_event(
@@ -310,6 +322,31 @@ def test_a_query_page_has_its_latest_batch_and_partition_table(engine, client):
     # W_p: t/0 NOW - 25 s, t/1 (running max NOW - 200 s) NOW - 210 s.
     assert (latest["watermark_skew_ms"], latest["flink_watermark_ms"]) == (185_000, NOW - 210_000)
     t0, t1 = page["partitions"]
+    # t/0's head (offset 200) is the first of the 60 records that arrived in the 10 s between
+    # batches 1 and 2; its backlog was empty at batch 0, in its window: ok, if growing.
+    assert {key: t0.pop(key) for key in BACKLOG_KEYS} == {
+        "backlog_records": 60,
+        "backlog_age_ms": 20_000 - round(10_000 / 60),
+        "backlog_age": "interpolated",
+        "arrival_rate": pytest.approx(0.27, abs=0.005),
+        "read_rate": pytest.approx(0.166, abs=0.005),
+        "backlog_trend": "growing",
+        "catch_up_ms": None,
+        "verdict": "ok",
+    }
+    # t/1's head (offset 70) was there at batch 0, 500 s ago; its backlog shrinks.
+    assert (t1["backlog_age_ms"], t1["backlog_age"], t1["verdict"]) == (
+        500_000,
+        "at_least",
+        "catching_up",
+    )
+    assert page["backlog"] == {
+        "records": 85,
+        "age_ms": 500_000,
+        "age": "at_least",
+        "catch_up_ms": None,
+        "verdict": "catching_up",
+    }
     assert t0 == {
         "batch_id": 2,
         "partition": "t/0",

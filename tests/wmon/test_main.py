@@ -139,26 +139,37 @@ BATCHES_WIDE = table(
 )
 
 
-def partitions_table(batch_id: int) -> str:
-    no_event_times = "-        -               -         -     -"
+def partitions_table(batch_id: int, behind: str, verdict: str) -> str:
+    """The partitions of a batch of the telemetry query: every batch has the same offsets,
+    so the backlogs of telemetry/0 and /2 do not move (stalled, from the second batch on)
+    and were there at the first batch stored."""
+    no_event_times = "-        -"
+    width = max(len("behind"), len(behind))
+    waiting = f"{behind:<{width}}  never     {verdict:<7}  -     -"
     return table(
-        "batch  partition    offset lag  state  records  max event time  time lag  late  future",
-        f"{batch_id}      telemetry/0  4           ok     {no_event_times}",
-        f"{batch_id}      telemetry/1  0           ok     {no_event_times}",
-        f"{batch_id}      telemetry/2  600         ok     {no_event_times}",
+        f"batch  partition    offset lag  state  records  time lag  {'behind':<{width}}"
+        "  catch-up  verdict  late  future",
+        f"{batch_id}      telemetry/0  4           ok     {no_event_times}         {waiting}",
+        f"{batch_id}      telemetry/1  0           ok     {no_event_times}         "
+        f"{'none':<{width}}  now       ok       -     -",
+        f"{batch_id}      telemetry/2  600         ok     {no_event_times}         {waiting}",
     )
 
 
 def partitions_wide(batch_id: int) -> str:
-    no_event_times = (
-        "-        -               -                    -         -     -           -       -"
-    )
+    no_event_times = "-        -               -                    -"
+    waiting = "  >= 1.0 s  0.0        0.0     never     stalled  -     -           -       -"
     return table(
         "batch  partition    start  end   latest  offset lag  state  records  max event time"
-        "  partition watermark  time lag  late  late total  future  lead",
-        f"{batch_id}      telemetry/0  1000   1020  1024    4           ok     {no_event_times}",
-        f"{batch_id}      telemetry/1  940    960   960     0           ok     {no_event_times}",
-        f"{batch_id}      telemetry/2  880    900   1500    600         ok     {no_event_times}",
+        "  partition watermark  time lag  backlog  behind    arrival/s  read/s  catch-up"
+        "  verdict  late  late total  future  lead",
+        f"{batch_id}      telemetry/0  1000   1020  1024    4           ok     {no_event_times}"
+        f"         4      {waiting}",
+        f"{batch_id}      telemetry/1  940    960   960     0           ok     {no_event_times}"
+        "         0        none      0.0        0.0     now       ok       -     -           -"
+        "       -",
+        f"{batch_id}      telemetry/2  880    900   1500    600         ok     {no_event_times}"
+        f"         600    {waiting}",
     )
 
 
@@ -167,10 +178,13 @@ TABLE_CASES = [
     (["batches", "telemetry_windows", "--limit", "2"], BATCHES_TABLE),
     (["batches", "telemetry_windows", "--limit", "1"], LAST_BATCH_TABLE),
     (["batches", QUERY, "--limit", "2", "--wide"], BATCHES_WIDE),
-    (["partitions", QUERY], partitions_table(3)),
-    (["partitions", "telemetry_windows", "--batch", "1"], partitions_table(1)),
+    (["partitions", QUERY], partitions_table(3, ">= 60 s", "stalled")),
+    (
+        ["partitions", "telemetry_windows", "--batch", "1"],
+        partitions_table(1, ">= 1.0 s", "stalled"),
+    ),
     (["partitions", QUERY, "--batch", "1", "--wide"], partitions_wide(1)),
-    (["partitions", QUERY, "--batch", "0"], partitions_table(0)),
+    (["partitions", QUERY, "--batch", "0"], partitions_table(0, ">= 0 ms", "-")),
     (["partitions", QUERY, "--batch", "4"], "(none)\n"),
 ]
 TABLE_IDS = [
@@ -187,7 +201,15 @@ TABLE_IDS = [
 
 
 @pytest.mark.parametrize(("argv", "expected"), TABLE_CASES, ids=TABLE_IDS)
-def test_tables(store: str, capsys: pytest.CaptureFixture[str], argv: list[str], expected: str):
+def test_tables(
+    store: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    expected: str,
+):
+    # A backlog's age is as of now: a minute after the first batch.
+    monkeypatch.setattr(wmon.queries, "now_ms", lambda: T0 + 60_000)
     assert run(capsys, *argv, "--database-url", store) == (0, expected, "")
 
 
@@ -308,7 +330,22 @@ NO_MEASUREMENTS = {
 }
 
 
-def partitions_json(batch_id: int, rows_per_second: float) -> list[dict[str, Any]]:
+def backlog_json(records: int, age_ms: int) -> dict[str, Any]:
+    """A partition's backlog whose offsets did not move: a backlog there at the first batch
+    stored (stalled), or none."""
+    return {
+        "backlog_records": records,
+        "backlog_age_ms": age_ms if records else 0,
+        "backlog_age": "at_least" if records else "none",
+        "arrival_rate": 0.0,
+        "read_rate": 0.0,
+        "backlog_trend": "stable",
+        "catch_up_ms": None if records else 0,
+        "verdict": "stalled" if records else "ok",
+    }
+
+
+def partitions_json(batch_id: int, rows_per_second: float, age_ms: int) -> list[dict[str, Any]]:
     offsets = [("telemetry/0", 1000, 1020, 1024, 4), ("telemetry/1", 940, 960, 960, 0)]
     offsets.append(("telemetry/2", 880, 900, 1500, 600))
     return [
@@ -322,6 +359,7 @@ def partitions_json(batch_id: int, rows_per_second: float) -> list[dict[str, Any
             "offset_lag": lag,
             "rows_per_second": rows_per_second,
             **NO_MEASUREMENTS,
+            **backlog_json(lag, age_ms),
         }
         for name, start, end, latest, lag in offsets
     ]
@@ -350,12 +388,14 @@ DEDUP_PARTITION_JSON = {
     "offset_lag": 0,
     "rows_per_second": 1.0,
     **NO_MEASUREMENTS,
+    # The rate source's one batch: no backlog, no rates.
+    **backlog_json(0, 0) | {"arrival_rate": None, "read_rate": None, "backlog_trend": None},
 }
 JSON_CASES = [
     (["batches", QUERY, "--limit", "3"], [batch_json(1), batch_json(2), batch_json(3)]),
     (["batches", "rate_dedup"], [DEDUP_BATCH_JSON]),
-    (["partitions", "telemetry_windows"], partitions_json(3, 11.8)),
-    (["partitions", QUERY, "--batch", "2"], partitions_json(2, 15.733333333333333)),
+    (["partitions", "telemetry_windows"], partitions_json(3, 11.8, 59_500)),
+    (["partitions", QUERY, "--batch", "2"], partitions_json(2, 15.733333333333333, 2_000)),
     (["partitions", OTHER], [DEDUP_PARTITION_JSON]),
     (["partitions", OTHER, "--batch", "4"], []),
 ]
@@ -370,7 +410,14 @@ JSON_IDS = [
 
 
 @pytest.mark.parametrize(("argv", "expected"), JSON_CASES, ids=JSON_IDS)
-def test_json(store: str, capsys: pytest.CaptureFixture[str], argv: list[str], expected: Any):
+def test_json(
+    store: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    expected: Any,
+):
+    monkeypatch.setattr(wmon.queries, "now_ms", lambda: T0 + 60_000)
     status, out, err = run(capsys, *argv, "--json", "--database-url", store)
     assert (status, err) == (0, "")
     assert json.loads(out) == expected

@@ -174,8 +174,10 @@ def table(*lines: str) -> str:
 
 
 SHOWN_TOPIC = "t\\x1b]0;pwned\\x07\\x00\\n"
-# A batch the operator did not measure: records, event times, lag, late and future unknown.
-NOT_MEASURED = "-        -               -         -     -"
+# A batch the operator did not measure: records and time lag unknown; its backlogs were there
+# at the one batch stored, 30 s before now; late and future unknown.
+NOT_MEASURED = "-        -         "
+WAITING = ">= 30 s  never     -        -     -"
 CLI_TABLES = [
     (
         ["queries"],
@@ -187,11 +189,12 @@ CLI_TABLES = [
     (
         ["partitions", QUERY],
         table(
-            "batch  partition                  offset lag  state  records  max event time"
-            "  time lag  late  future",
-            f"0      {SHOWN_TOPIC}/0  4           ok     {NOT_MEASURED}",
-            f"0      {SHOWN_TOPIC}/1  0           ok     {NOT_MEASURED}",
-            f"0      {SHOWN_TOPIC}/2  600         ok     {NOT_MEASURED}",
+            "batch  partition                  offset lag  state  records  time lag  behind"
+            "   catch-up  verdict  late  future",
+            f"0      {SHOWN_TOPIC}/0  4           ok     {NOT_MEASURED}{WAITING}",
+            f"0      {SHOWN_TOPIC}/1  0           ok     {NOT_MEASURED}none     now       ok"
+            "       -     -",
+            f"0      {SHOWN_TOPIC}/2  600         ok     {NOT_MEASURED}{WAITING}",
         ),
     ),
 ]

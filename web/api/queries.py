@@ -10,8 +10,10 @@ from typing import Any
 import sqlalchemy.orm as so
 from flask import Blueprint, Response, current_app, request, stream_with_context
 
+from monitor.health.backlog import query_backlog_fields
 from monitor.health.status import Status, query_status
 from monitor.numbers import INT64_MAX
+from monitor.store.backlog import backlogs, query_runs
 from monitor.store.batches import latest_batch, rows_dropped
 from monitor.store.history import (
     CSV_COLUMNS,
@@ -100,15 +102,20 @@ def queries() -> dict[str, Any]:
     return {"queries": matching[page], "total": len(matching)}
 
 
-def _latest(session: so.Session, latest: Batch | None, since_ms: int) -> dict[str, Any]:
-    """The latest batch and its partition table, with the late window's figures."""
+def _latest(
+    session: so.Session, latest: Batch | None, since_ms: int, now_ms: int, running: bool
+) -> dict[str, Any]:
+    """The latest batch and its partition table, with the late window's figures, and the
+    query's backlog as of `now_ms`."""
     if latest is None:
-        return {"latest_batch": None, "partitions": []}
+        return {"latest_batch": None, "partitions": [], "backlog": None}
     dropped = rows_dropped(session, latest.query_id, [latest.batch_id])
-    details = partition_details(session, latest, since_ms)
+    behind = backlogs(session, latest, now_ms, running)
+    details = partition_details(session, latest, since_ms, behind)
     return {
         "latest_batch": batch_json(latest, dropped.get(latest.batch_id)),
         "partitions": [detail.as_dict() for detail in details],
+        "backlog": query_backlog_fields(behind.query),
     }
 
 
@@ -135,7 +142,13 @@ def _query_json(session: so.Session, lens: Lens, summary: QuerySummary) -> dict[
             "unreadable": facts.unreadable,
             "silence_ms": facts.thresholds.silence_ms,
         },
-        **_latest(session, summary.latest, lens.now_ms - late_window_ms),
+        **_latest(
+            session,
+            summary.latest,
+            lens.now_ms - late_window_ms,
+            lens.now_ms,
+            query_runs(found, lens.now_ms, facts.thresholds.silence_ms),
+        ),
         "late_records": facts.late_records,
         "late_window_ms": late_window_ms,
         "timers": timers_json(summary.timers),

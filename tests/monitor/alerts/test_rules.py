@@ -5,6 +5,7 @@ import dataclasses
 import pytest
 
 from monitor.alerts.rules import RULES, Severity, failure_reason, rule, thresholds
+from monitor.health.backlog import Verdict
 from monitor.health.facts import FutureDated, PartitionFacts, QueryFacts
 
 NOW = 1_800_000_000_000
@@ -23,6 +24,14 @@ PARTS = (
     PartitionFacts("t/1", idle=True, offset_lag=0),
     PartitionFacts("t/2", stalled=True, rewound=True, offset_lag=500, late_records=7, records=9),
     PartitionFacts("t/3", late_records=150, records=1_000),
+)
+
+BEHIND = (
+    PartitionFacts("t/0", offset_lag=900, verdict=Verdict.FALLING_BEHIND),
+    PartitionFacts("t/1", offset_lag=50, verdict=Verdict.CATCHING_UP),
+    PartitionFacts("t/2", offset_lag=700, verdict=Verdict.FALLING_BEHIND),
+    # Falling behind in a batch before the latest: not now.
+    PartitionFacts("t/3", in_latest_batch=False, verdict=Verdict.FALLING_BEHIND),
 )
 
 
@@ -45,6 +54,9 @@ def found(name, query_facts, **params):
         ("watermark_stalled", facts(watermark_stalled=True, status="terminated"), {}, []),
         ("partition_stalled", facts(partitions=PARTS), {}, [(("t/2",), 1)]),
         ("partition_idle", facts(partitions=PARTS), {}, [(("t/1",), 1)]),
+        ("falling_behind", facts(partitions=BEHIND), {}, [(("t/0", "t/2"), 2)]),
+        ("falling_behind", facts(partitions=BEHIND, status="terminated"), {}, []),
+        ("falling_behind", facts(partitions=PARTS), {}, []),
         ("partition_idle", facts(partitions=PARTS, status="failed"), {}, []),
         ("rewound", facts(partitions=PARTS), {}, [(("t/2",), None)]),
         (
@@ -139,6 +151,9 @@ def found(name, query_facts, **params):
         "stalled-but-stopped",
         "stalled-partition",
         "idle-partition",
+        "falling-behind",
+        "falling-behind-but-terminated",
+        "not-falling-behind",
         "idle-but-failed",
         "rewound-partition",
         "rewound-watermark",
@@ -188,8 +203,7 @@ def test_rule(name, query_facts, params, expected):
     [
         (
             AHEAD,
-            "t/0 read 3 records up to 2 h ahead of the clock in 5 min,"
-            " e.g. offset 8812, key s-17",
+            "t/0 read 3 records up to 2 h ahead of the clock in 5 min, e.g. offset 8812, key s-17",
         ),
         (
             FutureDated(1, 400_000, ((None, NOW, None),)),
