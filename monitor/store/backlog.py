@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 import sqlalchemy as sa
 import sqlalchemy.orm as so
@@ -30,7 +31,7 @@ from monitor.health.backlog import (
 )
 from monitor.health.facts import DEFAULT_WINDOW_MS, RUNNING
 from monitor.store import batch_offsets
-from monitor.store.models import Batch, BatchOffsets, Query
+from monitor.store.models import BatchOffsets
 from monitor.store.sql import per_query
 from monitor.store.windows import first_since
 
@@ -56,6 +57,14 @@ class Backlogs:
 
     query: QueryBacklog
     partitions: tuple[PartitionBacklog, ...]
+
+    def by_partition(self) -> dict[str, Backlog]:
+        """The partitions' backlogs by name (of two sources' partitions of one name, the
+        first source's)."""
+        found: dict[str, Backlog] = {}
+        for p in self.partitions:
+            found.setdefault(p.partition, p.backlog)
+        return found
 
 
 class _Offsets:
@@ -94,14 +103,29 @@ class _Offsets:
         return int(found)
 
 
-def query_runs(query: Query, as_of_ms: int, silence_ms: int = DEFAULT_WINDOW_MS) -> bool:
+class QueryRow(Protocol):
+    """A query's stored row (an ORM object or a plain row) as a backlog reads it."""
+
+    status: str
+    updated_at_ms: int
+
+
+class BatchRow(Protocol):
+    """A batch's stored row (an ORM object or a plain row) as a backlog reads it."""
+
+    query_id: str
+    batch_id: int
+    batch_time_ms: int
+
+
+def query_runs(query: QueryRow, as_of_ms: int, silence_ms: int = DEFAULT_WINDOW_MS) -> bool:
     """Whether the query runs and has told something (a batch, an idle event) within the
     silence threshold: a partition's backlog is stopped otherwise."""
     return query.status in RUNNING and as_of_ms - query.updated_at_ms <= silence_ms
 
 
 def window_points(
-    session: so.Session, newest: Mapping[str, Batch], window_ms: int = WINDOW_MS
+    session: so.Session, newest: Mapping[str, BatchRow], window_ms: int = WINDOW_MS
 ) -> dict[str, dict[int, dict[Key, Point]]]:
     """Each query's partitions at the batches of its window (the `window_ms` up to its batch in
     `newest`, and at least its last MIN_POINTS batches; of them every n-th batch id from the
@@ -168,7 +192,7 @@ def partition_backlogs(
 
 def backlogs(
     session: so.Session,
-    batch: Batch,
+    batch: BatchRow,
     as_of_ms: int,
     running: bool,
     window_ms: int = WINDOW_MS,

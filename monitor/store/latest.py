@@ -1,6 +1,7 @@
 """The latest state of every exported query at once, as an exporter's scrape reads it: each
 query's newest batch with its partitions and their newest event times, its newest pending-timer
-snapshot; a few statements however many queries there are.
+snapshot, in a few statements however many queries there are; and each query's backlog (a few
+look-ups of its batches, store.backlog).
 
 Rows are read as plain rows (`sa.Row`), not ORM objects: a fleet's scrape reads tens of
 thousands of partition rows.
@@ -17,6 +18,7 @@ import sqlalchemy.orm as so
 
 from monitor.health.facts import RUNNING
 from monitor.store import batch_event_times, batch_offsets
+from monitor.store.backlog import Backlogs, backlogs, query_runs
 from monitor.store.batch_event_times import StoredEventTimes
 from monitor.store.batch_offsets import StoredPartition
 from monitor.store.isolation import read_apart
@@ -34,6 +36,8 @@ class QueryState:
     partitions: list[StoredPartition] = field(default_factory=list)
     event_times: dict[str, StoredEventTimes] = field(default_factory=dict)
     timers: sa.Row[Any] | None = None
+    # The backlog of its newest batch's partitions, as of the scrape (store.backlog).
+    backlog: Backlogs | None = None
     # Why its rows could not be read, when they could not (monitor.store.isolation).
     unreadable: str | None = None
 
@@ -54,16 +58,18 @@ def exported_queries(session: so.Session, now_ms: int, keep_ended_ms: int) -> li
     return list(rows)
 
 
-def latest_states(session: so.Session, queries: Sequence[sa.Row[Any]]) -> list[QueryState]:
-    """The state of each of `queries`, in their order; one whose rows cannot be read, with
-    only its row, and why."""
+def latest_states(
+    session: so.Session, queries: Sequence[sa.Row[Any]], now_ms: int
+) -> list[QueryState]:
+    """The state of each of `queries` at `now_ms`, in their order; one whose rows cannot be
+    read, with only its row, and why."""
     rows = {query.id: query for query in queries}
     states: dict[str, QueryState] = {}
     for chunk in chunks(list(rows)):
         states |= read_apart(
             session,
             chunk,
-            lambda ids: _read_chunk(session, ids, rows),
+            lambda ids: _read_chunk(session, ids, rows, now_ms),
             str,
             lambda key, why: QueryState(rows[key], unreadable=why),
         )
@@ -71,7 +77,7 @@ def latest_states(session: so.Session, queries: Sequence[sa.Row[Any]]) -> list[Q
 
 
 def _read_chunk(
-    session: so.Session, ids: Sequence[str], rows: dict[str, sa.Row[Any]]
+    session: so.Session, ids: Sequence[str], rows: dict[str, sa.Row[Any]], now_ms: int
 ) -> dict[str, QueryState]:
     states = {key: QueryState(rows[key]) for key in ids}
     batches = Batch.__table__
@@ -87,4 +93,8 @@ def _read_chunk(
     newest_taken = newest_of(timers, "taken_at_ms", ids)
     for row in rows_at_newest(session, timers, "taken_at_ms", newest_taken, timers.c.id):
         states[row.query_id].timers = row  # of two taken at the same time, the later stored
+    for state in states.values():
+        if state.batch is not None:
+            running = query_runs(state.query, now_ms)
+            state.backlog = backlogs(session, state.batch, now_ms, running)
     return states

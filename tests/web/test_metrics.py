@@ -122,6 +122,20 @@ def test_metrics_export_the_latest_batch_partitions_and_timers(engine, client):
     assert found[("wmon_partition_watermark_driver", p1)] == 1
     assert found[("wmon_partition_watermark_driver", p0)] == 0
     assert found[("wmon_partition_idle", p0)] == 0
+    # p0's head, offset 30, is the 16th of the 22 records that arrived between the batches'
+    # latest offsets (15, then 37): it became available 16/22 of the 20 s after batch 0.
+    head_age_s = (30_000 - round(16 / 22 * 20_000)) / 1000
+    assert found[("wmon_partition_backlog_seconds", p0)] == head_age_s
+    assert found[("wmon_partition_backlog_seconds", p1)] == 0
+    # p0's backlog grew from 5 to 7: it does not catch up; p1 has none.
+    assert found[("wmon_partition_catch_up_seconds", p0)] == float("inf")
+    assert found[("wmon_partition_catch_up_seconds", p1)] == 0
+    verdict = ("verdict", "falling_behind")
+    assert found[("wmon_partition_backlog_verdict", tuple(sorted((*p0, verdict))))] == 1
+    assert found[("wmon_partition_backlog_verdict", tuple(sorted((*p1, verdict))))] == 0
+    assert found[("wmon_partition_backlog_verdict", tuple(sorted((*p1, ("verdict", "ok")))))] == 1
+    assert found[("wmon_query_backlog_seconds", orders)] == head_age_s
+    assert found[("wmon_query_catch_up_seconds", orders)] == float("inf")
     assert found[("wmon_store_up", ())] == 1
     assert found[("wmon_exported_queries", ())] == 1
 

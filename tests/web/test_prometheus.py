@@ -124,7 +124,7 @@ def test_promtool_accepts_the_shipped_rules():
         [promtool, "check", "rules", str(RULES)], capture_output=True, text=True
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "SUCCESS: 11 rules found" in checked.stdout
+    assert "SUCCESS: 12 rules found" in checked.stdout
 
 
 # A query whose watermark is two hours ahead of the clock (age -7200 s), another's 100 s behind.
@@ -288,3 +288,46 @@ def test_a_stalled_partition_fires_the_shipped_rule_and_the_dashboard_runs(
     assert firing[0]["metric"]["severity"] == "critical"
     used = {name for expr in results for name in re.findall(r"\bwmon_\w+", expr)}
     assert used and used <= names, used - names
+
+
+# Partition 1 falls behind for good; partition 2 for three minutes, then catches up: only the
+# first lasts the five minutes the rule waits for.
+FALLING_BEHIND_TEST = """
+rule_files: [{rules}]
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+      - series: 'wmon_partition_backlog_verdict{{query="q",query_id="q",topic="t",
+          partition="1",verdict="falling_behind"}}'
+        values: '1x8'
+      - series: 'wmon_partition_backlog_verdict{{query="q",query_id="q",topic="t",
+          partition="2",verdict="falling_behind"}}'
+        values: '1 1 1 0 0 0 0 0'
+      - series: 'wmon_query_status{{query="q",query_id="q",status="active"}}'
+        values: '1x8'
+    alert_rule_test:
+      - eval_time: 4m
+        alertname: WmonFallingBehind
+        exp_alerts: []
+      - eval_time: 6m
+        alertname: WmonFallingBehind
+        exp_alerts:
+          - exp_labels:
+              severity: warning
+              query: q
+              query_id: q
+              topic: t
+              partition: "1"
+              verdict: falling_behind
+            exp_annotations:
+              summary: "q: t/1 is falling behind"
+              description: >-
+                The backlog of t/1 has grown over every minute of batches for 5 minutes:
+                records arrive faster than q reads them. wmon_partition_backlog_seconds says
+                how long its oldest unread record has waited.
+"""
+
+
+def test_the_shipped_falling_behind_rule_waits_five_minutes_of_a_growing_backlog(tmp_path):
+    passes_promtool_test(tmp_path, FALLING_BEHIND_TEST)

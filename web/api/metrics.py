@@ -13,6 +13,7 @@ store.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +23,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from prometheus_client.utils import floatToGoString
 
 from monitor.alerts.runner import LEASE
+from monitor.health.backlog import Verdict
 from monitor.health.facts import StoredStatus
 from monitor.store.alerts import live_alert_counts
 from monitor.store.engine import STORE_FAILURES, unusable
@@ -40,6 +42,11 @@ PARTITION_LABELS = [*QUERY_LABELS, "topic", "partition"]
 
 def _seconds(ms: int | None) -> float | None:
     return None if ms is None else ms / 1000
+
+
+def _catch_up_seconds(ms: int | None) -> float:
+    """A catch-up time in seconds; one that does not come is +Inf (Prometheus has no null)."""
+    return math.inf if ms is None else ms / 1000
 
 
 @dataclass
@@ -197,6 +204,17 @@ class _QueryFamilies:
             "When the earliest pending timer is due",
             QUERY_LABELS,
         )
+        self.backlog = gauge(
+            "wmon_query_backlog_seconds",
+            "How long the oldest record not yet read of any partition has been available",
+            QUERY_LABELS,
+        )
+        self.catch_up = gauge(
+            "wmon_query_catch_up_seconds",
+            "When every partition's backlog will have been read at the current rates "
+            "(+Inf: a partition does not catch up)",
+            QUERY_LABELS,
+        )
         self.partitions = _PartitionFamilies(families)
 
     def add(self, state: QueryState, labels: list[str], now_ms: int, samples: Samples) -> None:
@@ -224,6 +242,11 @@ class _QueryFamilies:
         if batch.stored_at_ms is not None:
             ended_ms = batch.batch_time_ms + (batch.trigger_duration_ms or 0)
             samples.add(self.ingest_lag, labels, max(batch.stored_at_ms - ended_ms, 0) / 1000)
+        if state.backlog is not None:
+            behind = state.backlog.query
+            samples.add(self.backlog, labels, _seconds(behind.age_ms))
+            if behind.records is not None:
+                samples.add(self.catch_up, labels, _catch_up_seconds(behind.catch_up_ms))
         self.partitions.add(labels, state, samples)
 
 
@@ -275,6 +298,24 @@ class _PartitionFamilies:
             )
             for flag in ("idle", "stalled", "rewound")
         }
+        self.backlog = gauge(
+            "wmon_partition_backlog_seconds",
+            "How long the partition's oldest record not yet read has been available "
+            "(0: nothing waits)",
+            PARTITION_LABELS,
+        )
+        self.catch_up = gauge(
+            "wmon_partition_catch_up_seconds",
+            "When the partition's backlog will have been read at the current rates "
+            "(+Inf: it does not catch up)",
+            PARTITION_LABELS,
+        )
+        self.verdict = gauge(
+            "wmon_partition_backlog_verdict",
+            "1 for the partition's backlog verdict (ok, catching_up, falling_behind, stalled, "
+            "stopped, rewound), 0 for the others",
+            [*PARTITION_LABELS, "verdict"],
+        )
 
     def add(self, query_labels: list[str], state: QueryState, samples: Samples) -> None:
         """The samples of the query's partitions."""
@@ -287,6 +328,15 @@ class _PartitionFamilies:
             samples.add(self.offset_lag, labels, row.offset_lag)
             for flag, family in self.flags.items():
                 samples.add(family, labels, bool(getattr(row, flag)))
+        behind = {} if state.backlog is None else state.backlog.by_partition()
+        for name, backlog in behind.items():
+            if backlog.records is None:
+                continue
+            labels = [*query_labels, *_topic_and_partition(topics.get(name), name)]
+            samples.add(self.backlog, labels, _seconds(backlog.age_ms))
+            samples.add(self.catch_up, labels, _catch_up_seconds(backlog.catch_up_ms))
+            for verdict in Verdict:
+                samples.add(self.verdict, [*labels, verdict.label], backlog.verdict is verdict)
         driver = state.batch.watermark_driver_partition if state.batch else None
         for name, times in state.event_times.items():
             labels = [*query_labels, *_topic_and_partition(topics.get(name), name)]
@@ -386,7 +436,7 @@ def metrics() -> Response:
     try:
         session = db.session()
         queries = exported_queries(session, now_ms, config["METRICS_KEEP_ENDED_S"] * 1000)
-        states = latest_states(session, queries)
+        states = latest_states(session, queries, now_ms)
         counts = live_alert_counts(session)
         evaluated_ms = job_done_at(session, LEASE)
         rejected = count_rejected(session)
