@@ -195,8 +195,15 @@ HISTORY_REQUEST = re.compile(r"/api/queries/[^/?]+/(batches|partitions/history)\
 def test_the_query_page_catches_up_on_what_it_missed_while_offline(engine, serve, page):
     def write_batch(batch_id):
         at = NOW - 60_000 + batch_id * 1_000
+        # t/0 receives three records a batch and reads one: its backlog grows, never empty.
         event = batch_event(
-            "q", batch_id, at, name="orders", ends=(batch_id, 0), rows=100 + batch_id
+            "q",
+            batch_id,
+            at,
+            name="orders",
+            ends=(batch_id, 0),
+            latests=(3 * batch_id + 2, 0),
+            rows=100 + batch_id,
         )
         write_event(engine, event)
 
@@ -223,6 +230,13 @@ def test_the_query_page_catches_up_on_what_it_missed_while_offline(engine, serve
     page.wait_for_selector("#connection.connection-live", timeout=WAIT_MS)
     assert chart_points(page, "batches-chart") == points + 3
     assert page.locator("#partitions tbody td.num").first.text_content() == "5"  # t/0's end
+    # The newest batch brought the backlog: t/0 falls behind, and its head has waited since
+    # batch 2 (offset 5 arrived between batches 1 and 2).
+    assert text_of(page, "#verdict") == "falling behind"
+    assert text_of(page, "#catch-up") == "not catching up"
+    assert text_of(page, "#behind") not in ("—", "none")
+    verdicts = page.locator("#partitions tbody .verdict").all_text_contents()
+    assert verdicts == ["falling behind", "ok"]
     assert_not_reloaded(page)
     assert [url for url in requests if HISTORY_REQUEST.search(url)] == [], "reloaded, not caught up"
     # The points it had, and the missed batches added after them.

@@ -11,7 +11,9 @@ import sqlalchemy.orm as so
 from flask import Flask
 
 from monitor.alerts.rulefile import RuleSet, thresholds_of
+from monitor.health.backlog import UNKNOWN, backlog_fields, query_backlog_fields
 from monitor.health.status import Status, query_status
+from monitor.store.backlog import backlogs
 from monitor.store.batches import rows_dropped
 from monitor.store.isolation import recover, unreadable_reason
 from monitor.store.models import Batch, Query, TimerSnapshotRow
@@ -168,17 +170,30 @@ def overview(session: so.Session, queries: Sequence[Query], lens: Lens) -> list[
 
 
 def batch_events(session: so.Session, batches: Sequence[Batch]) -> list[dict[str, Any]]:
-    """The live push's `batch` payloads: each batch of one query with its partitions."""
+    """The live push's `batch` payloads: each batch of one query with its partitions; the
+    newest also with its backlog as of its own time (store.backlog: a query that sends batches
+    runs), the partitions' in theirs."""
     if not batches:
         return []
     query_id = batches[0].query_id
     dropped = rows_dropped(session, query_id, [batch.batch_id for batch in batches])
     partitions = partition_states(session, batches)
-    return [
-        {
-            "query": query_id,
-            "batch": batch_json(batch, dropped.get(batch.batch_id)),
-            "partitions": [dataclasses.asdict(p) for p in partitions[batch.batch_id]],
-        }
-        for batch in batches
-    ]
+    newest = max(batches, key=lambda batch: batch.batch_id)
+    behind = backlogs(session, newest, newest.batch_time_ms, running=True)
+    by_name = behind.by_partition()
+    events = []
+    for batch in batches:
+        is_newest = batch is newest
+        events.append(
+            {
+                "query": query_id,
+                "batch": batch_json(batch, dropped.get(batch.batch_id)),
+                "partitions": [
+                    dataclasses.asdict(p)
+                    | (backlog_fields(by_name.get(p.partition, UNKNOWN)) if is_newest else {})
+                    for p in partitions[batch.batch_id]
+                ],
+                "backlog": query_backlog_fields(behind.query) if is_newest else None,
+            }
+        )
+    return events

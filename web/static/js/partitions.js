@@ -2,9 +2,11 @@
 import { byName } from "./charts.js";
 import { el, setText } from "./dom.js";
 import { age, clock, count, rate } from "./format.js";
+import { behindText, catchUpText, verdictBadge } from "./backlog.js";
 
 const SAMPLES_SHOWN = 2;
 const FLAGS = ["stalled", "rewound", "idle"];
+const TEXT_CELLS = new Set(["state", "behind"]);
 
 function sampleText([key, eventMs, offset]) {
   const at = offset === null || offset === undefined ? "" : ` #${offset}`;
@@ -27,8 +29,14 @@ export class PartitionTable {
     swatch.style.background = this.palette.colour(name);
     nameCell.append(swatch, el("span", null, name));
     tr.append(nameCell);
-    for (const field of ["state", "end", "latest", "lag", "rate", "max", "wp", "timeLag"]) {
-      cells[field] = tr.appendChild(el("td", field === "state" ? "flags" : "num"));
+    for (const field of ["state", "end", "latest", "lag", "behind"]) {
+      cells[field] = tr.appendChild(el("td", TEXT_CELLS.has(field) ? "flags" : "num"));
+    }
+    // How long the backlog has waited, and its verdict on a line of its own under it.
+    cells.age = cells.behind.appendChild(el("div"));
+    cells.verdict = cells.behind.appendChild(el("div"));
+    for (const field of ["rate", "max", "wp", "timeLag"]) {
+      cells[field] = tr.appendChild(el("td", "num"));
     }
     cells.lateWindow = tr.appendChild(el("td", "num"));
     cells.lateTotal = tr.appendChild(el("td", "num"));
@@ -70,6 +78,7 @@ export class PartitionTable {
     setText(cells.end, count(p.end_offset));
     setText(cells.latest, count(p.latest_offset));
     setText(cells.lag, count(p.offset_lag));
+    this.backlog(row, p);
     setText(cells.rate, rate(p.rows_per_second));
     setText(cells.max, clock(p.max_event_time_ms));
     setText(cells.wp, clock(p.partition_watermark_ms));
@@ -90,6 +99,16 @@ export class PartitionTable {
       : [el("span", "badge badge-ok", "ok")];
     row.cells.state.replaceChildren(...badges);
     row.tr.classList.toggle("problem", p.stalled || p.rewound);
+  }
+
+  // How long the backlog's head has waited (as of the batch or the page's load), its verdict
+  // and, in its title, when it will be caught up. A live batch of a source without latest
+  // offsets says nothing of it: the row keeps what it had.
+  backlog(row, p) {
+    if (!("verdict" in p)) return;
+    setText(row.cells.age, behindText(p.backlog_age_ms, p.backlog_age));
+    verdictBadge(row.cells.verdict, p.verdict);
+    row.cells.verdict.title = catchUpText(p.backlog_records, p.catch_up_ms);
   }
 
   samples(row) {

@@ -22,6 +22,7 @@ import { el, getJson, queryUrl, setBadge, setText, showError } from "./dom.js";
 import { age, behind, clock, count, duration, rate } from "./format.js";
 import { connect, heardServerTime, serverNow } from "./live.js";
 import { PartitionTable } from "./partitions.js";
+import { behindText, catchUpText, verdictBadge } from "./backlog.js";
 
 const RANGE_MS = 15 * 60_000;
 const WINDOW_REFRESH_MS = 5_000;
@@ -71,7 +72,14 @@ const alerts = new AlertTable($("live-alerts"), {
 
 const diagnosis = new Diagnosis({ onShow: showDriver });
 
-const page = { lastBatch: null, batchTimeMs: null, watermarkMs: null, windowAt: 0, query: null };
+const page = {
+  lastBatch: null,
+  batchTimeMs: null,
+  watermarkMs: null,
+  windowAt: 0,
+  query: null,
+  backlog: null,
+};
 
 function sum(values) {
   const known = values.filter((v) => v !== null && v !== undefined);
@@ -228,10 +236,27 @@ function showFreshness() {
   for (const chart of Object.values(charts)) chart.runTo(stale ? now : null);
 }
 
+// The query's backlog as of `asOfMs`: its head's age grows with the clock until the next
+// batch says otherwise.
+function showBacklog(backlog, asOfMs) {
+  page.backlog = backlog && { ...backlog, arrivalMs: asOfMs - (backlog.age_ms || 0) };
+  setText($("catch-up"), backlog ? catchUpText(backlog.records, backlog.catch_up_ms) : "");
+  verdictBadge($("verdict"), backlog && backlog.verdict);
+  tickBacklog();
+}
+
+function tickBacklog() {
+  const backlog = page.backlog;
+  const waiting = backlog && backlog.age_ms !== null && backlog.age !== "none";
+  const ageMs = waiting ? serverNow() - backlog.arrivalMs : backlog && backlog.age_ms;
+  setText($("behind"), backlog ? behindText(ageMs, backlog.age) : "—");
+}
+
 function tick() {
   alerts.tick();
   if (page.watermarkMs !== null)
     setText($("watermark-age"), age(serverNow() - page.watermarkMs));
+  tickBacklog();
   showFreshness();
 }
 
@@ -261,6 +286,7 @@ async function load() {
   showLate(detail.late_records, detail.late_window_ms);
   showTimers(detail.timers);
   table.load(detail.partitions);
+  showBacklog(detail.backlog, detail.now_ms);
   page.windowAt = Date.now();
   const latest = detail.latest_batch;
   if (!latest) {
@@ -280,7 +306,7 @@ async function load() {
   refreshDiagnosis();
 }
 
-function applyBatch({ batch, partitions }) {
+function applyBatch({ batch, partitions, backlog }) {
   const id = batch.batch_id;
   // A restart from an older checkpoint: the store replaced the batches from this id on, so
   // the page reads it again rather than mixing the two lineages.
@@ -305,6 +331,7 @@ function applyBatch({ batch, partitions }) {
     id,
   );
   table.apply(partitions);
+  if (backlog) showBacklog(backlog, batch.batch_time_ms);
   showBatch(batch, partitions);
   refreshDiagnosis();
 }
@@ -314,8 +341,10 @@ async function refreshWindow() {
   if (Date.now() - page.windowAt < WINDOW_REFRESH_MS) return;
   page.windowAt = Date.now();
   const detail = await getJson(queryUrl(queryId));
-  if (detail.latest_batch && detail.latest_batch.batch_id === page.lastBatch)
+  if (detail.latest_batch && detail.latest_batch.batch_id === page.lastBatch) {
     table.load(detail.partitions);
+    showBacklog(detail.backlog, detail.now_ms);
+  }
 }
 
 function applySummary(summary) {
