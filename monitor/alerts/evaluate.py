@@ -44,7 +44,7 @@ def evaluate(session: so.Session, rules: RuleSet, now_ms: int) -> list[AlertEven
     ]
     # Every query's facts first, in a few statements per chunk of queries, not per query; no
     # rule looks at a query's trend (the dashboard's status does), so it is not read.
-    facts = fleet_facts(session, asked, now_ms, trend=False)
+    facts = fleet_facts(session, asked, now_ms, overview=False)
     changes = _Changes()
     for query, item in zip(queries, asked, strict=True):
         for name, finding in _judge(item, facts[query.id], configs[query.id], now_ms).items():

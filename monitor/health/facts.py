@@ -12,7 +12,7 @@ import enum
 from dataclasses import dataclass
 
 from monitor.events import Record
-from monitor.health.backlog import Verdict
+from monitor.health.backlog import QueryBacklog, Verdict
 
 DEFAULT_WINDOW_MS = 300_000
 
@@ -116,6 +116,8 @@ class QueryFacts:
     # tells: only `monitor.attach` does).
     running_batch_id: int | None = None
     running_since_ms: int | None = None
+    # Its latest batch's backlog (health.backlog): the ages only where the overview asked.
+    backlog: QueryBacklog | None = None
     # Why the query's stored rows could not be read or judged, when they could not: then
     # only its stored state is known, and nothing of its batches.
     unreadable: str | None = None

@@ -32,7 +32,7 @@ from monitor.health.backlog import (
 from monitor.health.facts import DEFAULT_WINDOW_MS, RUNNING
 from monitor.store import batch_offsets
 from monitor.store.models import BatchOffsets
-from monitor.store.sql import per_query
+from monitor.store.sql import among, chunks, per_query
 from monitor.store.windows import first_since
 
 WINDOW_POINTS = 12
@@ -65,42 +65,6 @@ class Backlogs:
         for p in self.partitions:
             found.setdefault(p.partition, p.backlog)
         return found
-
-
-class _Offsets:
-    """The query's stored batches' partition points, read a batch at a time and kept."""
-
-    def __init__(self, session: so.Session, query_id: str) -> None:
-        self.session, self.query_id = session, query_id
-        self.read: dict[int, dict[Key, Point]] = {}
-        self.oldest: int | None = None
-
-    def of(self, batch_ids: list[int]) -> None:
-        """Read the batches of `batch_ids` not read yet (ids without a batch are left out)."""
-        wanted = [batch_id for batch_id in batch_ids if batch_id not in self.read]
-        for batch_id in wanted:
-            self.read[batch_id] = {}
-        for row in batch_offsets.of_batches(self.session, self.query_id, wanted):
-            self.read[row.batch_id][row.source_index, row.partition] = Point(
-                row.batch_time_ms, row.end_offset, row.latest_offset
-            )
-
-    def oldest_id(self) -> int:
-        """The id of the query's oldest stored batch."""
-        if self.oldest is None:
-            self.oldest = self.at_or_after(0)
-        return self.oldest
-
-    def at_or_after(self, batch_id: int) -> int:
-        """The id of the first stored batch at or after `batch_id` (there is one: the newest)."""
-        found = self.session.scalar(
-            sa.select(sa.func.min(BatchOffsets.batch_id)).where(
-                BatchOffsets.query_id == self.query_id, BatchOffsets.batch_id >= batch_id
-            )
-        )
-        assert found is not None
-        self.of([found])
-        return int(found)
 
 
 class QueryRow(Protocol):
@@ -199,60 +163,184 @@ def backlogs(
 ) -> Backlogs:
     """The backlog of `batch`'s query as of `batch` (and of `as_of_ms`, for the ages), over
     the window of `window_ms` before it; `running`, whether its query runs and tells."""
-    offsets = _Offsets(session, batch.query_id)
-    window = window_points(session, {batch.query_id: batch}, window_ms).get(batch.query_id, {})
-    offsets.read.update(window)
-    arrivals: dict[Key, Arrival] = {}
-    for key, head in window.get(batch.batch_id, {}).items():
-        if head.backlog and head.end_offset is not None:
-            arrivals[key] = _arrival(
-                offsets, key, head.end_offset, offsets.oldest_id(), batch.batch_id
-            )
-    found = partition_backlogs(window, batch.batch_id, as_of_ms, running, arrivals)
-    return Backlogs(of_query([p.backlog for p in found]), found)
+    newest = {batch.query_id: batch}
+    return fleet_backlogs(session, newest, as_of_ms, {batch.query_id: running}, True, window_ms)[
+        batch.query_id
+    ]
 
 
-def _arrival(offsets: _Offsets, key: Key, head: int, oldest_id: int, newest_id: int) -> Arrival:
-    """When the record at offset `head` of partition `key` became available: bisection over
-    the stored batches from `oldest_id` to `newest_id`, whose latest offset includes it."""
+def fleet_backlogs(
+    session: so.Session,
+    newest: Mapping[str, BatchRow],
+    as_of_ms: int,
+    running: Mapping[str, bool],
+    ages: bool = True,
+    window_ms: int = WINDOW_MS,
+) -> dict[str, Backlogs]:
+    """The backlog of each query as of its batch in `newest` (at most IN_CHUNK queries), by
+    query id: their windows in one statement and, only with `ages`, their heads' arrivals in
+    a statement per step of the bisection, however many queries."""
+    windows = window_points(session, newest, window_ms)
+    arrivals = _Arrivals(session, newest, windows).found() if ages else {}
+    found = {}
+    for query_id, batch in newest.items():
+        partitions = partition_backlogs(
+            windows.get(query_id, {}),
+            batch.batch_id,
+            as_of_ms,
+            running[query_id],
+            arrivals.get(query_id, {}),
+        )
+        found[query_id] = Backlogs(of_query([p.backlog for p in partitions]), partitions)
+    return found
 
-    def available(batch_id: int) -> bool:
-        return _latest(offsets, batch_id, key) > head
 
-    if available(oldest_id):
-        return head_arrival(head, None, offsets.read[oldest_id][key])
-    # `before` is a stored batch without the head, `after` the next stored batch with it or a
-    # later one; no batch is stored from `limit` up to `after`.
-    before, after = oldest_id, newest_id
-    for batch_id in sorted(offsets.read):
-        if before < batch_id < after and offsets.read[batch_id]:
-            if available(batch_id):
-                after = batch_id
-                break
-            before = batch_id
-    limit = after
-    while limit - before > 1:
-        middle = (before + limit) // 2
-        stored = offsets.at_or_after(middle)
-        if stored >= limit:
-            limit = middle
-        elif available(stored):
-            after = limit = stored
+# Batches read at once by the bisection: (query id, batch id) pairs in one statement.
+PAIRS_AT_ONCE = 2_000
+
+
+@dataclass
+class _Search:
+    """The bisection for one partition's head: `before` is a stored batch whose latest offset
+    does not include it, `after` one whose does; no batch is read from `limit` up to
+    `after` (a batch id not stored there, as after a gap, narrows the range to below it)."""
+
+    query_id: str
+    key: Key
+    head: int
+    before: int
+    after: int
+    limit: int
+
+    @property
+    def done(self) -> bool:
+        return self.limit - self.before <= 1
+
+    @property
+    def middle(self) -> tuple[str, int]:
+        return self.query_id, (self.before + self.limit) // 2
+
+
+class _Arrivals:
+    """Where each backlogged partition's head became available, for many queries at once:
+    every partition's bisection takes a step in each round, and a round reads the batches its
+    steps need in one statement (a query's partitions mostly need the same ones)."""
+
+    def __init__(
+        self,
+        session: so.Session,
+        newest: Mapping[str, BatchRow],
+        windows: Mapping[str, Mapping[int, Mapping[Key, Point]]],
+    ) -> None:
+        self.session = session
+        self.read: dict[tuple[str, int], dict[Key, Point]] = {
+            (query_id, batch_id): dict(points)
+            for query_id, window in windows.items()
+            for batch_id, points in window.items()
+        }
+        self.heads = {
+            (query_id, key): head.end_offset
+            for query_id, batch in newest.items()
+            for key, head in windows.get(query_id, {}).get(batch.batch_id, {}).items()
+            if head.backlog and head.end_offset is not None
+        }
+        self.newest = {query_id: batch.batch_id for query_id, batch in newest.items()}
+
+    def found(self) -> dict[str, dict[Key, Arrival]]:
+        """Each backlogged partition's head's arrival, by query id and partition."""
+        if not self.heads:
+            return {}
+        oldest = self._oldest({query_id for query_id, _ in self.heads})
+        self._read(list(oldest.items()))
+        searches = []
+        found: dict[str, dict[Key, Arrival]] = {}
+        for (query_id, key), head in self.heads.items():
+            first = (query_id, oldest[query_id])
+            if self._latest(first, key) > head:
+                # There at the first batch stored: it arrived before it.
+                found.setdefault(query_id, {})[key] = head_arrival(
+                    head, None, self.read[first][key]
+                )
+            else:
+                searches.append(self._narrowed(query_id, key, head, oldest[query_id]))
+        while pending := [search for search in searches if not search.done]:
+            self._read([search.middle for search in pending])
+            for search in pending:
+                self._step(search)
+        for search in searches:
+            before = self._point((search.query_id, search.before), search.key)
+            after = self.read[search.query_id, search.after][search.key]
+            arrival = head_arrival(search.head, before, after)
+            found.setdefault(search.query_id, {})[search.key] = arrival
+        return found
+
+    def _narrowed(self, query_id: str, key: Key, head: int, oldest_id: int) -> _Search:
+        """A partition's bisection, between the batches already read (its window's) that
+        bracket its head."""
+        newest_id = self.newest[query_id]
+        before, after = oldest_id, newest_id
+        for _, batch_id in sorted(pair for pair in self.read if pair[0] == query_id):
+            if before < batch_id < after:
+                if self._latest((query_id, batch_id), key) > head:
+                    after = batch_id
+                    break
+                before = batch_id
+        return _Search(query_id, key, head, before, after, after)
+
+    def _step(self, search: _Search) -> None:
+        query_id, middle = search.middle
+        if not self.read[query_id, middle]:
+            search.limit = middle
+        elif self._latest((query_id, middle), search.key) > search.head:
+            search.after = search.limit = middle
         else:
-            before = stored
-    return head_arrival(head, _point(offsets, before, key), offsets.read[after][key])
+            search.before = middle
 
+    def _oldest(self, query_ids: set[str]) -> dict[str, int]:
+        """The id of each query's oldest stored batch."""
+        table = batch_offsets.TABLE
+        statement = (
+            sa.select(table.c.query_id, sa.func.min(table.c.batch_id))
+            .where(among(table.c.query_id, sorted(query_ids)))
+            .group_by(table.c.query_id)
+        )
+        return {query_id: int(oldest) for query_id, oldest in self.session.execute(statement)}
 
-def _latest(offsets: _Offsets, batch_id: int, key: Key) -> int:
-    """The partition's latest offset at a read batch: 0 when the batch does not have it (the
-    partition was not there yet) or its source did not say."""
-    point = offsets.read[batch_id].get(key)
-    return 0 if point is None or point.latest_offset is None else point.latest_offset
+    def _read(self, pairs: list[tuple[str, int]]) -> None:
+        """Read the batches of (query id, batch id) `pairs` not read yet; one not stored reads
+        as no partitions."""
+        wanted = sorted(set(pairs) - set(self.read))
+        table = batch_offsets.TABLE
+        for chunk in chunks(wanted, PAIRS_AT_ONCE):
+            for pair in chunk:
+                self.read[pair] = {}
+            by_query: dict[str, list[int]] = {}
+            for query_id, batch_id in chunk:
+                by_query.setdefault(query_id, []).append(batch_id)
+            # A query's ids together: each store looks them up in its (query_id, batch_id)
+            # index (SQLite scans the table for a list of row values).
+            statement = sa.select(table).where(
+                sa.or_(
+                    *(
+                        sa.and_(table.c.query_id == query_id, among(table.c.batch_id, ids))
+                        for query_id, ids in by_query.items()
+                    )
+                )
+            )
+            for row in batch_offsets.partitions_in(self.session, statement):
+                self.read[row.query_id, row.batch_id][row.source_index, row.partition] = Point(
+                    row.batch_time_ms, row.end_offset, row.latest_offset
+                )
 
+    def _latest(self, pair: tuple[str, int], key: Key) -> int:
+        """The partition's latest offset at a read batch: 0 when the batch does not have it
+        (the partition was not there yet) or its source did not say."""
+        point = self.read[pair].get(key)
+        return 0 if point is None or point.latest_offset is None else point.latest_offset
 
-def _point(offsets: _Offsets, batch_id: int, key: Key) -> Point:
-    """The partition at a read batch, with nothing available when the batch does not have it."""
-    point = offsets.read[batch_id].get(key)
-    if point is None:
-        return Point(next(iter(offsets.read[batch_id].values())).time_ms, None, 0)
-    return point
+    def _point(self, pair: tuple[str, int], key: Key) -> Point:
+        """The partition at a read batch, nothing available when the batch does not have it."""
+        point = self.read[pair].get(key)
+        if point is None:
+            return Point(next(iter(self.read[pair].values())).time_ms, None, 0)
+        return point

@@ -18,7 +18,7 @@ import sqlalchemy.orm as so
 
 from monitor.health.facts import RUNNING
 from monitor.store import batch_event_times, batch_offsets
-from monitor.store.backlog import Backlogs, backlogs, query_runs
+from monitor.store.backlog import Backlogs, fleet_backlogs, query_runs
 from monitor.store.batch_event_times import StoredEventTimes
 from monitor.store.batch_offsets import StoredPartition
 from monitor.store.isolation import read_apart
@@ -93,8 +93,8 @@ def _read_chunk(
     newest_taken = newest_of(timers, "taken_at_ms", ids)
     for row in rows_at_newest(session, timers, "taken_at_ms", newest_taken, timers.c.id):
         states[row.query_id].timers = row  # of two taken at the same time, the later stored
-    for state in states.values():
-        if state.batch is not None:
-            running = query_runs(state.query, now_ms)
-            state.backlog = backlogs(session, state.batch, now_ms, running)
+    newest_batches = {k: state.batch for k, state in states.items() if state.batch is not None}
+    running = {key: query_runs(states[key].query, now_ms) for key in newest_batches}
+    for key, backlog in fleet_backlogs(session, newest_batches, now_ms, running).items():
+        states[key].backlog = backlog
     return states

@@ -20,7 +20,7 @@ import sqlalchemy.orm as so
 from monitor.health.backlog import Verdict
 from monitor.health.facts import FutureDated, PartitionFacts, QueryFacts, Thresholds, TrendPoint
 from monitor.store import batch_offsets
-from monitor.store.backlog import partition_backlogs, query_runs, window_points
+from monitor.store.backlog import Backlogs, fleet_backlogs, query_runs
 from monitor.store.batch_offsets import StoredPartition
 from monitor.store.batches import latest_batches
 from monitor.store.drop_causes import future_dated_since
@@ -58,17 +58,18 @@ def read_facts(
 
 
 def fleet_facts(
-    session: so.Session, asked: Sequence[Asked], now_ms: int, trend: bool = True
+    session: so.Session, asked: Sequence[Asked], now_ms: int, overview: bool = True
 ) -> dict[str, QueryFacts]:
     """The facts of every asked query at `now_ms`, by query id, a chunk of queries at a time;
     a query whose rows cannot be read has facts that say so (:func:`unreadable`). Without
-    `trend`, their trends are left empty, not read (up to 30 batches of every query)."""
+    `overview`, what only the overview shows is left out, not read: their trends (up to 30
+    batches of every query) and their backlogs' ages (look-ups of batches per query behind)."""
     facts: dict[str, QueryFacts] = {}
     for chunk in chunks(asked):
         facts |= read_apart(
             session,
             chunk,
-            lambda part: _read_facts(session, part, now_ms, trend),
+            lambda part: _read_facts(session, part, now_ms, overview),
             lambda item: item.query.id,
             unreadable,
         )
@@ -76,10 +77,10 @@ def fleet_facts(
 
 
 def _read_facts(
-    session: so.Session, asked: Sequence[Asked], now_ms: int, trend: bool
+    session: so.Session, asked: Sequence[Asked], now_ms: int, overview: bool
 ) -> dict[str, QueryFacts]:
     latest = latest_batches(session, [item.query.id for item in asked])
-    return facts_of(session, asked, latest, now_ms, trend)
+    return facts_of(session, asked, latest, now_ms, overview)
 
 
 def unreadable(asked: Asked, reason: str) -> QueryFacts:
@@ -116,7 +117,7 @@ class _Windows:
     future: dict[str, dict[str, FutureDated]]
     partitions: dict[str, list[StoredPartition]]
     trends: dict[str, list[TrendPoint]]
-    verdicts: dict[str, dict[str, Verdict | None]]
+    backlogs: dict[str, Backlogs]
 
 
 def facts_of(
@@ -124,37 +125,38 @@ def facts_of(
     asked: Sequence[Asked],
     latest: Mapping[str, Batch],
     now_ms: int,
-    trend: bool = True,
+    overview: bool = True,
 ) -> dict[str, QueryFacts]:
     """The facts of at most IN_CHUNK queries at `now_ms`, by query id, `latest` holding their
     latest batches (:func:`latest_batches`): each query over its own thresholds' windows;
-    their trends only with `trend`."""
+    what only the overview shows (the trends, the backlogs' ages) only with `overview`."""
     ids = [item.query.id for item in asked]
     found = _Windows(
         rewinds_since(session, _bounds(asked, now_ms, "rewound")),
         late_by_partitions(session, _bounds(asked, now_ms, "late")),
         future_dated_since(session, _bounds(asked, now_ms, "future")),
         latest_partitions(session, ids),
-        trends(session, ids) if trend else {},
-        _verdicts(session, asked, latest, now_ms),
+        trends(session, ids) if overview else {},
+        _backlogs(session, asked, latest, now_ms, overview),
     )
     return {item.query.id: _facts(item, latest.get(item.query.id), found) for item in asked}
 
 
-def _verdicts(
-    session: so.Session, asked: Sequence[Asked], latest: Mapping[str, Batch], now_ms: int
-) -> dict[str, dict[str, Verdict | None]]:
-    """The backlog verdicts of each query's latest batch's partitions, by query id and name."""
-    window = window_points(session, latest)
-    found: dict[str, dict[str, Verdict | None]] = {}
-    for item in asked:
-        query, batch = item.query, latest.get(item.query.id)
-        if batch is None:
-            continue
-        running = query_runs(query, now_ms, item.thresholds.silence_ms)
-        backlogs = partition_backlogs(window.get(query.id, {}), batch.batch_id, now_ms, running, {})
-        found[query.id] = {p.partition: p.backlog.verdict for p in backlogs}
-    return found
+def _backlogs(
+    session: so.Session,
+    asked: Sequence[Asked],
+    latest: Mapping[str, Batch],
+    now_ms: int,
+    ages: bool,
+) -> dict[str, Backlogs]:
+    """The backlog of each query's latest batch, by query id (store.backlog)."""
+    running = {
+        item.query.id: query_runs(item.query, now_ms, item.thresholds.silence_ms)
+        for item in asked
+        if item.query.id in latest
+    }
+    newest = {query_id: latest[query_id] for query_id in running}
+    return fleet_backlogs(session, newest, now_ms, running, ages)
 
 
 def _bounds(asked: Sequence[Asked], now_ms: int, window: str) -> dict[str, int]:
@@ -169,7 +171,8 @@ def _facts(asked: Asked, batch: Batch | None, found: _Windows) -> QueryFacts:
     watermark_rewound, rewound = found.rewound[query_id]
     rows = found.partitions.get(query_id, []) if batch else []
     late, future = found.late.get(query_id, {}), found.future.get(query_id, {})
-    verdicts = found.verdicts.get(query_id, {})
+    backlog = found.backlogs.get(query_id)
+    verdicts = {} if backlog is None else {p: b.verdict for p, b in backlog.by_partition().items()}
     return _stored(
         asked,
         watermark_ms=batch.watermark_ms if batch else None,
@@ -177,6 +180,7 @@ def _facts(asked: Asked, batch: Batch | None, found: _Windows) -> QueryFacts:
         watermark_rewound=watermark_rewound,
         skew_ms=batch.watermark_skew_ms if batch else None,
         partitions=_partitions(rows, late, rewound, future, verdicts),
+        backlog=None if backlog is None else backlog.query,
         trend=tuple(found.trends.get(query_id, [])),
     )
 

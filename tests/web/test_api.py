@@ -216,6 +216,7 @@ def test_an_overview_entry_has_the_latest_figures_and_a_trend(engine, client):
         "pending_timers": 7,
         "next_timer_ms": NOW + 60_000,
         "offset_lag": 0,
+        "backlog": {"records": 0, "age_ms": 0, "age": "none", "catch_up_ms": 0, "verdict": "ok"},
         "trend": {
             "batch_id": [0, 1, 2],
             "batch_time_ms": [NOW - 30_000, NOW - 20_000, NOW - 10_000],

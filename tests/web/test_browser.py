@@ -81,6 +81,13 @@ def test_the_overview_lists_a_stalled_query_first_and_updates_live(engine, serve
     )
     assert rows_text(page) == ["a_healthy", "stalled", "b_idle"]
     assert_not_reloaded(page)
+    # Sorted by how far behind: stalled's records have waited since its first batch, 5
+    # minutes ago; the others have none waiting and keep their order.
+    behind = page.locator("#queries tbody tr").nth(1).locator("td").nth(7)
+    assert behind.text_content().startswith("≥ 5 min")
+    page.click("#sort-behind")
+    assert rows_text(page) == ["stalled", "a_healthy", "b_idle"]
+    assert "sort=behind" in page.url
 
 
 def text_of(tab, selector):

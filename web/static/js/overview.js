@@ -1,8 +1,10 @@
-// The overview: every query, the most urgent first, kept up to date by `overview` events;
-// searched by name, filtered by status and grouped by name prefix as the page's address says
-// (?q=…&status=stalled,lagging&group=prefix), a page of rows at a time.
+// The overview: every query, the most urgent first (or the furthest behind first), kept up to
+// date by `overview` events; searched by name, filtered by status, grouped by name prefix and
+// sorted as the page's address says (?q=…&status=stalled,lagging&group=prefix&sort=behind), a
+// page of rows at a time.
 import { AlertBook, bySeverity, showAlertCount } from "./alertbook.js";
 import { sparkline } from "./charts.js";
+import { behindText, verdictBadge } from "./backlog.js";
 import { STATUSES, el, getJson, setBadge, setText, setWrappingText, showError } from "./dom.js";
 import { age, count, duration } from "./format.js";
 import { connect, heardServerTime, serverNow } from "./live.js";
@@ -14,6 +16,9 @@ const entries = new Map();
 const rows = new Map();
 const book = new AlertBook();
 const TREND_COLOUR = "#7aa2ff";
+// The backlog verdicts a row shows under how far behind it is: the others say what its status
+// says already (stalled, stopped, rewound) or nothing (ok).
+const MOVING = new Set(["falling_behind", "catching_up"]);
 // A row costs a sparkline: a fleet is drawn a hundred rows at a time.
 const PAGE_ROWS = 100;
 const filters = readFilters();
@@ -23,7 +28,19 @@ function urgency(entry) {
   return [STATUSES.indexOf(entry.status), entry.name || "", entry.id];
 }
 
+// When the oldest unread record of the query arrived (server time): the earlier, the further
+// behind; a query with nothing waiting, or whose backlog is not known, last.
+function headArrival(entry) {
+  const backlog = entry.backlog;
+  if (!backlog || backlog.age_ms === null || !backlog.records) return Infinity;
+  return entry.now_ms - backlog.age_ms;
+}
+
 function compare(a, b) {
+  if (filters.sort === "behind") {
+    const [p, q] = [headArrival(a), headArrival(b)];
+    if (p !== q) return p < q ? -1 : 1;
+  }
   const [x, y] = [urgency(a), urgency(b)];
   if (x[0] !== y[0]) return x[0] - y[0];
   return x[1] < y[1] ? -1 : x[1] > y[1] ? 1 : x[2] < y[2] ? -1 : x[2] > y[2] ? 1 : 0;
@@ -40,9 +57,13 @@ function makeRow(entry) {
   const badge = status.appendChild(el("span", "badge"));
   const cells = { link, failure, badge, alerts: el("td", "firing") };
   tr.append(name, status, cells.alerts);
-  for (const field of ["age", "skew", "late", "timers", "lag"]) {
+  for (const field of ["age", "skew", "late", "timers", "behind"]) {
     cells[field] = tr.appendChild(el("td", "num"));
   }
+  // How long the oldest unread record has waited; how many wait and the verdict under it.
+  cells.waited = cells.behind.appendChild(el("span"));
+  cells.waiting = cells.behind.appendChild(el("span", "detail"));
+  cells.verdict = cells.behind.appendChild(el("span", "detail"));
   // The next timer on a line of its own under the count, to keep the column narrow.
   cells.pending = cells.timers.appendChild(el("span"));
   cells.next = cells.timers.appendChild(el("span", "detail"));
@@ -104,7 +125,10 @@ function fill(row) {
       : `next at W + ${duration(entry.next_timer_ms - known)}`;
   setText(cells.pending, count(entry.pending_timers));
   setText(cells.next, next);
-  setText(cells.lag, count(entry.offset_lag));
+  const backlog = entry.backlog;
+  const records = backlog && backlog.records;
+  setText(cells.waiting, records ? `${count(records)} records` : "");
+  verdictBadge(cells.verdict, backlog && MOVING.has(backlog.verdict) ? backlog.verdict : null);
   showFiring(row);
   const { values, what } = trendOf(entry);
   row.trend.title = `${what}, last ${entry.trend.batch_id.length} batches`;
@@ -116,6 +140,10 @@ function tickRow({ cells, entry }) {
   const now = serverNow();
   const known = entry.watermark_ms;
   setText(cells.age, known === null ? "—" : age(now - known));
+  const backlog = entry.backlog;
+  const arrival = headArrival(entry);
+  const waitedMs = arrival === Infinity ? backlog && backlog.age_ms : now - arrival;
+  setText(cells.waited, backlog ? behindText(waitedMs, backlog.age) : "—");
   // It may wrap after the batch, but not inside "20 s ago".
   const heard = entry.updated_at_ms === null ? null : now - entry.updated_at_ms;
   const since = heard === null ? "" : heard < 0 ? age(heard) : `${duration(heard)} ago`;
@@ -132,6 +160,7 @@ function readFilters() {
     q: (params.get("q") || "").trim(),
     statuses: new Set(STATUSES.filter((status) => statuses.includes(status))),
     group: params.get("group") === "prefix",
+    sort: params.get("sort") === "behind" ? "behind" : "urgency",
   };
 }
 
@@ -142,6 +171,7 @@ function keepFilters() {
   const statuses = STATUSES.filter((status) => filters.statuses.has(status));
   if (statuses.length) params.set("status", statuses.join(","));
   if (filters.group) params.set("group", "prefix");
+  if (filters.sort === "behind") params.set("sort", "behind");
   const search = params.toString().replaceAll("%2C", ",");
   window.history.replaceState(null, "", search ? `?${search}` : window.location.pathname);
 }
@@ -321,6 +351,19 @@ function listenToFilters() {
     const { status } = button.dataset;
     if (!status) filters.statuses.clear();
     else if (!filters.statuses.delete(status)) filters.statuses.add(status);
+    refilter();
+  });
+  // The Behind heading sorts by it, the furthest behind first; again, by urgency.
+  const sortBehind = document.getElementById("sort-behind");
+  const showSort = () => {
+    const behind = filters.sort === "behind";
+    sortBehind.setAttribute("aria-pressed", String(behind));
+    document.getElementById("behind-heading").setAttribute("aria-sort", behind ? "descending" : "none");
+  };
+  showSort();
+  sortBehind.addEventListener("click", () => {
+    filters.sort = filters.sort === "behind" ? "urgency" : "behind";
+    showSort();
     refilter();
   });
   document.getElementById("more").addEventListener("click", () => {
