@@ -7,10 +7,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import sqlalchemy.orm as so
 
 import monitor
+from monitor.health.backlog import Verdict
 from monitor.health.predicates import Timeouts
 from monitor.ingest.ingester import Ingester
+from monitor.store.backlog import backlogs
+from monitor.store.batches import latest_batch
 from monitor.store.engine import create_engine
 from monitor.store.migrate import upgrade
 from streaming.log import PartitionedLog
@@ -117,3 +121,15 @@ def test_every_way_in_stores_the_same_rows(
     ended = stored_rows(from_log, str(query.id))["queries"][0]["terminated_at_ms"]
     last_batch = max(row["batch_time_ms"] for row in direct["batches"])
     assert last_batch <= ended < last_batch + 10_000, "ended by the log's clock, not ours"
+    # And so the backlog read from them: the held-back partition's, stalled, the same
+    # whichever way its batches came in.
+    behind = [backlog_of(way, str(query.id)) for way in (collected, from_jvm, from_log)]
+    assert behind == [backlog_of(monitor_store.engine, str(query.id))] * 3
+    assert behind[0].query.verdict is Verdict.STOPPED
+
+
+def backlog_of(engine, query_id):
+    """The query's backlog at its newest batch, as of that batch's time and stopped."""
+    with so.Session(engine) as session:
+        batch = latest_batch(session, query_id)
+        return backlogs(session, batch, batch.batch_time_ms, running=False)
