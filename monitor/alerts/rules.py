@@ -25,6 +25,7 @@ from monitor.events import Record
 from monitor.health.backlog import Verdict
 from monitor.health.facts import QueryFacts, StoredStatus, Thresholds
 from monitor.health.predicates import is_silent, losing_late
+from monitor.health.state_growth import StateGrowth, growing_while_stalled
 
 
 class Severity(enum.Enum):
@@ -356,6 +357,36 @@ def falling_behind(facts: QueryFacts, now_ms: int, params: Params) -> Finding | 
         return None
     names = [p.name for p in facts.latest_partitions if p.verdict is Verdict.FALLING_BEHIND]
     return _partitions(names, len(names), f"{_is(names)} falling behind")
+
+
+@rule(
+    "a stateful operator's state keeps growing while the watermark is stalled (nothing is "
+    "evicted: the road to running out of memory)",
+    Severity.WARNING,
+    for_ms=120_000,
+    keep_firing_ms=120_000,
+)
+def state_growing(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None:
+    """The operators whose state grew over the window while the latest batch's watermark is
+    stalled, named with how fast."""
+    if not facts.active:
+        return None
+    growing = growing_while_stalled(facts.state, facts.watermark_stalled)
+    if not growing:
+        return None
+    fastest = max(growing, key=lambda op: op.rows_per_second or op.store_bytes_per_second or 0)
+    said = ", ".join(_growth_text(op) for op in growing)
+    return Finding(
+        fastest.rows_per_second or fastest.store_bytes_per_second,
+        f"state grows while the watermark is stalled: {said}",
+    )
+
+
+def _growth_text(op: StateGrowth) -> str:
+    name = f"{op.operator or 'operator'} #{op.operator_index}"
+    if op.rows_per_second is not None:
+        return f"{name} by {op.rows_per_second:,.1f} rows/s to {op.rows:,} rows"
+    return f"{name} by {(op.store_bytes_per_second or 0) / 1024:,.1f} KiB/s (rows not counted)"
 
 
 _PYTHON_ERROR = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit): \S")

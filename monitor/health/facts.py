@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from monitor.events import Record
 from monitor.health.backlog import QueryBacklog, Verdict
+from monitor.health.state_growth import StateGrowth
 
 DEFAULT_WINDOW_MS = 300_000
 
@@ -118,6 +119,8 @@ class QueryFacts:
     running_since_ms: int | None = None
     # Its latest batch's backlog (health.backlog): the ages only where the overview asked.
     backlog: QueryBacklog | None = None
+    # Its stateful operators' state over the window (health.state_growth).
+    state: tuple[StateGrowth, ...] = ()
     # Why the query's stored rows could not be read or judged, when they could not: then
     # only its stored state is known, and nothing of its batches.
     unreadable: str | None = None

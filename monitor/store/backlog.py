@@ -31,9 +31,8 @@ from monitor.health.backlog import (
 )
 from monitor.health.facts import DEFAULT_WINDOW_MS, RUNNING
 from monitor.store import batch_offsets
-from monitor.store.models import BatchOffsets
-from monitor.store.sql import among, chunks, per_query
-from monitor.store.windows import first_since
+from monitor.store.sql import among, chunks
+from monitor.store.windows import BatchRow, sampled_rows
 
 WINDOW_POINTS = 12
 MIN_POINTS = 3
@@ -74,14 +73,6 @@ class QueryRow(Protocol):
     updated_at_ms: int
 
 
-class BatchRow(Protocol):
-    """A batch's stored row (an ORM object or a plain row) as a backlog reads it."""
-
-    query_id: str
-    batch_id: int
-    batch_time_ms: int
-
-
 def query_runs(query: QueryRow, as_of_ms: int, silence_ms: int = DEFAULT_WINDOW_MS) -> bool:
     """Whether the query runs and has told something (a batch, an idle event) within the
     silence threshold: a partition's backlog is stopped otherwise."""
@@ -91,35 +82,11 @@ def query_runs(query: QueryRow, as_of_ms: int, silence_ms: int = DEFAULT_WINDOW_
 def window_points(
     session: so.Session, newest: Mapping[str, BatchRow], window_ms: int = WINDOW_MS
 ) -> dict[str, dict[int, dict[Key, Point]]]:
-    """Each query's partitions at the batches of its window (the `window_ms` up to its batch in
-    `newest`, and at least its last MIN_POINTS batches; of them every n-th batch id from the
-    window's first, at most WINDOW_POINTS, and the newest), by query id and batch id; in one
-    statement for at most IN_CHUNK queries."""
+    """Each query's partitions at the batches of its window (store.windows.sampled_rows), by
+    query id and batch id; in one statement for at most IN_CHUNK queries."""
     if not newest:
         return {}
-    first = first_since(
-        {query_id: batch.batch_time_ms - window_ms for query_id, batch in newest.items()}
-    )
-    last = per_query(BatchOffsets.query_id, {q: batch.batch_id for q, batch in newest.items()})
-    start = sa.case(
-        (first.c.first_batch.is_(None), last - (MIN_POINTS - 1)),
-        (first.c.first_batch > last - (MIN_POINTS - 1), last - (MIN_POINTS - 1)),
-        else_=first.c.first_batch,
-    )
-    # Every step-th batch id from the start: at most WINDOW_POINTS - 1 of them before the newest.
-    step = (last - start + WINDOW_POINTS - 2) // (WINDOW_POINTS - 1)
-    spread = sa.case((step < 1, 1), else_=step)
-    table = batch_offsets.TABLE
-    statement = (
-        sa.select(table)
-        .join(first, first.c.query_id == table.c.query_id)
-        .where(
-            table.c.batch_id >= start,
-            table.c.batch_id <= last,
-            sa.or_((table.c.batch_id - start) % spread == 0, table.c.batch_id == last),
-        )
-        .order_by(table.c.query_id, table.c.batch_id)
-    )
+    statement = sampled_rows(batch_offsets.TABLE, newest, window_ms, WINDOW_POINTS, MIN_POINTS)
     found: dict[str, dict[int, dict[Key, Point]]] = {}
     for row in batch_offsets.partitions_in(session, statement):
         batch = found.setdefault(row.query_id, {}).setdefault(row.batch_id, {})

@@ -1,7 +1,7 @@
 """The latest state of every exported query at once, as an exporter's scrape reads it: each
 query's newest batch with its partitions and their newest event times, its newest pending-timer
-snapshot, in a few statements however many queries there are; and each query's backlog (a few
-look-ups of its batches, store.backlog).
+snapshot, each query's stateful operators over the window and its backlog (store.backlog), in
+a few statements however many queries there are.
 
 Rows are read as plain rows (`sa.Row`), not ORM objects: a fleet's scrape reads tens of
 thousands of partition rows.
@@ -17,6 +17,7 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.health.facts import RUNNING
+from monitor.health.state_growth import StateGrowth
 from monitor.store import batch_event_times, batch_offsets
 from monitor.store.backlog import Backlogs, fleet_backlogs, query_runs
 from monitor.store.batch_event_times import StoredEventTimes
@@ -24,6 +25,7 @@ from monitor.store.batch_offsets import StoredPartition
 from monitor.store.isolation import read_apart
 from monitor.store.models import Batch, Query, TimerSnapshotRow
 from monitor.store.sql import chunks, newest_of, rows_at_newest
+from monitor.store.state_growth import fleet_state
 
 
 @dataclass
@@ -38,6 +40,8 @@ class QueryState:
     timers: sa.Row[Any] | None = None
     # The backlog of its newest batch's partitions, as of the scrape (store.backlog).
     backlog: Backlogs | None = None
+    # Its stateful operators' state over the window (store.state_growth).
+    state: tuple[StateGrowth, ...] = ()
     # Why its rows could not be read, when they could not (monitor.store.isolation).
     unreadable: str | None = None
 
@@ -97,4 +101,6 @@ def _read_chunk(
     running = {key: query_runs(states[key].query, now_ms) for key in newest_batches}
     for key, backlog in fleet_backlogs(session, newest_batches, now_ms, running).items():
         states[key].backlog = backlog
+    for key, growths in fleet_state(session, newest_batches).items():
+        states[key].state = growths
     return states

@@ -19,6 +19,7 @@ import sqlalchemy.orm as so
 
 from monitor.health.backlog import Verdict
 from monitor.health.facts import FutureDated, PartitionFacts, QueryFacts, Thresholds, TrendPoint
+from monitor.health.state_growth import StateGrowth
 from monitor.store import batch_offsets
 from monitor.store.backlog import Backlogs, fleet_backlogs, query_runs
 from monitor.store.batch_offsets import StoredPartition
@@ -27,6 +28,7 @@ from monitor.store.drop_causes import future_dated_since
 from monitor.store.isolation import read_apart
 from monitor.store.models import Batch, BatchOffsets, Query
 from monitor.store.sql import among, chunks, newest_of
+from monitor.store.state_growth import fleet_state
 from monitor.store.windows import Lateness, late_by_partitions, rewinds_since
 
 TREND_POINTS = 30
@@ -118,6 +120,7 @@ class _Windows:
     partitions: dict[str, list[StoredPartition]]
     trends: dict[str, list[TrendPoint]]
     backlogs: dict[str, Backlogs]
+    state: dict[str, tuple[StateGrowth, ...]]
 
 
 def facts_of(
@@ -138,6 +141,7 @@ def facts_of(
         latest_partitions(session, ids),
         trends(session, ids) if overview else {},
         _backlogs(session, asked, latest, now_ms, overview),
+        fleet_state(session, latest),
     )
     return {item.query.id: _facts(item, latest.get(item.query.id), found) for item in asked}
 
@@ -181,6 +185,7 @@ def _facts(asked: Asked, batch: Batch | None, found: _Windows) -> QueryFacts:
         skew_ms=batch.watermark_skew_ms if batch else None,
         partitions=_partitions(rows, late, rewound, future, verdicts),
         backlog=None if backlog is None else backlog.query,
+        state=found.state.get(query_id, ()) if batch else (),
         trend=tuple(found.trends.get(query_id, [])),
     )
 

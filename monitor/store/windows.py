@@ -11,7 +11,7 @@ statements.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import sqlalchemy as sa
 import sqlalchemy.orm as so
@@ -20,6 +20,14 @@ from monitor.store import batch_event_times, batch_offsets
 from monitor.store.batch_event_times import StoredEventTimes, window_sums
 from monitor.store.models import Batch, BatchEventTimes, BatchOffsets, Query
 from monitor.store.sql import among, per_query
+
+
+class BatchRow(Protocol):
+    """A batch's stored row (an ORM object or a plain row), as a window ends at it."""
+
+    query_id: str
+    batch_id: int
+    batch_time_ms: int
 
 
 def first_since(since_ms: Mapping[str, int]) -> sa.Subquery:
@@ -127,3 +135,32 @@ def rewinds_since(
         if partition.rewound:
             rewound[partition.query_id][1].add(partition.partition)
     return rewound
+
+
+def sampled_rows(
+    table: sa.FromClause, newest: Mapping[str, BatchRow], window_ms: int, points: int, at_least: int
+) -> sa.Select[Any]:
+    """The rows of `table` (of rows per batch: a query_id and batch_id) of each query's window:
+    the `window_ms` up to its batch in `newest`, and at least its last `at_least` batches; of
+    them every n-th batch id from the window's first, at most `points`, and the newest. One
+    statement for at most IN_CHUNK queries, whatever their windows hold."""
+    first = first_since({key: batch.batch_time_ms - window_ms for key, batch in newest.items()})
+    last = per_query(table.c.query_id, {key: batch.batch_id for key, batch in newest.items()})
+    start = sa.case(
+        (first.c.first_batch.is_(None), last - (at_least - 1)),
+        (first.c.first_batch > last - (at_least - 1), last - (at_least - 1)),
+        else_=first.c.first_batch,
+    )
+    # Every step-th batch id from the start: at most `points` - 1 of them before the newest.
+    step = (last - start + points - 2) // (points - 1)
+    spread = sa.case((step < 1, 1), else_=step)
+    return (
+        sa.select(table)
+        .join(first, first.c.query_id == table.c.query_id)
+        .where(
+            table.c.batch_id >= start,
+            table.c.batch_id <= last,
+            sa.or_((table.c.batch_id - start) % spread == 0, table.c.batch_id == last),
+        )
+        .order_by(table.c.query_id, table.c.batch_id)
+    )

@@ -170,3 +170,29 @@ def write(
         observedMetrics={"wmon": {"tasks": tasks}} if tasks else {},
     )
     write_event(engine, parse_progress(doc), T)
+
+
+def write_state_batch(engine, batch_id, watermark_s, operators, epoch=EPOCH):
+    """Batch `batch_id` of QUERY, 10 s after the one before, 10 input rows, its watermark at
+    `watermark_s` and its stateful operators as (name, numRowsTotal, numRowsUpdated, custom
+    metrics), their memory 1,000 bytes more than their rows."""
+    doc = progress_doc(
+        id=QUERY,
+        runId="r",
+        batchId=batch_id,
+        timestamp=stamp(epoch + batch_id * 10_000),
+        numInputRows=10,
+        eventTime={"watermark": stamp(epoch + watermark_s * 1000)},
+        stateOperators=[
+            {
+                "operatorName": name,
+                "numRowsTotal": total,
+                "numRowsUpdated": updated,
+                "numRowsRemoved": 0,
+                "memoryUsedBytes": 1_000 + total,
+                "customMetrics": custom,
+            }
+            for name, total, updated, custom in operators
+        ],
+    )
+    write_event(engine, parse_progress(doc), T)

@@ -341,6 +341,10 @@ def test_a_query_page_has_its_latest_batch_and_partition_table(engine, client):
         "at_least",
         "catching_up",
     )
+    # Its one stateful operator reports no rows or memory here: known by name only.
+    assert [(op["operator"], op["rows"], op["growing"]) for op in page["state"]] == [
+        ("dedupe", None, False)
+    ]
     assert page["backlog"] == {
         "records": 85,
         "age_ms": 500_000,

@@ -13,7 +13,7 @@ from monitor.alerts.runner import AlertRunner
 from monitor.events import QueryStarted, QueryTerminated, TimerSnapshot
 from monitor.store.models import AlertRow, Batch
 from monitor.store.writes import write_event, write_events
-from tests.support.progress import batch_event
+from tests.support.progress import QUERY, batch_event, write_state_batch
 from web import create_app
 
 T0 = 1_795_316_400_000  # 2026-11-22T03:00:00Z
@@ -269,3 +269,23 @@ def test_the_exposition_is_prometheus_client_s_byte_for_byte():
     registry = CollectorRegistry(auto_describe=False)
     registry.register(Theirs())
     assert exposition(ours) == generate_latest(registry)
+
+
+def test_stateful_operators_export_their_state_and_whether_it_grows(engine, app_config, client):
+    start = NOW - 60_000
+    for b in range(6):
+        counted = ("dedupe", 100 * (b + 1), 100, {"SnapshotLastUploaded.partition_0_default": 2})
+        uncounted = ("agg", 0, 50, {"rocksdbSstFileSize": 4_096 * (b + 1)})
+        write_state_batch(engine, b, 1, [counted, uncounted], epoch=start)
+    found = samples(client.get("/metrics"))
+    labels = query("telemetry_windows", QUERY)  # the fixture's name
+    dedupe = tuple(sorted((*labels, ("operator", "dedupe"), ("operator_index", "0"))))
+    agg = tuple(sorted((*labels, ("operator", "agg"), ("operator_index", "1"))))
+    assert found[("wmon_operator_state_rows", dedupe)] == 600
+    assert found[("wmon_operator_state_memory_bytes", dedupe)] == 1_600
+    assert found[("wmon_operator_state_snapshot_lag", dedupe)] == 4
+    assert found[("wmon_operator_state_growing", dedupe)] == 1
+    # Not counted (trackTotalNumberOfRows=false): no rows, the files' size instead.
+    assert ("wmon_operator_state_rows", agg) not in found
+    assert found[("wmon_operator_state_store_bytes", agg)] == 24_576
+    assert found[("wmon_operator_state_growing", agg)] == 1

@@ -215,6 +215,37 @@ class _QueryFamilies:
             "(+Inf: a partition does not catch up)",
             QUERY_LABELS,
         )
+        operator_labels = [*QUERY_LABELS, "operator", "operator_index"]
+        self.state = {
+            "rows": gauge(
+                "wmon_operator_state_rows",
+                "Rows in the stateful operator's state (left out where Spark does not count "
+                "them: trackTotalNumberOfRows=false)",
+                operator_labels,
+            ),
+            "memory_bytes": gauge(
+                "wmon_operator_state_memory_bytes",
+                "Memory the operator's state stores use",
+                operator_labels,
+            ),
+            "store_bytes": gauge(
+                "wmon_operator_state_store_bytes",
+                "Size of the operator's RocksDB SST files",
+                operator_labels,
+            ),
+            "snapshot_lag": gauge(
+                "wmon_operator_state_snapshot_lag",
+                "Versions the operator's state store partition with the oldest uploaded "
+                "snapshot is behind the batch",
+                operator_labels,
+            ),
+            "growing": gauge(
+                "wmon_operator_state_growing",
+                "1 when the operator's state never fell and ended higher over the last 5 "
+                "minutes of batches",
+                operator_labels,
+            ),
+        }
         self.partitions = _PartitionFamilies(families)
 
     def add(self, state: QueryState, labels: list[str], now_ms: int, samples: Samples) -> None:
@@ -242,6 +273,10 @@ class _QueryFamilies:
         if batch.stored_at_ms is not None:
             ended_ms = batch.batch_time_ms + (batch.trigger_duration_ms or 0)
             samples.add(self.ingest_lag, labels, max(batch.stored_at_ms - ended_ms, 0) / 1000)
+        for growth in state.state:
+            operator = [*labels, growth.operator or "", str(growth.operator_index)]
+            for figure, family in self.state.items():
+                samples.add(family, operator, getattr(growth, figure))
         if state.backlog is not None:
             behind = state.backlog.query
             samples.add(self.backlog, labels, _seconds(behind.age_ms))

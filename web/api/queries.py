@@ -11,6 +11,7 @@ import sqlalchemy.orm as so
 from flask import Blueprint, Response, current_app, request, stream_with_context
 
 from monitor.health.backlog import query_backlog_fields
+from monitor.health.state_growth import state_fields
 from monitor.health.status import Status, query_status
 from monitor.numbers import INT64_MAX
 from monitor.store.backlog import backlogs, query_runs
@@ -151,6 +152,7 @@ def _query_json(session: so.Session, lens: Lens, summary: QuerySummary) -> dict[
         ),
         "late_records": facts.late_records,
         "late_window_ms": late_window_ms,
+        "state": [state_fields(growth) for growth in facts.state],
         "timers": timers_json(summary.timers),
         "now_ms": lens.now_ms,
     }
