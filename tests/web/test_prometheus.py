@@ -124,7 +124,7 @@ def test_promtool_accepts_the_shipped_rules():
         [promtool, "check", "rules", str(RULES)], capture_output=True, text=True
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "SUCCESS: 12 rules found" in checked.stdout
+    assert "SUCCESS: 13 rules found" in checked.stdout
 
 
 # A query whose watermark is two hours ahead of the clock (age -7200 s), another's 100 s behind.
@@ -331,3 +331,43 @@ tests:
 
 def test_the_shipped_falling_behind_rule_waits_five_minutes_of_a_growing_backlog(tmp_path):
     passes_promtool_test(tmp_path, FALLING_BEHIND_TEST)
+
+
+# The operator's state grows all along; the watermark is stalled from the third minute on.
+STATE_GROWING_TEST = """
+rule_files: [{rules}]
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+      - series: 'wmon_operator_state_growing{{query="q",query_id="q",operator="dedupe",
+          operator_index="0"}}'
+        values: '1x8'
+      - series: 'wmon_query_watermark_stalled{{query="q",query_id="q"}}'
+        values: '0 0 0 1 1 1 1 1'
+      - series: 'wmon_query_status{{query="q",query_id="q",status="active"}}'
+        values: '1x8'
+    alert_rule_test:
+      - eval_time: 4m
+        alertname: WmonStateGrowing
+        exp_alerts: []
+      - eval_time: 5m
+        alertname: WmonStateGrowing
+        exp_alerts:
+          - exp_labels:
+              severity: warning
+              query: q
+              query_id: q
+              operator: dedupe
+              operator_index: "0"
+            exp_annotations:
+              summary: "q: the state of dedupe grows while the watermark is stalled"
+              description: >-
+                Nothing is evicted from the state of dedupe while the watermark of q stands:
+                the road to running out of memory. wmon_operator_state_rows says how large it
+                is.
+"""
+
+
+def test_the_shipped_state_growing_rule_waits_for_a_stalled_watermark(tmp_path):
+    passes_promtool_test(tmp_path, STATE_GROWING_TEST)
