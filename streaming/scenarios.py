@@ -17,6 +17,7 @@ delay of about 10 s (the demo's): above ``max_disorder_ms``, below ``late_by_ms`
 from __future__ import annotations
 
 import heapq
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,7 @@ from streaming.traffic import (
     Traffic,
     assign_roles,
     check_special,
+    fresh_scooters,
     is_int,
     is_number,
     late_ticks,
@@ -47,7 +49,9 @@ IDLE = "idle"  # receives no records from ``since_ms`` on
 STALLED = "stalled"  # has a backlog but is held back (read limit 0)
 LATE = "late"  # receives a burst of records far behind everyone's event time at ``since_ms``
 FUTURE = "future"  # receives one record far ahead of everyone's event time at ``since_ms``
-ROLES = (STEADY, FAST, SLOW, IDLE, STALLED, LATE, FUTURE)
+CATCHING_UP = "catching_up"  # a backlog beyond its traffic, read at the others' pace: drained last
+FROZEN = "frozen"  # from ``since_ms`` on, new scooters' records, all at that one event time
+ROLES = (STEADY, FAST, SLOW, IDLE, STALLED, LATE, FUTURE, CATCHING_UP, FROZEN)
 
 DEFAULT_TOPIC = "telemetry"
 
@@ -63,6 +67,31 @@ class PlacedRecord:
 
 
 @dataclass(frozen=True)
+class Drain:
+    """A partition's backlog read at a known rate: its records, all available from the start,
+    read ``limit`` a trigger (its maxOffsetsPerPartition)."""
+
+    partition: int
+    records: int
+    limit: int
+    trigger_seconds: float
+
+    @property
+    def rate(self) -> float:
+        """Records read a second, when the query triggers every ``trigger_seconds``."""
+        return self.limit / self.trigger_seconds
+
+    @property
+    def batches(self) -> int:
+        """How many batches read it: after the last of them it has no backlog."""
+        return -(-self.records // self.limit)
+
+    def backlog_after(self, batches: int) -> int:
+        """Its backlog once ``batches`` batches have read it."""
+        return max(self.records - batches * self.limit, 0)
+
+
+@dataclass(frozen=True)
 class Scenario:
     """What a scenario wrote, which partition plays which role, and how to read it back."""
 
@@ -75,13 +104,16 @@ class Scenario:
     # Source options beyond path and subscribe, as strings (``DataStreamReader.options``).
     options: dict[str, str]
     # The event time from which the scenario's special partition behaves specially: the idle
-    # partition's last records were sent before it, the late burst and the future record are
-    # sent at it.
+    # partition's last records were sent before it, the late burst, the future record and the
+    # catching-up partition's extra backlog are sent at it, and event times freeze at it.
     since_ms: int | None = None
-    # The late burst alone: its records and event-time range.
+    # The late burst (or the catching-up partition's extra backlog) alone: its records and
+    # event-time range.
     burst: PartitionSummary | None = None
     # The record from the future: where it was written.
     future_record: PlacedRecord | None = None
+    # The catching-up partition's backlog and how fast it is read: what its catch-up takes.
+    drain: Drain | None = None
 
     @property
     def records(self) -> int:
@@ -352,3 +384,108 @@ def future_timestamp(
     return Scenario(
         "future_timestamp", topic, seed, written, roles, options, at_ms, future_record=placed
     )
+
+
+@register
+def catch_up(
+    log: PartitionedLog,
+    *,
+    topic: str = DEFAULT_TOPIC,
+    partitions: int = 4,
+    scooters: int = 40,
+    records: int = 4_000,
+    rate: float = 100.0,
+    start_ms: int = DEFAULT_START_MS,
+    seed: int = 0,
+    max_disorder_ms: int = 2_000,
+    trigger_seconds: float = 1.0,
+    catching_up_partition: int = 1,
+    backlog_records: int | None = None,
+) -> Scenario:
+    """Steady traffic, and one partition with a backlog beyond it, which it works off last.
+
+    As the traffic ends, ``backlog_records`` more records (default: as many as its traffic)
+    are sent at once into ``catching_up_partition``, from its scooters, with event times in
+    ``[end - max_disorder_ms, end]``. Options: maxOffsetsPerPartition, the same for every
+    partition: its backlog (everything it holds, as all is written at once) drains at ``cap /
+    trigger_seconds`` records a second, ``backlog_records / cap`` triggers after the others
+    are done; ``drain`` says so. The same cap, because Spark has one watermark: read faster,
+    the partition would run ahead of the others in event time and make their records late
+    (as ``skewed_backfill``'s fast one); read slower, it would fall behind the watermark and
+    lose its own. So no late records, the extra ones included: they are as new as any.
+    ``since_ms`` is when the extra backlog is sent; ``burst`` summarises it alone.
+    """
+    traffic = Traffic(
+        topic, partitions, scooters, records, rate, start_ms, seed, max_disorder_ms, trigger_seconds
+    )
+    check_special("catching_up_partition", catching_up_partition, traffic)
+    extra = records // partitions if backlog_records is None else backlog_records
+    if not (is_int(extra) and extra >= 1):
+        raise ValueError(f"backlog_records must be an int >= 1, got {extra!r}")
+    end_ms = traffic.at(1.0)
+    scooters_there = partition_scooters(scooters, partitions)[catching_up_partition]
+    extra_ticks = late_ticks(traffic.streams[2], scooters_there, extra, end_ms, 0, traffic)
+    # After every tick of the traffic: both streams are sorted by send time, ties to the first.
+    ticks = heapq.merge(traffic.ticks(), extra_ticks, key=lambda tick: tick.send_ms)
+    written = traffic.write(log, ticks)
+    extra_summary = PartitionSummary()
+    for tick in extra_ticks:
+        extra_summary.add(tick.event_ms)
+    held = written[catching_up_partition].records
+    drain = Drain(catching_up_partition, held, traffic.per_trigger, trigger_seconds)
+    roles = assign_roles(partitions, STEADY, {catching_up_partition: CATCHING_UP})
+    options = traffic.caps()
+    return Scenario(
+        "catch_up", topic, seed, written, roles, options, end_ms, extra_summary, drain=drain
+    )
+
+
+@register
+def state_growth(
+    log: PartitionedLog,
+    *,
+    topic: str = DEFAULT_TOPIC,
+    partitions: int = 4,
+    scooters: int = 40,
+    records: int = 4_000,
+    rate: float = 100.0,
+    start_ms: int = DEFAULT_START_MS,
+    seed: int = 0,
+    max_disorder_ms: int = 2_000,
+    trigger_seconds: float = 1.0,
+    frozen_from_ms: int | None = None,
+) -> Scenario:
+    """Event times stop advancing while new keys keep coming: Spark's watermark stalls and a
+    stateful operator's state grows with every batch.
+
+    From ``frozen_from_ms`` (default: halfway through) on, every record, in every partition,
+    comes from a scooter not seen before and carries the event time ``frozen_from_ms`` itself,
+    as when a fleet registry's snapshot is loaded into the topic: one record per scooter, all
+    stamped with the snapshot's time. Spark's watermark is the largest event time seen, over
+    every partition, less the delay: once the first of them is read nothing newer comes, and
+    it stays at ``frozen_from_ms - delay`` while records keep flowing. None of them is late
+    (for any delay above ``max_disorder_ms``) and none is evicted: a ``dropDuplicates``, a
+    per-scooter aggregation or timer keeps a row for each, batch after batch. A partition held
+    back (``stalled_partition``) would not stall it: Spark's watermark is not the minimum over
+    partitions, and a partition that gives no records adds nothing to the maximum. Options:
+    maxOffsetsPerPartition, the same for every partition. ``since_ms`` is ``frozen_from_ms``.
+    """
+    traffic = Traffic(
+        topic, partitions, scooters, records, rate, start_ms, seed, max_disorder_ms, trigger_seconds
+    )
+    frozen_ms = traffic.at(0.5) if frozen_from_ms is None else frozen_from_ms
+    if not (is_int(frozen_ms) and start_ms < frozen_ms <= traffic.at(1.0)):
+        raise ValueError(f"frozen_from_ms must be an int within the traffic, got {frozen_ms!r}")
+    ticks = list(traffic.ticks())
+    needed = Counter(partition_of_tick(t, partitions) for t in ticks if t.send_ms >= frozen_ms)
+    fresh = {p: iter(new) for p, new in fresh_scooters(scooters, partitions, needed).items()}
+
+    def frozen(tick: Tick) -> Tick:
+        if tick.send_ms < frozen_ms:
+            return tick
+        return Tick(next(fresh[partition_of_tick(tick, partitions)]), tick.send_ms, frozen_ms)
+
+    renamed = [frozen(tick) for tick in ticks]
+    written = traffic.write(log, renamed, fleet_size=max(t.scooter for t in renamed) + 1)
+    roles = assign_roles(partitions, FROZEN)
+    return Scenario("state_growth", topic, seed, written, roles, traffic.caps(), frozen_ms)

@@ -77,9 +77,12 @@ class Traffic:
             records=self.records,
         )
 
-    def write(self, log: PartitionedLog, ticks: Iterable[Tick]) -> dict[int, PartitionSummary]:
-        """Write ``ticks`` and summarise each partition."""
-        fleet = Fleet(self.scooters, self.streams[1])
+    def write(
+        self, log: PartitionedLog, ticks: Iterable[Tick], fleet_size: int | None = None
+    ) -> dict[int, PartitionSummary]:
+        """Write ``ticks`` and summarise each partition; ``fleet_size`` (default ``scooters``)
+        must exceed every scooter index the ticks use."""
+        fleet = Fleet(self.scooters if fleet_size is None else fleet_size, self.streams[1])
         return write_schedule(log, self.topic, self.partitions, ticks, fleet).partitions
 
     def caps(self, special: Mapping[int, int] | None = None) -> dict[str, str]:
@@ -117,6 +120,19 @@ def assign_roles(
 def partition_of_tick(tick: Tick, partitions: int) -> int:
     """The partition a tick's scooter writes to."""
     return partition_of(scooter_id(tick.scooter), partitions)
+
+
+def fresh_scooters(first: int, partitions: int, needed: Mapping[int, int]) -> dict[int, list[int]]:
+    """Scooter indexes from ``first`` on, none seen before: ``needed[p]`` of them for each
+    partition ``p``, each the next index whose key falls into ``p``."""
+    found: dict[int, list[int]] = {p: [] for p in needed}
+    index = first
+    while any(len(found[p]) < count for p, count in needed.items()):
+        partition = partition_of(scooter_id(index), partitions)
+        if len(found.get(partition, [])) < needed.get(partition, 0):
+            found[partition].append(index)
+        index += 1
+    return found
 
 
 def late_ticks(

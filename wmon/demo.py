@@ -220,11 +220,13 @@ def _add_demo(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         default=0,
         help="stop after this long (default 0: run until Ctrl-C)",
     )
+    others = sorted(set(SCENARIOS) - set(DEMO_SCENARIOS))
     parser.add_argument(
         "--scenarios",
         type=scenario_list,
         default=list(DEMO_SCENARIOS),
-        help=f"comma-separated, one query each (default {','.join(DEMO_SCENARIOS)})",
+        help=f"comma-separated, one query each (default {','.join(DEMO_SCENARIOS)}; "
+        f"also {', '.join(others)})",
     )
     parser.add_argument("--partitions", type=at_least(2), default=4, help="default 4")
     parser.add_argument(

@@ -10,7 +10,9 @@ from streaming.generator import DEFAULT_START_MS, PartitionSummary, partition_of
 from streaming.log import LogRecord, PartitionedLog
 from streaming.partitioned_log import PartitionedLogStreamReader, SourceOptions, from_kafka_offsets
 from streaming.scenarios import (
+    CATCHING_UP,
     FAST,
+    FROZEN,
     FUTURE,
     IDLE,
     LATE,
@@ -19,8 +21,10 @@ from streaming.scenarios import (
     SLOW,
     STALLED,
     STEADY,
+    Drain,
     PlacedRecord,
     Scenario,
+    catch_up,
     future_timestamp,
     idle_partition,
     late_burst,
@@ -28,6 +32,7 @@ from streaming.scenarios import (
     register,
     skewed_backfill,
     stalled_partition,
+    state_growth,
     steady,
 )
 
@@ -290,6 +295,87 @@ def test_the_future_records_offset_counts_what_its_partition_held_before(log):
     assert (record.key, record.timestamp_ms) == (placed.key, placed.event_ms)
 
 
+def test_catch_up_gives_one_partition_a_backlog_it_drains_last_at_the_same_pace(log, log_dir):
+    scenario = catch_up(log, catching_up_partition=2, backlog_records=150, **SMALL)
+
+    recs = assert_described(scenario, log)
+    assert scenario.roles == {0: STEADY, 1: STEADY, 2: CATCHING_UP, 3: STEADY}
+    assert [len(r) for r in recs.values()] == [300, 300, 450, 300]
+    # The extra backlog is sent as the traffic ends, as new as the newest records.
+    assert scenario.since_ms == LAST_SEND_MS
+    assert scenario.burst is not None and scenario.burst.records == 150
+    extra = [r.timestamp_ms for r in recs[2][300:]]
+    assert scenario.burst == PartitionSummary(150, min(extra), max(extra))
+    assert LAST_SEND_MS - DISORDER_MS <= min(extra) and max(extra) <= LAST_SEND_MS
+    assert caps(scenario) == dict.fromkeys(range(4), 10)  # read like the others
+    assert scenario.drain == Drain(partition=2, records=450, limit=10, trigger_seconds=1.0)
+    assert (scenario.drain.rate, scenario.drain.batches) == (10.0, 45)
+
+    played = replay(scenario, log_dir)
+    assert played.late == dict.fromkeys(range(4), 0)
+    assert [played.last_batch_reading(p) for p in range(4)] == [29, 29, 44, 29]
+    # Every batch reads its limit, and what is left is what the drain says.
+    read = 0
+    for number, batch in enumerate(played.batches):
+        read += len(batch[2])
+        assert scenario.partitions[2].records - read == scenario.drain.backlog_after(number + 1)
+    assert scenario.drain.backlog_after(45) == 0
+
+
+def test_catch_up_defaults_to_doubling_the_partitions_traffic(log):
+    scenario = catch_up(log, **SMALL)
+
+    assert scenario.with_role(CATCHING_UP) == [1]
+    assert scenario.drain == Drain(1, 600, 10, 1.0)
+    assert scenario.drain.batches == 60
+
+
+@pytest.mark.parametrize(
+    ("records", "limit", "batches", "after_one", "after_all"),
+    [(600, 10, 60, 590, 0), (95, 10, 10, 85, 0), (1, 5, 1, 0, 0)],
+    ids=["whole-batches", "a-short-last-batch", "less-than-a-batch"],
+)
+def test_a_drain_takes_as_many_batches_as_its_limit_needs(
+    records, limit, batches, after_one, after_all
+):
+    drain = Drain(0, records, limit, 0.5)
+
+    assert drain.rate == limit * 2
+    assert drain.batches == batches
+    assert (drain.backlog_after(1), drain.backlog_after(batches)) == (after_one, after_all)
+    assert drain.backlog_after(batches + 5) == 0
+
+
+def test_state_growth_freezes_event_time_while_new_scooters_keep_reporting(log, log_dir):
+    scenario = state_growth(log, **SMALL)
+
+    recs = assert_described(scenario, log)
+    assert scenario.roles == dict.fromkeys(range(4), FROZEN)
+    assert [len(r) for r in recs.values()] == [300] * 4
+    assert scenario.since_ms == HALFWAY_MS
+    assert caps(scenario) == dict.fromkeys(range(4), 10)
+    before_keys = set()
+    for records in recs.values():
+        split = next(o for o, r in enumerate(records) if r.timestamp_ms >= HALFWAY_MS)
+        before, after = records[:split], records[split:]
+        assert len(after) == 150  # half of the traffic
+        assert all(r.timestamp_ms < HALFWAY_MS for r in before)
+        assert all(r.timestamp_ms == HALFWAY_MS for r in after)
+        before_keys |= {r.key for r in before}
+        after_keys = [r.key for r in after]
+        assert len(set(after_keys)) == len(after_keys)  # each from a scooter of its own
+        assert not set(after_keys) & before_keys
+    assert before_keys <= {f"scooter-{i:04d}" for i in range(SMALL["scooters"])}
+
+    played = replay(scenario, log_dir)
+    assert played.late == dict.fromkeys(range(4), 0)
+    # From the batch that reads the freeze on, no batch reads anything newer.
+    newest = [max(t for times in batch.values() for t in times) for batch in played.batches]
+    frozen = newest.index(HALFWAY_MS)
+    assert frozen == 15 and newest[frozen:] == [HALFWAY_MS] * 15
+    assert newest[:frozen] == sorted(newest[:frozen])
+
+
 def offsets_far_behind(records: list[LogRecord], disorder_ms: int) -> list[int]:
     highest, far = None, []
     for offset, record in enumerate(records):
@@ -328,11 +414,13 @@ def test_defaults_write_every_partition_in_a_stable_topic(log, name):
 
 def test_registry_lists_the_scenarios_and_rejects_duplicates():
     assert sorted(SCENARIOS) == [
+        "catch_up",
         "future_timestamp",
         "idle_partition",
         "late_burst",
         "skewed_backfill",
         "stalled_partition",
+        "state_growth",
         "steady",
     ]
     before = dict(SCENARIOS)
@@ -346,7 +434,7 @@ def test_registry_lists_the_scenarios_and_rejects_duplicates():
 
 
 def test_play_rejects_unknown_names(log):
-    with pytest.raises(ValueError, match="no scenario named 'chaos'; known: future_timestamp, "):
+    with pytest.raises(ValueError, match="no scenario named 'chaos'; known: catch_up, future_"):
         play("chaos", log)
     assert log.topics() == []
 
@@ -380,6 +468,13 @@ def test_play_rejects_unknown_names(log):
         (future_timestamp, {"future_at_ms": "soon"}, "future_at_ms"),
         (future_timestamp, {"ahead_by_ms": 0}, "ahead_by_ms"),
         (future_timestamp, {"ahead_by_ms": 1.5}, "ahead_by_ms"),
+        (catch_up, {"catching_up_partition": 4}, "catching_up_partition must be in"),
+        (catch_up, {"partitions": 1}, "partitions >= 2"),
+        (catch_up, {"backlog_records": 0}, "backlog_records"),
+        (catch_up, {"backlog_records": 2.5}, "backlog_records"),
+        (state_growth, {"frozen_from_ms": DEFAULT_START_MS}, "frozen_from_ms"),
+        (state_growth, {"frozen_from_ms": DEFAULT_START_MS + 40_000}, "frozen_from_ms"),
+        (state_growth, {"frozen_from_ms": "later"}, "frozen_from_ms"),
     ],
     ids=[
         "no-partitions",
@@ -408,6 +503,13 @@ def test_play_rejects_unknown_names(log):
         "str-future-at",
         "not-ahead",
         "float-ahead",
+        "no-such-catching-up-partition",
+        "catch-up-one-partition",
+        "no-backlog",
+        "float-backlog",
+        "frozen-from-the-start",
+        "frozen-after-the-traffic",
+        "str-frozen-from",
     ],
 )
 def test_bad_parameters_are_rejected_before_anything_is_written(log, function, params, message):
