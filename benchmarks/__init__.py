@@ -137,6 +137,13 @@ def _add_selection(parser: argparse.ArgumentParser) -> None:
         "PostgreSQL database, table by table, and 30 days of such a query",
     )
     only.add_argument(
+        "--backlog",
+        action="store_true",
+        help="measure only the backlog reads: one query's heads 3 h back and a fleet of 20 "
+        "queries' on a fresh SQLite store and, unless --no-postgres, a scratch PostgreSQL "
+        "database, filled in bulk",
+    )
+    only.add_argument(
         "--operator",
         action="store_true",
         help="measure only the instrumented operator, in the JVM and in Python: on the JVM-only "
@@ -206,6 +213,7 @@ def _add_dashboard_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> None:
     """Run every measurement asked for and print the figures the docs quote."""
+    from benchmarks.backlog import backlog_figures
     from benchmarks.collect_path import collector_figures
     from benchmarks.fleet import fleet_figures
     from benchmarks.flood import flood_figures
@@ -217,21 +225,18 @@ def run(args: argparse.Namespace) -> None:
     from benchmarks.storage import storage_figures
     from benchmarks.ways_in import ways_in_figures
 
-    if args.ways_in:
-        ways_in_figures(args)
-        return
-    if args.fleet:
-        fleet_figures(args)
-        return
-    if args.flood:
-        flood_figures(args)
-        return
-    if args.operator:
-        operator_figures(args)
-        return
-    if args.storage:
-        storage_figures(args)
-        return
+    only = {
+        "ways_in": ways_in_figures,
+        "fleet": fleet_figures,
+        "flood": flood_figures,
+        "operator": operator_figures,
+        "storage": storage_figures,
+        "backlog": backlog_figures,
+    }
+    for selection, figures in only.items():
+        if getattr(args, selection):
+            figures(args)
+            return
     if not args.dashboard:
         collector_figures(args)
         spark_figures(args)

@@ -42,8 +42,11 @@ def fill(
     partitions: int,
     step_ms: int = 1_000,
     first_batch: int = 0,
+    behind: int = 0,
 ) -> None:
-    """Store `batches` batches of `partitions` partitions, `step_ms` apart from `start_ms`."""
+    """Store `batches` batches of `partitions` partitions, `step_ms` apart from `start_ms`;
+    with `behind`, the query reads each partition that many batches' records behind what
+    has arrived (a backlog whose head arrived `behind` batches before)."""
     last_ms = start_ms + (batches - 1) * step_ms
     _query_rows(engine, query_id, last_ms, first_batch + batches - 1)
     for offset in range(0, batches, CHUNK):
@@ -57,6 +60,7 @@ def fill(
                 first_batch + offset,
                 count,
                 partitions,
+                behind,
             ):
                 if table is Batch:
                     day_partitions.prepare(connection, (row["batch_time_ms"] for row in rows))
@@ -91,7 +95,13 @@ def _query_rows(engine: sa.Engine, query_id: str, last_ms: int, last_batch: int)
 
 
 def _chunk_rows(
-    query_id: str, start_ms: int, step_ms: int, first_batch: int, count: int, partitions: int
+    query_id: str,
+    start_ms: int,
+    step_ms: int,
+    first_batch: int,
+    count: int,
+    partitions: int,
+    behind: int = 0,
 ) -> Iterator[tuple[type[Base], list[dict[str, Any]]]]:
     """The rows of `count` consecutive batches, table by table, parents first."""
     moments = [(first_batch + i, start_ms + i * step_ms) for i in range(count)]
@@ -99,7 +109,10 @@ def _chunk_rows(
     yield Batch, [key | _batch(query_id, *m, partitions) for m in moments]
     yield StateOperator, [key | _operator(*m) for m in moments]
     yield Source, [key | _source(*m) for m in moments]
-    yield BatchOffsets, [key | _partition(*m, p) for m in moments for p in range(partitions)]
+    yield (
+        BatchOffsets,
+        [key | _partition(*m, p, behind) for m in moments for p in range(partitions)],
+    )
     yield (
         BatchEventTimes,
         [key | _event_times(*m, p) for m in moments for p in range(partitions)],
@@ -149,18 +162,19 @@ def _source(batch_id: int, at_ms: int) -> dict[str, Any]:
     }
 
 
-def _partition(batch_id: int, at_ms: int, p: int) -> dict[str, Any]:
-    end = (batch_id + 1) * RECORDS
+def _partition(batch_id: int, at_ms: int, p: int, behind: int = 0) -> dict[str, Any]:
+    latest = (batch_id + 1) * RECORDS + p
+    end = max(batch_id + 1 - behind, 0) * RECORDS
     return {
         "batch_id": batch_id,
         "batch_time_ms": at_ms,
         "source_index": 0,
         "partition": f"telemetry/{p}",
         "topic": "telemetry",
-        "start_offset": end - RECORDS,
+        "start_offset": max(end - RECORDS, 0),
         "end_offset": end,
-        "latest_offset": end + p,
-        "offset_lag": p,
+        "latest_offset": latest,
+        "offset_lag": latest - end,
         "last_arrival_ms": at_ms,
         "last_advance_ms": at_ms,
         "idle": False,

@@ -3,18 +3,20 @@ partition's points over the window, and where its backlog's head became availabl
 
 The window's points are every n-th of its batches from its first, at most
 :data:`WINDOW_POINTS`, and its newest (a window of at least the last :data:`MIN_POINTS`
-batches, however old), read for many queries in one statement. The head's arrival
-is found by bisection over the query's stored batch ids: a partition's latest offset only grows,
-so the last batch whose latest offset did not yet include the head, and the next one, are found
-in as many look-ups of a batch as the ids' span has binary digits (a look-up read once for every
-partition that needs it).
+batches, however old), read for many queries in two statements. The head's arrival is found by
+bisection over the query's stored batch ids: a partition's latest offset only grows, so the
+last batch whose latest offset did not yet include the head, and the next one, are found in as
+many steps as the ids' span has binary digits. Every backlogged partition of every query asked
+takes its step in each round, and a round reads the batches its steps need in one statement (a
+query's partitions mostly need the same ones): 19 statements for heads three hours back in
+1-second batches, however many queries (docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import sqlalchemy as sa
 import sqlalchemy.orm as so
@@ -83,20 +85,28 @@ def window_points(
     session: so.Session, newest: Mapping[str, BatchRow], window_ms: int = WINDOW_MS
 ) -> dict[str, dict[int, dict[Key, Point]]]:
     """Each query's partitions at the batches of its window (store.windows.sampled_rows), by
-    query id and batch id; in one statement for at most IN_CHUNK queries."""
+    query id and batch id; in two statements for at most IN_CHUNK queries."""
     if not newest:
         return {}
-    statement = sampled_rows(batch_offsets.TABLE, newest, window_ms, WINDOW_POINTS, MIN_POINTS)
+    statement = sampled_rows(
+        session, batch_offsets.TABLE, newest, window_ms, WINDOW_POINTS, MIN_POINTS
+    )
     found: dict[str, dict[int, dict[Key, Point]]] = {}
-    for row in batch_offsets.partitions_in(session, statement):
-        batch = found.setdefault(row.query_id, {}).setdefault(row.batch_id, {})
-        batch[row.source_index, row.partition] = Point(
-            row.batch_time_ms, row.end_offset, row.latest_offset
-        )
+    for row in session.execute(statement):
+        found.setdefault(row.query_id, {})[row.batch_id] = _points(row)
     return found
 
 
-def partition_backlogs(
+def _points(row: Any) -> dict[Key, Point]:
+    """A batch_offsets row's partitions as points."""
+    at = row.batch_time_ms
+    return {
+        (index, name): Point(at, end, latest)
+        for index, name, end, latest in batch_offsets.offsets_of(row)
+    }
+
+
+def _partition_backlogs(
     window: Mapping[int, Mapping[Key, Point]],
     newest_id: int,
     as_of_ms: int,
@@ -145,13 +155,13 @@ def fleet_backlogs(
     window_ms: int = WINDOW_MS,
 ) -> dict[str, Backlogs]:
     """The backlog of each query as of its batch in `newest` (at most IN_CHUNK queries), by
-    query id: their windows in one statement and, only with `ages`, their heads' arrivals in
+    query id: their windows in two statements and, only with `ages`, their heads' arrivals in
     a statement per step of the bisection, however many queries."""
     windows = window_points(session, newest, window_ms)
     arrivals = _Arrivals(session, newest, windows).found() if ages else {}
     found = {}
     for query_id, batch in newest.items():
-        partitions = partition_backlogs(
+        partitions = _partition_backlogs(
             windows.get(query_id, {}),
             batch.batch_id,
             as_of_ms,
@@ -212,6 +222,7 @@ class _Arrivals:
             if head.backlog and head.end_offset is not None
         }
         self.newest = {query_id: batch.batch_id for query_id, batch in newest.items()}
+        self.window_ids = {query_id: sorted(window) for query_id, window in windows.items()}
 
     def found(self) -> dict[str, dict[Key, Arrival]]:
         """Each backlogged partition's head's arrival, by query id and partition."""
@@ -246,7 +257,7 @@ class _Arrivals:
         bracket its head."""
         newest_id = self.newest[query_id]
         before, after = oldest_id, newest_id
-        for _, batch_id in sorted(pair for pair in self.read if pair[0] == query_id):
+        for batch_id in self.window_ids.get(query_id, ()):
             if before < batch_id < after:
                 if self._latest((query_id, batch_id), key) > head:
                     after = batch_id
@@ -294,10 +305,8 @@ class _Arrivals:
                     )
                 )
             )
-            for row in batch_offsets.partitions_in(self.session, statement):
-                self.read[row.query_id, row.batch_id][row.source_index, row.partition] = Point(
-                    row.batch_time_ms, row.end_offset, row.latest_offset
-                )
+            for row in self.session.execute(statement):
+                self.read[row.query_id, row.batch_id] = _points(row)
 
     def _latest(self, pair: tuple[str, int], key: Key) -> int:
         """The partition's latest offset at a read batch: 0 when the batch does not have it

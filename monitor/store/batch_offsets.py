@@ -94,6 +94,21 @@ def unpacked(row: Any) -> list[StoredPartition]:
     return packed_batches.as_partitions(StoredPartition, row, columns)
 
 
+def offsets_of(row: Any) -> list[tuple[int, str, int | None, int | None]]:
+    """A batch_offsets row's partitions as (source index, name, end offset, latest offset),
+    in source and stored order: what a backlog needs, without the rest of each partition."""
+    columns = unpack_columns(row.partitions, TEXTS, NUMBERS)
+    return list(
+        zip(
+            columns["source_index"],
+            columns["partition"],
+            columns["end_offset"],
+            columns["latest_offset"],
+            strict=True,
+        )
+    )
+
+
 def partitions_in(
     connection: sa.Connection | so.Session, statement: sa.Select[Any]
 ) -> list[StoredPartition]:

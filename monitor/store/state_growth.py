@@ -31,12 +31,12 @@ def fleet_state(
     session: so.Session, newest: Mapping[str, BatchRow], window_ms: int = DEFAULT_WINDOW_MS
 ) -> dict[str, tuple[StateGrowth, ...]]:
     """The state of each stateful operator of each query's batch in `newest` over the window
-    of `window_ms` before it, by query id, in operator order; one statement for at most
+    of `window_ms` before it, by query id, in operator order; two statements for at most
     IN_CHUNK queries."""
     if not newest:
         return {}
     table = StateOperator.__table__
-    statement = sampled_rows(table, newest, window_ms, WINDOW_POINTS, MIN_POINTS)
+    statement = sampled_rows(session, table, newest, window_ms, WINDOW_POINTS, MIN_POINTS)
     rows: dict[tuple[str, int], list[sa.Row[Any]]] = {}
     for row in session.execute(statement):
         rows.setdefault((row.query_id, row.operator_index), []).append(row)

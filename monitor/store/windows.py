@@ -138,29 +138,36 @@ def rewinds_since(
 
 
 def sampled_rows(
-    table: sa.FromClause, newest: Mapping[str, BatchRow], window_ms: int, points: int, at_least: int
+    session: so.Session,
+    table: sa.FromClause,
+    newest: Mapping[str, BatchRow],
+    window_ms: int,
+    points: int,
+    at_least: int,
 ) -> sa.Select[Any]:
-    """The rows of `table` (of rows per batch: a query_id and batch_id) of each query's window:
-    the `window_ms` up to its batch in `newest`, and at least its last `at_least` batches; of
-    them every n-th batch id from the window's first, at most `points`, and the newest. One
-    statement for at most IN_CHUNK queries, whatever their windows hold."""
-    first = first_since({key: batch.batch_time_ms - window_ms for key, batch in newest.items()})
-    last = per_query(table.c.query_id, {key: batch.batch_id for key, batch in newest.items()})
-    start = sa.case(
-        (first.c.first_batch.is_(None), last - (at_least - 1)),
-        (first.c.first_batch > last - (at_least - 1), last - (at_least - 1)),
-        else_=first.c.first_batch,
-    )
-    # Every step-th batch id from the start: at most `points` - 1 of them before the newest.
-    step = (last - start + points - 2) // (points - 1)
-    spread = sa.case((step < 1, 1), else_=step)
-    return (
-        sa.select(table)
-        .join(first, first.c.query_id == table.c.query_id)
-        .where(
-            table.c.batch_id >= start,
-            table.c.batch_id <= last,
-            sa.or_((table.c.batch_id - start) % spread == 0, table.c.batch_id == last),
+    """The statement that reads the rows of `table` (of rows per batch: a query_id and
+    batch_id) of each query's window: the `window_ms` up to its batch in `newest`, and at least
+    its last `at_least` batches; of them every n-th batch id from the window's first, at most
+    `points`, and the newest. The windows' first batches are read first (a statement for at
+    most IN_CHUNK queries); the statement then reads each query's range of the (query_id,
+    batch_id) index, its bounds as constants (bounds joined from a subquery would be read
+    again for every row of the table on PostgreSQL)."""
+    since = {key: batch.batch_time_ms - window_ms for key, batch in newest.items()}
+    firsts: dict[str, int | None] = {
+        key: first for key, first in session.execute(sa.select(first_since(since)))
+    }
+    ranges = []
+    for key, batch in newest.items():
+        last = batch.batch_id
+        first = firsts.get(key)
+        start = last - (at_least - 1) if first is None else min(first, last - (at_least - 1))
+        step = max(-(-(last - start) // (points - 1)), 1)
+        batch_id = table.c.batch_id
+        ranges.append(
+            sa.and_(
+                table.c.query_id == key,
+                batch_id.between(start, last),
+                sa.or_((batch_id - start) % step == 0, batch_id == last),
+            )
         )
-        .order_by(table.c.query_id, table.c.batch_id)
-    )
+    return sa.select(table).where(sa.or_(*ranges)).order_by(table.c.query_id, table.c.batch_id)
