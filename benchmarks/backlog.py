@@ -13,18 +13,16 @@ timed, best of three, and their statements counted; each head's age is checked a
 from __future__ import annotations
 
 import argparse
-import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from benchmarks.bulk_history import fill
-from benchmarks.scratch import scratch_database
+from benchmarks.scratch import fresh_stores
 from monitor.store.backlog import backlogs, fleet_backlogs
 from monitor.store.batches import latest_batches
 from monitor.store.engine import create_engine
@@ -38,7 +36,7 @@ FLEET = [(f"fleet-{n:02d}", 1_800, 900) for n in range(20)]
 
 def backlog_figures(args: argparse.Namespace) -> None:
     """Fill each store, then time and count the reads."""
-    for kind, url in _each_store(args):
+    for kind, url in fresh_stores(args, "backlog"):
         engine = create_engine(url)
         upgrade(engine)
         started = time.perf_counter()
@@ -114,11 +112,3 @@ def _timed(engine: sa.Engine, read: Callable[[], Any]) -> tuple[Any, float, int]
         if attempt == 0:
             sa.event.remove(engine, "before_cursor_execute", count)
     return found, best, len(statements)
-
-
-def _each_store(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
-    with tempfile.TemporaryDirectory(prefix="wmon-backlog-") as folder:
-        yield "SQLite", f"sqlite:///{Path(folder) / 'backlog.db'}"
-    if not args.no_postgres:
-        with scratch_database(args.postgres_url, "wmon_bench_backlog") as url:
-            yield "PostgreSQL", url

@@ -15,16 +15,13 @@ database; the pruner is not run.
 from __future__ import annotations
 
 import argparse
-import tempfile
 import time
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import sqlalchemy.orm as so
 
-from benchmarks.scratch import scratch_database
+from benchmarks.scratch import fresh_stores
 from benchmarks.serving import fetched, serving
 from benchmarks.synthetic import synthetic_progress
 from monitor.alerts.evaluate import evaluate
@@ -163,14 +160,5 @@ def flood_figures(args: argparse.Namespace) -> None:
         flush=True,
     )
     for size in args.flood:
-        for kind, database_url in _each_store(args):
+        for kind, database_url in fresh_stores(args, "flood"):
             measure(kind, database_url, size)
-
-
-def _each_store(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
-    """A fresh store for one size at a time: (its kind, its URL), SQLite then PostgreSQL."""
-    with tempfile.TemporaryDirectory(prefix="wmon-flood-") as folder:
-        yield "SQLite", f"sqlite:///{Path(folder) / 'flood.db'}"
-    if not args.no_postgres:
-        with scratch_database(args.postgres_url, "wmon_bench_flood") as url:
-            yield "PostgreSQL", url

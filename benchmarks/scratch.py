@@ -1,11 +1,14 @@
-"""Throwaway PostgreSQL databases for the benchmarks and the tests, created and dropped on one
-server."""
+"""Throwaway stores for the benchmarks and the tests: PostgreSQL databases created and dropped
+on one server, and a fresh SQLite store then a PostgreSQL one for a benchmark's measurement."""
 
 from __future__ import annotations
 
+import argparse
+import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import sqlalchemy as sa
 
@@ -47,3 +50,13 @@ def scratch_database(server_url: str, prefix: str = "wmon_scratch") -> Iterator[
         yield url
     finally:
         drop_database(url)
+
+
+def fresh_stores(args: argparse.Namespace, name: str) -> Iterator[tuple[str, str]]:
+    """A fresh store at a time, (its kind, its URL): SQLite, then, unless --no-postgres, a
+    scratch PostgreSQL database on --postgres-url; each gone once the next is asked for."""
+    with tempfile.TemporaryDirectory(prefix=f"wmon-{name}-") as folder:
+        yield "SQLite", f"sqlite:///{Path(folder) / f'{name}.db'}"
+    if not args.no_postgres:
+        with scratch_database(args.postgres_url, f"wmon_bench_{name}") as url:
+            yield "PostgreSQL", url

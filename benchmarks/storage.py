@@ -30,7 +30,7 @@ from benchmarks.prune import (
     expire_a_fleet_day,
     prune_beside_a_writer,
 )
-from benchmarks.scratch import scratch_database
+from benchmarks.scratch import fresh_stores, scratch_database
 from benchmarks.synthetic import synthetic_progress
 from monitor.collect.progress import parse_progress
 from monitor.store.engine import create_engine
@@ -61,7 +61,7 @@ def storage_figures(args: argparse.Namespace) -> None:
         "table's size with its indexes:",
         flush=True,
     )
-    for kind, database_url in _each_store(args):
+    for kind, database_url in fresh_stores(args, "storage"):
         engine = create_engine(database_url)
         try:
             upgrade(engine)
@@ -122,7 +122,7 @@ def tier_figures(args: argparse.Namespace) -> None:
         flush=True,
     )
     now_ms = int(time.time() * 1000)
-    for kind, database_url in _each_store(args):
+    for kind, database_url in fresh_stores(args, "storage"):
         engine = create_engine(database_url)
         try:
             upgrade(engine)
@@ -230,15 +230,6 @@ def _bytes(size: float) -> str:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1_000
     return f"{size:.1f} TB"
-
-
-def _each_store(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
-    """A fresh store at a time: (its kind, its URL), SQLite then PostgreSQL."""
-    with _sqlite_store() as url:
-        yield "SQLite", url
-    if not args.no_postgres:
-        with scratch_database(args.postgres_url, "wmon_bench_storage") as url:
-            yield "PostgreSQL", url
 
 
 @contextmanager
