@@ -3,13 +3,14 @@ partition's points over the window, and where its backlog's head became availabl
 
 The window's points are every n-th of its batches from its first, at most
 :data:`WINDOW_POINTS`, and its newest (a window of at least the last :data:`MIN_POINTS`
-batches, however old), read for many queries in two statements. The head's arrival is found by
-bisection over the query's stored batch ids: a partition's latest offset only grows, so the
-last batch whose latest offset did not yet include the head, and the next one, are found in as
-many steps as the ids' span has binary digits. Every backlogged partition of every query asked
-takes its step in each round, and a round reads the batches its steps need in one statement (a
-query's partitions mostly need the same ones): 19 statements for heads three hours back in
-1-second batches, however many queries (docs/benchmarks.md).
+batches, however old), read for many queries in two statements (store.windows.sampled_rows).
+The head's arrival is found by bisection over the query's stored batch ids: a partition's
+latest offset only grows, so the last batch whose latest offset did not yet include the head,
+and the next one, are found in as many steps as the ids' span has binary digits. Every
+backlogged partition of every query asked takes its step in each round, and a round reads the
+batches its steps need in one statement (a query's partitions mostly need the same ones): 19
+statements for heads three hours back in 1-second batches, however many queries
+(docs/benchmarks.md, Backlog reads).
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ statements.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, NamedTuple, Protocol
 
@@ -149,9 +150,8 @@ def sampled_rows(
     batch_id) of each query's window: the `window_ms` up to its batch in `newest`, and at least
     its last `at_least` batches; of them every n-th batch id from the window's first, at most
     `points`, and the newest. The windows' first batches are read first (a statement for at
-    most IN_CHUNK queries); the statement then reads each query's range of the (query_id,
-    batch_id) index, its bounds as constants (bounds joined from a subquery would be read
-    again for every row of the table on PostgreSQL)."""
+    most IN_CHUNK queries); their bounds then go to the store as one value (:func:`_bounds`),
+    and each query's range is read from the (query_id, batch_id) index."""
     since = {key: batch.batch_time_ms - window_ms for key, batch in newest.items()}
     firsts: dict[str, int | None] = {
         key: first for key, first in session.execute(sa.select(first_since(since)))
@@ -161,13 +161,49 @@ def sampled_rows(
         last = batch.batch_id
         first = firsts.get(key)
         start = last - (at_least - 1) if first is None else min(first, last - (at_least - 1))
-        step = max(-(-(last - start) // (points - 1)), 1)
-        batch_id = table.c.batch_id
-        ranges.append(
-            sa.and_(
-                table.c.query_id == key,
-                batch_id.between(start, last),
-                sa.or_((batch_id - start) % step == 0, batch_id == last),
-            )
+        ranges.append((key, start, last, max(-(-(last - start) // (points - 1)), 1)))
+    window = _bounds(session.get_bind().dialect.name, ranges)
+    batch_id = table.c.batch_id
+    return (
+        sa.select(table)
+        .join(window, window.c.query_id == table.c.query_id)
+        .where(
+            batch_id >= window.c.first,
+            batch_id <= window.c.last,
+            sa.or_((batch_id - window.c.first) % window.c.step == 0, batch_id == window.c.last),
         )
-    return sa.select(table).where(sa.or_(*ranges)).order_by(table.c.query_id, table.c.batch_id)
+        .order_by(table.c.query_id, batch_id)
+    )
+
+
+_BOUNDS_SQL = {
+    # A table of the JSON list's records, which the planner loops over, looking each query's
+    # range up in the index (bounds that come from a subquery of the statement were read again
+    # for every row of the table on PostgreSQL; a list of conditions, one per query, costs
+    # more to build and compile than to run).
+    "postgresql": "SELECT * FROM jsonb_to_recordset(CAST(:windows AS jsonb))"
+    " AS w(query_id text, first bigint, last bigint, step bigint)",
+    "sqlite": "SELECT json_extract(value, '$.query_id') AS query_id,"
+    " json_extract(value, '$.first') AS first, json_extract(value, '$.last') AS last,"
+    " json_extract(value, '$.step') AS step FROM json_each(:windows)",
+}
+
+
+def _bounds(dialect: str, ranges: list[tuple[str, int, int, int]]) -> sa.Subquery:
+    """The windows' (query_id, first, last, step) as a table, given to the store as one JSON
+    value: one statement, compiled once, whatever the number of queries."""
+    records = [
+        {"query_id": key, "first": first, "last": last, "step": step}
+        for key, first, last, step in ranges
+    ]
+    return (
+        sa.text(_BOUNDS_SQL[dialect])
+        .bindparams(windows=json.dumps(records))
+        .columns(
+            sa.column("query_id", sa.String),
+            sa.column("first", sa.BigInteger),
+            sa.column("last", sa.BigInteger),
+            sa.column("step", sa.BigInteger),
+        )
+        .subquery("windows")
+    )
