@@ -11,16 +11,22 @@ OBSERVATION = "wmon"
 SAMPLES_PER_PARTITION = 5
 # One record as the instrumented operator tells of it: key, event time (ms), offset.
 Record = tuple[str | None, int, int | None]
+# The kinds of trigger that start a batch every interval (QueryStarted.trigger_interval_ms).
+PERIODIC_TRIGGERS = frozenset({"ProcessingTime", "Continuous"})
 
 
 @dataclass(frozen=True)
 class QueryStarted:
-    """A streaming query started a run."""
+    """A streaming query started a run; with its trigger where the way in could read it
+    (Spark's event does not carry it): the kind as Spark names it (ProcessingTime, AvailableNow,
+    OneTime, Continuous, …) and a periodic one's interval."""
 
     query_id: str
     run_id: str
     name: str | None
     timestamp_ms: int
+    trigger: str | None = None
+    trigger_interval_ms: int | None = None
 
 
 @dataclass(frozen=True)

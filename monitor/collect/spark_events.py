@@ -9,6 +9,10 @@ Spark has no event for a batch in flight; `monitor.attach` and the JVM listener 
 their own in the same form, named `wmon.BatchRunning` ({"id", "runId", "batchId" (null: the
 one after the last stored), "timestamp", "since"}).
 
+Spark's started event does not say how the query is triggered. Where the way in can read it from
+the running query, it adds `trigger`: {"kind": the trigger as Spark names it, without "Trigger"
+(ProcessingTime, AvailableNow, OneTime, Continuous, …), "intervalMs": a periodic one's interval}.
+
 Spark's terminated event carries no time. Whoever saw it happen may add a `timestamp` in the
 form of the started event's; otherwise the caller's fallback time is used (the collector's
 clock, or the event log's own clock: the latest time the log showed before it).
@@ -17,6 +21,7 @@ clock, or the event log's own clock: the latest time the log showed before it).
 from __future__ import annotations
 
 import dataclasses
+import re
 from datetime import datetime, timezone
 from typing import Any
 
@@ -69,13 +74,36 @@ def _text(doc: dict[str, Any], key: str) -> str | None:
 
 
 def started_event(doc: dict[str, Any]) -> QueryStarted:
-    """A QueryStarted from the JSON form of Spark's QueryStartedEvent."""
+    """A QueryStarted from the JSON form of Spark's QueryStartedEvent, with our `trigger`."""
+    kind, interval_ms = _trigger(doc.get("trigger"))
     return QueryStarted(
         query_id=_id(doc, "id"),
         run_id=_id(doc, "runId"),
         name=_text(doc, "name"),
         timestamp_ms=_time(doc),
+        trigger=kind,
+        trigger_interval_ms=interval_ms,
     )
+
+
+_TRIGGER_KIND = re.compile(r"[A-Za-z]{1,32}")
+
+
+def _trigger(value: Any) -> tuple[str | None, int | None]:
+    """A started event's trigger: its kind and interval (None when not told)."""
+    if value is None:
+        return None, None
+    kind = value.get("kind") if isinstance(value, dict) else None
+    if not isinstance(kind, str) or not _TRIGGER_KIND.fullmatch(kind):
+        raise ProgressError(f"event field 'trigger' must name its kind, not {shown(value)}")
+    interval = value.get("intervalMs")
+    if interval is not None and not (
+        isinstance(interval, int) and not isinstance(interval, bool) and interval >= 0
+    ):
+        raise ProgressError(
+            f"trigger 'intervalMs' must be milliseconds or null, not {shown(interval)}"
+        )
+    return kind, interval
 
 
 def idle_event(doc: dict[str, Any]) -> QueryIdle:

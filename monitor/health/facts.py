@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from monitor.events import Record
 from monitor.health.backlog import QueryBacklog, Verdict
 from monitor.health.state_growth import StateGrowth
+from monitor.health.trigger_pace import TriggerPace
 
 DEFAULT_WINDOW_MS = 300_000
 
@@ -121,6 +122,8 @@ class QueryFacts:
     backlog: QueryBacklog | None = None
     # Its stateful operators' state over the window (health.state_growth).
     state: tuple[StateGrowth, ...] = ()
+    # Its batches' durations over the window against its trigger (health.trigger_pace).
+    pace: TriggerPace | None = None
     # Why the query's stored rows could not be read or judged, when they could not: then
     # only its stored state is known, and nothing of its batches.
     unreadable: str | None = None

@@ -19,6 +19,7 @@ from monitor.spark.instrument import interval_ms
 from monitor.spark.listener import WatermarkListener
 from monitor.spark.running import RunningWatch
 from monitor.spark.timers import TimerWatch
+from monitor.spark.triggers import trigger_of
 from monitor.store.engine import create_engine, display_url
 from monitor.store.writes import write_events
 
@@ -145,7 +146,9 @@ def attach(
             sender=spark.sparkContext.applicationId,
             capacity=capacity,
         )
-        listener = WatermarkListener(sender.submit, forward_json=True)
+        listener = WatermarkListener(
+            sender.submit, forward_json=True, trigger_of=functools.partial(trigger_of, spark)
+        )
         spark.streams.addListener(listener)
         log.info("wmon: monitoring streaming queries through %s", sender.endpoint)
         handle = MonitorHandle(spark, listener, sender, None, database_url)
@@ -162,7 +165,9 @@ def attach(
         write=functools.partial(write_events, timeouts=timeouts),
     )
     # Spark's JSON goes to the writer, which can then set aside what the store refuses.
-    listener = WatermarkListener(writer.submit, forward_json=True)
+    listener = WatermarkListener(
+        writer.submit, forward_json=True, trigger_of=functools.partial(trigger_of, spark)
+    )
     spark.streams.addListener(listener)
     log.info("wmon: monitoring streaming queries into %s", display_url(engine))
     handle = MonitorHandle(spark, listener, writer, engine, display_url(engine))

@@ -51,7 +51,8 @@ class WatermarkListener(StreamingQueryListener):
 
     Each event is read and checked, then submitted as our event; or, with `forward_json`, as
     Spark's own JSON in the event log's form (for the HTTP collector), a terminated event
-    stamped with the time it arrived.
+    stamped with the time it arrived. With `trigger_of` (spark.triggers), a started event
+    carries the query's trigger, where that can be read.
     """
 
     def __init__(
@@ -59,8 +60,10 @@ class WatermarkListener(StreamingQueryListener):
         submit: Callable[[Any], None],
         clock: Callable[[], float] = time.time,
         forward_json: bool = False,
+        trigger_of: Callable[[str], dict[str, Any] | None] | None = None,
     ):
         self._submit, self._clock, self._forward_json = submit, clock, forward_json
+        self._trigger_of = trigger_of
         self.times = CallbackTimes()
         self.rejected = 0
         self._running: set[str] = set()
@@ -72,6 +75,8 @@ class WatermarkListener(StreamingQueryListener):
         started = time.perf_counter()
         try:
             document, now_ms = doc(), int(self._clock() * 1000)
+            if kind == STARTED and self._trigger_of is not None:
+                document = {**document, "trigger": self._trigger_of(str(document.get("id")))}
             event = streaming_event(kind, document, now_ms)
             if self._forward_json:
                 if isinstance(event, QueryTerminated):

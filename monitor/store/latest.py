@@ -1,7 +1,7 @@
 """The latest state of every exported query at once, as an exporter's scrape reads it: each
 query's newest batch with its partitions and their newest event times, its newest pending-timer
-snapshot, each query's stateful operators over the window and its backlog (store.backlog), in
-a few statements however many queries there are.
+snapshot, each query's stateful operators and its batches' pace over the window and its backlog
+(store.backlog), in a few statements however many queries there are.
 
 Rows are read as plain rows (`sa.Row`), not ORM objects: a fleet's scrape reads tens of
 thousands of partition rows.
@@ -18,6 +18,7 @@ import sqlalchemy.orm as so
 
 from monitor.health.facts import RUNNING
 from monitor.health.state_growth import StateGrowth
+from monitor.health.trigger_pace import TriggerPace
 from monitor.store import batch_event_times, batch_offsets
 from monitor.store.backlog import Backlogs, fleet_backlogs, query_runs
 from monitor.store.batch_event_times import StoredEventTimes
@@ -26,6 +27,7 @@ from monitor.store.isolation import read_apart
 from monitor.store.models import Batch, Query, TimerSnapshotRow
 from monitor.store.sql import chunks, newest_of, rows_at_newest
 from monitor.store.state_growth import fleet_state
+from monitor.store.trigger_pace import fleet_pace
 
 
 @dataclass
@@ -42,6 +44,8 @@ class QueryState:
     backlog: Backlogs | None = None
     # Its stateful operators' state over the window (store.state_growth).
     state: tuple[StateGrowth, ...] = ()
+    # Its batches' durations over the window against its trigger (store.trigger_pace).
+    pace: TriggerPace | None = None
     # Why its rows could not be read, when they could not (monitor.store.isolation).
     unreadable: str | None = None
 
@@ -103,4 +107,6 @@ def _read_chunk(
         states[key].backlog = backlog
     for key, growths in fleet_state(session, newest_batches).items():
         states[key].state = growths
+    for key, pace in fleet_pace(session, newest_batches).items():
+        states[key].pace = pace
     return states

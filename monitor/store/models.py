@@ -78,6 +78,11 @@ class Run(Base):
     first_stored_ms: so.Mapped[int | None] = so.mapped_column(Millis)
     first_batch_id: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
     last_batch_id: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    # Its trigger, where the way in read it from the running query (Spark's events do not
+    # carry it): its kind as Spark names it (ProcessingTime, AvailableNow, OneTime, Continuous, …)
+    # and, for a periodic one, its interval (0: each batch as soon as the last ends).
+    trigger: so.Mapped[str | None] = so.mapped_column(sa.String(32))
+    trigger_interval_ms: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
     # The Spark application whose event log `wmon ingest` read the run from (None otherwise):
     # when that application ends, a run still running ends with it.
     app_id: so.Mapped[str | None] = so.mapped_column(sa.String(255), index=True)

@@ -20,6 +20,7 @@ import sqlalchemy.orm as so
 from monitor.health.backlog import Verdict
 from monitor.health.facts import FutureDated, PartitionFacts, QueryFacts, Thresholds, TrendPoint
 from monitor.health.state_growth import StateGrowth
+from monitor.health.trigger_pace import TriggerPace
 from monitor.store import batch_offsets
 from monitor.store.backlog import Backlogs, fleet_backlogs, query_runs
 from monitor.store.batch_offsets import StoredPartition
@@ -29,6 +30,7 @@ from monitor.store.isolation import read_apart
 from monitor.store.models import Batch, BatchOffsets, Query
 from monitor.store.sql import among, chunks, newest_of
 from monitor.store.state_growth import fleet_state
+from monitor.store.trigger_pace import fleet_pace
 from monitor.store.windows import Lateness, late_by_partitions, rewinds_since
 
 TREND_POINTS = 30
@@ -121,6 +123,7 @@ class _Windows:
     trends: dict[str, list[TrendPoint]]
     backlogs: dict[str, Backlogs]
     state: dict[str, tuple[StateGrowth, ...]]
+    pace: dict[str, TriggerPace]
 
 
 def facts_of(
@@ -142,6 +145,7 @@ def facts_of(
         trends(session, ids) if overview else {},
         _backlogs(session, asked, latest, now_ms, overview),
         fleet_state(session, latest),
+        fleet_pace(session, latest),
     )
     return {item.query.id: _facts(item, latest.get(item.query.id), found) for item in asked}
 
@@ -186,6 +190,7 @@ def _facts(asked: Asked, batch: Batch | None, found: _Windows) -> QueryFacts:
         partitions=_partitions(rows, late, rewound, future, verdicts),
         backlog=None if backlog is None else backlog.query,
         state=found.state.get(query_id, ()) if batch else (),
+        pace=found.pace.get(query_id) if batch else None,
         trend=tuple(found.trends.get(query_id, [])),
     )
 

@@ -351,6 +351,8 @@ def _started(event: QueryStarted, group: _Group) -> None:
     run = group.run_row(event.query_id, event.run_id)
     run.name, run.started_at_ms = event.name, event.timestamp_ms
     run.began_at_ms = earlier(run.began_at_ms, event.timestamp_ms)
+    if event.trigger is not None:  # a second way in that cannot tell keeps what the first told
+        run.trigger, run.trigger_interval_ms = event.trigger, event.trigger_interval_ms
     if group.is_current(query, run):
         query.name, query.run_id, query.status = event.name, event.run_id, ACTIVE
         query.started_at_ms = event.timestamp_ms

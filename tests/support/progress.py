@@ -79,14 +79,15 @@ def batch_event(
     rows=None,
     rate=None,
     duration_ms=100,
+    stages=None,
     dropped=None,
     event_times=None,
     delay_ms=10_000,
     late_watermark_ms=None,
 ):
     """A BatchProgress of a query reading topic `t`: offsets per partition, the watermark,
-    the trigger duration, rows dropped by one stateful operator and, if given, the
-    instrumented operator's per-partition event times."""
+    the trigger duration (and its `stages`' durations), rows dropped by one stateful operator
+    and, if given, the instrumented operator's per-partition event times."""
     doc = progress_doc(
         id=query_id,
         runId=run_id,
@@ -94,7 +95,7 @@ def batch_event(
         timestamp=stamp(at_ms),
         numInputRows=rows,
         inputRowsPerSecond=rate,
-        durationMs={"triggerExecution": duration_ms},
+        durationMs={"triggerExecution": duration_ms, **(stages or {})},
         eventTime={} if watermark_ms is None else {"watermark": stamp(watermark_ms)},
         stateOperators=[]
         if dropped is None

@@ -345,6 +345,19 @@ def test_a_query_page_has_its_latest_batch_and_partition_table(engine, client):
     assert [(op["operator"], op["rows"], op["growing"]) for op in page["state"]] == [
         ("dedupe", None, False)
     ]
+    # No way in told its trigger: its batches' durations, nothing judged.
+    assert page["trigger"] == {
+        "kind": None,
+        "interval_ms": None,
+        "batches": 3,
+        "duration_ms": 100,
+        "slower_batches": 0,
+        "behind": None,
+        "stage": None,
+        "stage_from_ms": None,
+        "stage_to_ms": None,
+        "stage_grew": False,
+    }
     assert page["backlog"] == {
         "records": 85,
         "age_ms": 500_000,

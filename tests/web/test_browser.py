@@ -171,6 +171,9 @@ def test_the_query_page_updates_live_while_a_query_runs(
         )
         page.wait_for_selector("#connection.connection-live", timeout=WAIT_MS)
         first_batch = int(text_of(page, "#batch-id"))
+        # The trigger, read from the running query, beside its batches' median duration.
+        assert text_of(page, "#trigger").startswith("1.0 s trigger")
+        assert text_of(page, "#batch-duration") != "—"
         points = {f: chart_points(page, f) for f in ("event-time-chart", "batches-chart")}
         mark_page(page)
 
@@ -485,7 +488,10 @@ def write_dashboard(engine):
     ago. The built-in rules, evaluated a minute apart as the server does, leave five alerts
     live, four of them orders_enriched's: t/2 stalled, late records on t/3 (t/1's few are a
     trickle), the offset lag the stall causes, and the watermark skew, pending."""
-    write_event(engine, QueryStarted(DASHBOARD_ID, "run-1", DASHBOARD, NOW - 905_000))
+    started = QueryStarted(
+        DASHBOARD_ID, "run-1", DASHBOARD, NOW - 905_000, "ProcessingTime", 20_000
+    )
+    write_event(engine, started)
     write_events(engine, [dashboard_batch(i) for i in range(42)])
     write_events(
         engine,

@@ -289,3 +289,26 @@ def test_stateful_operators_export_their_state_and_whether_it_grows(engine, app_
     assert ("wmon_operator_state_rows", agg) not in found
     assert found[("wmon_operator_state_store_bytes", agg)] == 24_576
     assert found[("wmon_operator_state_growing", agg)] == 1
+
+
+def test_a_query_behind_its_trigger_exports_its_interval_and_median_batch(engine, client):
+    write_event(
+        engine, QueryStarted("paced-id", "run-1", "paced", NOW - 60_000, "ProcessingTime", 2_000)
+    )
+    for k, duration in enumerate([1_500, 2_500, 3_500]):
+        at = NOW - 10_000 + 2_000 * k
+        write_event(engine, batch_event("paced-id", k, at, name="paced", duration_ms=duration))
+    write_event(engine, QueryStarted("once-id", "run-2", "once", NOW - 60_000, "AvailableNow"))
+    once_batch = batch_event(
+        "once-id", 0, NOW - 5_000, name="once", run_id="run-2", duration_ms=900
+    )
+    write_event(engine, once_batch)
+    found = samples(client.get("/metrics"))
+    paced, once = query("paced", "paced-id"), query("once", "once-id")
+    assert found[("wmon_query_trigger_interval_seconds", paced)] == 2.0
+    assert found[("wmon_query_batch_duration_seconds", paced)] == 2.5
+    assert found[("wmon_query_behind_trigger", paced)] == 1
+    # Available now has no interval to keep: its batches' duration only.
+    assert found[("wmon_query_batch_duration_seconds", once)] == 0.9
+    assert ("wmon_query_trigger_interval_seconds", once) not in found
+    assert ("wmon_query_behind_trigger", once) not in found

@@ -215,6 +215,23 @@ class _QueryFamilies:
             "(+Inf: a partition does not catch up)",
             QUERY_LABELS,
         )
+        self.trigger_interval = gauge(
+            "wmon_query_trigger_interval_seconds",
+            "The interval of the query's periodic trigger (0: each batch as soon as the last "
+            "ends), where the way in read it",
+            QUERY_LABELS,
+        )
+        self.batch_duration = gauge(
+            "wmon_query_batch_duration_seconds",
+            "The median duration of the query's batches over the last 5 minutes of batches",
+            QUERY_LABELS,
+        )
+        self.behind_trigger = gauge(
+            "wmon_query_behind_trigger",
+            "1 when the query's batches over the last 5 minutes took longer than its trigger's "
+            "interval (their median)",
+            QUERY_LABELS,
+        )
         operator_labels = [*QUERY_LABELS, "operator", "operator_index"]
         self.state = {
             "rows": gauge(
@@ -277,6 +294,10 @@ class _QueryFamilies:
             operator = [*labels, growth.operator or "", str(growth.operator_index)]
             for figure, family in self.state.items():
                 samples.add(family, operator, getattr(growth, figure))
+        if state.pace is not None:
+            samples.add(self.trigger_interval, labels, _seconds(state.pace.interval_ms))
+            samples.add(self.batch_duration, labels, _seconds(state.pace.duration_ms))
+            samples.add(self.behind_trigger, labels, state.pace.behind)
         if state.backlog is not None:
             behind = state.backlog.query
             samples.add(self.backlog, labels, _seconds(behind.age_ms))

@@ -13,6 +13,7 @@ from flask import Blueprint, Response, current_app, request, stream_with_context
 from monitor.health.backlog import query_backlog_fields
 from monitor.health.state_growth import state_fields
 from monitor.health.status import Status, query_status
+from monitor.health.trigger_pace import pace_fields
 from monitor.numbers import INT64_MAX
 from monitor.store.backlog import backlogs, query_runs
 from monitor.store.batches import latest_batch, rows_dropped
@@ -153,6 +154,7 @@ def _query_json(session: so.Session, lens: Lens, summary: QuerySummary) -> dict[
         "late_records": facts.late_records,
         "late_window_ms": late_window_ms,
         "state": [state_fields(growth) for growth in facts.state],
+        "trigger": None if facts.pace is None else pace_fields(facts.pace),
         "timers": timers_json(summary.timers),
         "now_ms": lens.now_ms,
     }

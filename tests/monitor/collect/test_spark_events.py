@@ -98,11 +98,30 @@ def test_streaming_events_by_name_and_others_ignored():
             named(STARTED, {"id": "q", "runId": "r", "name": 7, "timestamp": "2026-11-23T10:00Z"}),
             "event field 'name' must be a string, not 7",
         ),
+        (
+            named(STARTED, {**fixture("started.json"), "trigger": {"kind": "Every 5 s"}}),
+            "event field 'trigger' must name its kind, not {'kind': 'Every 5 s'}",
+        ),
+        (
+            named(STARTED, {**fixture("started.json"), "trigger": {"kind": "X", "intervalMs": -1}}),
+            "trigger 'intervalMs' must be milliseconds or null, not -1",
+        ),
     ],
 )
 def test_unreadable_events_say_why(document, message):
     with pytest.raises(ProgressError, match="^" + message.replace("(", r"\(")):
         spark_event(document, None)
+
+
+def test_a_started_event_carries_the_trigger_a_way_in_read():
+    told = {"kind": "ProcessingTime", "intervalMs": 5_000}
+    started = spark_event(named(STARTED, {**fixture("started.json"), "trigger": told}), None)
+    assert isinstance(started, QueryStarted)
+    assert (started.trigger, started.trigger_interval_ms) == ("ProcessingTime", 5_000)
+    once = {**fixture("started.json"), "trigger": {"kind": "AvailableNow", "intervalMs": None}}
+    assert spark_event(named(STARTED, once), None).trigger == "AvailableNow"
+    logged = spark_event(named(STARTED, fixture("started.json")), None)
+    assert (logged.trigger, logged.trigger_interval_ms) == (None, None)
 
 
 def test_a_terminated_event_is_at_its_timestamp_else_at_the_fallback():

@@ -29,6 +29,8 @@ WAIT = 180
 IDLE_S, STALL_S = 60, 1
 # Spark does not say when a run ended: each way in stamps it by its own clock.
 WHEN_ENDED = ("terminated_at_ms", "updated_at_ms")
+# Nor how a run is triggered: the listeners read it from the running query, a log cannot.
+TRIGGER = ("trigger", "trigger_interval_ms")
 
 
 def run_stalled_scenario(spark, log_dir, checkpoint):
@@ -105,6 +107,9 @@ def test_every_way_in_stores_the_same_rows(
     assert any(row["stalled"] for row in direct["batch_offsets"]), "the scenario stalled nothing"
     assert any(row["records"] for row in direct["batch_event_times"])
     assert direct["queries"][0]["status"] == "terminated"
+    assert [(run["trigger"], run["trigger_interval_ms"]) for run in direct["runs"]] == [
+        ("ProcessingTime", 300)
+    ]
     for way in (collected, from_jvm):
         assert row_differences(stored_rows(way, str(query.id), leave_out=WHEN_ENDED), direct) == []
 
@@ -117,7 +122,12 @@ def test_every_way_in_stores_the_same_rows(
 
     wait_until(terminated_in_log, 60, "the query's end in Spark's event log")
     assert ingester.totals.problems == 0
-    assert row_differences(stored_rows(from_log, str(query.id), leave_out=WHEN_ENDED), direct) == []
+    logged, direct_untriggered = (
+        stored_rows(engine, str(query.id), leave_out=WHEN_ENDED + TRIGGER)
+        for engine in (from_log, monitor_store.engine)
+    )
+    assert row_differences(logged, direct_untriggered) == []
+    assert stored_rows(from_log, str(query.id))["runs"][0]["trigger"] is None
     ended = stored_rows(from_log, str(query.id))["queries"][0]["terminated_at_ms"]
     last_batch = max(row["batch_time_ms"] for row in direct["batches"])
     assert last_batch <= ended < last_batch + 10_000, "ended by the log's clock, not ours"

@@ -157,6 +157,31 @@ function showTimers(timers) {
   );
 }
 
+// The median batch of the last five minutes against its trigger (docs/monitoring-a-job.md,
+// Batches slower than their trigger), and the stage that grew.
+function showPace(pace) {
+  const typical = pace && pace.duration_ms !== null ? duration(pace.duration_ms) : "—";
+  setText($("batch-duration"), typical);
+  setText($("trigger"), pace ? triggerText(pace) : "");
+  const badge = $("pace");
+  badge.hidden = !(pace && pace.behind);
+  setText(badge, "behind the trigger");
+  badge.className = "badge verdict verdict-falling_behind";
+  setText($("stage"), pace && pace.stage ? stageText(pace) : "");
+}
+
+function triggerText({ kind, interval_ms: interval, batches, slower_batches: slower }) {
+  if (kind === null) return "trigger not known";
+  if (interval === null) return `${kind} trigger`;
+  const every = interval === 0 ? "back-to-back trigger" : `${duration(interval)} trigger`;
+  return slower ? `${every}, ${slower} of ${batches} batches slower` : every;
+}
+
+function stageText({ stage, stage_from_ms: from, stage_to_ms: to, stage_grew: grew }) {
+  if (grew) return `${stage} grew ${duration(from)} → ${duration(to)}`;
+  return `longest: ${stage} ${duration(to)}`;
+}
+
 function showLate(lateRecords, windowMs) {
   setText($("late-label"), `Late records, last ${duration(windowMs)}`);
   setText($("late-window-heading"), `Late, last ${duration(windowMs)}`);
@@ -287,6 +312,7 @@ async function load() {
   showTimers(detail.timers);
   table.load(detail.partitions);
   showBacklog(detail.backlog, detail.now_ms);
+  showPace(detail.trigger);
   page.windowAt = Date.now();
   const latest = detail.latest_batch;
   if (!latest) {
@@ -344,6 +370,7 @@ async function refreshWindow() {
   if (detail.latest_batch && detail.latest_batch.batch_id === page.lastBatch) {
     table.load(detail.partitions);
     showBacklog(detail.backlog, detail.now_ms);
+    showPace(detail.trigger);
   }
 }
 

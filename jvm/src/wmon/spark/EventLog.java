@@ -30,6 +30,16 @@ final class EventLog {
         return () -> lineAt(event, json.get(), received);
     }
 
+    /**
+     * A started event's line, rendered only when asked for, with its query's {@code trigger}
+     * ({@link Triggers#field}) first, where it was read: Spark's started event does not say.
+     */
+    static Supplier<String> startedLater(Object event, Supplier<String> json, String trigger) {
+        Objects.requireNonNull(event, "no event");
+        String extra = trigger == null ? "" : trigger + ",";
+        return () -> withFields(event, extra, json.get());
+    }
+
     /** {"Event":"<class>", ...the fields of the event's own JSON object...}. */
     static String line(Object event, String json) {
         return withFields(event, "", json);

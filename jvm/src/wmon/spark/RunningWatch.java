@@ -127,7 +127,7 @@ final class RunningWatch {
      * The active queries of the default session and of this thread's active one (inherited from
      * the thread that made the watch), each once.
      */
-    private static Collection<StreamingQuery> activeQueries() {
+    static Collection<StreamingQuery> activeQueries() {
         Map<UUID, StreamingQuery> byRun = new LinkedHashMap<>();
         for (Option<SparkSession> session :
                 List.of(SparkSession.getDefaultSession(), SparkSession.getActiveSession())) {

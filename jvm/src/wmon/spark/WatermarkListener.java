@@ -63,34 +63,36 @@ public class WatermarkListener extends StreamingQueryListener {
 
     @Override
     public void onQueryStarted(QueryStartedEvent event) {
-        handle(event, () -> event.json(), false);
+        // Spark posts the started event on the query's own thread while the query is active:
+        // its trigger is read now (a look-up and a few reflective calls).
+        handle(event, () -> EventLog.startedLater(event, event::json, Triggers.field(event.runId())));
     }
 
     @Override
     public void onQueryProgress(QueryProgressEvent event) {
-        handle(event, () -> event.json(), false);
+        handle(event, () -> EventLog.later(event, event::json, null));
     }
 
     @Override
     public void onQueryIdle(QueryIdleEvent event) {
-        handle(event, () -> event.json(), false);
+        handle(event, () -> EventLog.later(event, event::json, null));
     }
 
     @Override
     public void onQueryTerminated(QueryTerminatedEvent event) {
-        handle(event, () -> event.json(), true);
+        handle(event, () -> EventLog.later(event, event::json, Instant.now()));
     }
 
     /**
-     * Queue one event, to be rendered on the sender's thread; its JSON is asked for there, and
-     * nothing can escape from here.
+     * Queue one event's line, to be rendered on the sender's thread (its JSON is asked for
+     * there); nothing can escape from here.
      */
-    private void handle(Object event, Supplier<String> json, boolean stamp) {
+    private void handle(Object event, Supplier<Supplier<String>> line) {
         long start = System.nanoTime();
         try {
             if (sender != null) {
                 running.noted(event);
-                sender.offer(EventLog.later(event, json, stamp ? Instant.now() : null));
+                sender.offer(line.get());
             }
         } catch (Throwable t) {
             // Monitoring must never break the query: count it, say it once.
