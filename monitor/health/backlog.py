@@ -256,6 +256,31 @@ def of_query(partitions: Sequence[Backlog]) -> QueryBacklog:
     )
 
 
+@dataclass(frozen=True)
+class PartitionBacklog:
+    """One source partition's backlog."""
+
+    source_index: int
+    partition: str
+    backlog: Backlog
+
+
+@dataclass(frozen=True)
+class Backlogs:
+    """A query's backlog as of a batch, and its partitions', in source and name order."""
+
+    query: QueryBacklog
+    partitions: tuple[PartitionBacklog, ...]
+
+    def by_partition(self) -> dict[str, Backlog]:
+        """The partitions' backlogs by name (of two sources' partitions of one name, the
+        first source's)."""
+        found: dict[str, Backlog] = {}
+        for p in self.partitions:
+            found.setdefault(p.partition, p.backlog)
+        return found
+
+
 def backlog_fields(backlog: Backlog) -> dict[str, Any]:
     """A partition's backlog as the API and `wmon partitions --json` give it."""
     return {

@@ -12,7 +12,7 @@ import enum
 from dataclasses import dataclass
 
 from monitor.events import Record
-from monitor.health.backlog import QueryBacklog, Verdict
+from monitor.health.backlog import Backlogs, Verdict
 from monitor.health.state_growth import StateGrowth
 from monitor.health.trigger_pace import TriggerPace
 
@@ -118,8 +118,9 @@ class QueryFacts:
     # tells: only `monitor.attach` does).
     running_batch_id: int | None = None
     running_since_ms: int | None = None
-    # Its latest batch's backlog (health.backlog): the ages only where the overview asked.
-    backlog: QueryBacklog | None = None
+    # Its latest batch's backlog, the query's and its partitions' (health.backlog): the ages
+    # only where the overview asked.
+    backlog: Backlogs | None = None
     # Its stateful operators' state over the window (health.state_growth).
     state: tuple[StateGrowth, ...] = ()
     # Its batches' durations over the window against its trigger (health.trigger_pace).

@@ -25,9 +25,9 @@ import sqlalchemy.orm as so
 from monitor.health.backlog import (
     WINDOW_MS,
     Arrival,
-    Backlog,
+    Backlogs,
+    PartitionBacklog,
     Point,
-    QueryBacklog,
     assess,
     head_arrival,
     of_query,
@@ -42,31 +42,6 @@ MIN_POINTS = 3
 
 # A partition of a source: its source's index and its name.
 Key = tuple[int, str]
-
-
-@dataclass(frozen=True)
-class PartitionBacklog:
-    """One source partition's backlog."""
-
-    source_index: int
-    partition: str
-    backlog: Backlog
-
-
-@dataclass(frozen=True)
-class Backlogs:
-    """A query's backlog as of a batch, and its partitions', in source and name order."""
-
-    query: QueryBacklog
-    partitions: tuple[PartitionBacklog, ...]
-
-    def by_partition(self) -> dict[str, Backlog]:
-        """The partitions' backlogs by name (of two sources' partitions of one name, the
-        first source's)."""
-        found: dict[str, Backlog] = {}
-        for p in self.partitions:
-            found.setdefault(p.partition, p.backlog)
-        return found
 
 
 class QueryRow(Protocol):

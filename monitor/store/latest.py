@@ -16,11 +16,12 @@ from typing import Any
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
+from monitor.health.backlog import Backlogs
 from monitor.health.facts import RUNNING
 from monitor.health.state_growth import StateGrowth
 from monitor.health.trigger_pace import TriggerPace
 from monitor.store import batch_event_times, batch_offsets
-from monitor.store.backlog import Backlogs, fleet_backlogs, query_runs
+from monitor.store.backlog import fleet_backlogs, query_runs
 from monitor.store.batch_event_times import StoredEventTimes
 from monitor.store.batch_offsets import StoredPartition
 from monitor.store.isolation import read_apart

@@ -12,9 +12,8 @@ from typing import Any
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.health.backlog import UNKNOWN, Backlog, backlog_fields
+from monitor.health.backlog import UNKNOWN, Backlog, Backlogs, backlog_fields
 from monitor.store import batch_event_times, batch_offsets
-from monitor.store.backlog import Backlogs
 from monitor.store.batch_event_times import StoredEventTimes
 from monitor.store.batch_offsets import StoredPartition
 from monitor.store.models import Batch

@@ -17,12 +17,12 @@ from typing import Any
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.health.backlog import Verdict
+from monitor.health.backlog import Backlogs, Verdict
 from monitor.health.facts import FutureDated, PartitionFacts, QueryFacts, Thresholds, TrendPoint
 from monitor.health.state_growth import StateGrowth
 from monitor.health.trigger_pace import TriggerPace
 from monitor.store import batch_offsets
-from monitor.store.backlog import Backlogs, fleet_backlogs, query_runs
+from monitor.store.backlog import fleet_backlogs, query_runs
 from monitor.store.batch_offsets import StoredPartition
 from monitor.store.batches import latest_batches
 from monitor.store.drop_causes import future_dated_since
@@ -188,7 +188,7 @@ def _facts(asked: Asked, batch: Batch | None, found: _Windows) -> QueryFacts:
         watermark_rewound=watermark_rewound,
         skew_ms=batch.watermark_skew_ms if batch else None,
         partitions=_partitions(rows, late, rewound, future, verdicts),
-        backlog=None if backlog is None else backlog.query,
+        backlog=backlog,
         state=found.state.get(query_id, ()) if batch else (),
         pace=found.pace.get(query_id) if batch else None,
         trend=tuple(found.trends.get(query_id, [])),

@@ -126,7 +126,7 @@ def summary_json(summary: QuerySummary, lens: Lens) -> dict[str, Any]:
         "pending_timers": timers.pending if timers else None,
         "next_timer_ms": timers.next_expiry_ms if timers else None,
         "offset_lag": facts.offset_lag,
-        "backlog": None if facts.backlog is None else query_backlog_fields(facts.backlog),
+        "backlog": None if facts.backlog is None else query_backlog_fields(facts.backlog.query),
         "trend": {
             "batch_id": [p.batch_id for p in facts.trend],
             "batch_time_ms": [p.batch_time_ms for p in facts.trend],

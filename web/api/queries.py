@@ -10,12 +10,11 @@ from typing import Any
 import sqlalchemy.orm as so
 from flask import Blueprint, Response, current_app, request, stream_with_context
 
-from monitor.health.backlog import query_backlog_fields
+from monitor.health.backlog import Backlogs, query_backlog_fields
 from monitor.health.state_growth import state_fields
 from monitor.health.status import Status, query_status
 from monitor.health.trigger_pace import pace_fields
 from monitor.numbers import INT64_MAX
-from monitor.store.backlog import backlogs, query_runs
 from monitor.store.batches import latest_batch, rows_dropped
 from monitor.store.history import (
     CSV_COLUMNS,
@@ -105,14 +104,13 @@ def queries() -> dict[str, Any]:
 
 
 def _latest(
-    session: so.Session, latest: Batch | None, since_ms: int, now_ms: int, running: bool
+    session: so.Session, latest: Batch | None, since_ms: int, behind: Backlogs | None
 ) -> dict[str, Any]:
-    """The latest batch and its partition table, with the late window's figures, and the
-    query's backlog as of `now_ms`."""
-    if latest is None:
+    """The latest batch and its partition table, with the late window's figures and `behind`,
+    the query's backlog as the facts read it."""
+    if latest is None or behind is None:
         return {"latest_batch": None, "partitions": [], "backlog": None}
     dropped = rows_dropped(session, latest.query_id, [latest.batch_id])
-    behind = backlogs(session, latest, now_ms, running)
     details = partition_details(session, latest, since_ms, behind)
     return {
         "latest_batch": batch_json(latest, dropped.get(latest.batch_id)),
@@ -144,13 +142,7 @@ def _query_json(session: so.Session, lens: Lens, summary: QuerySummary) -> dict[
             "unreadable": facts.unreadable,
             "silence_ms": facts.thresholds.silence_ms,
         },
-        **_latest(
-            session,
-            summary.latest,
-            lens.now_ms - late_window_ms,
-            lens.now_ms,
-            query_runs(found, lens.now_ms, facts.thresholds.silence_ms),
-        ),
+        **_latest(session, summary.latest, lens.now_ms - late_window_ms, facts.backlog),
         "late_records": facts.late_records,
         "late_window_ms": late_window_ms,
         "state": [state_fields(growth) for growth in facts.state],
