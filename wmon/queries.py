@@ -1,5 +1,5 @@
-"""`wmon queries`, `batches`, `partitions` and `timers`: the stored history, as tables or JSON;
-the queries with their health as the dashboard has it."""
+"""`wmon queries`, `batches`, `partitions`, `state` and `timers`: the stored history, as tables
+or JSON; the queries with their health as the dashboard has it."""
 
 from __future__ import annotations
 
@@ -14,12 +14,16 @@ import sqlalchemy.orm as so
 from monitor.alerts.rulefile import RuleSet, RulesFileError, load_rules_file
 from monitor.alerts.runner import now_ms
 from monitor.config import load_settings
-from monitor.health.facts import DEFAULT_WINDOW_MS
+from monitor.health.facts import DEFAULT_WINDOW_MS, QueryFacts, Thresholds
+from monitor.health.state_growth import state_fields
+from monitor.health.trigger_pace import pace_fields
 from monitor.numbers import INT64_MAX
 from monitor.store.backlog import backlogs, query_runs
 from monitor.store.batches import batch_of, latest_batch, recent_batches
+from monitor.store.models import Query
 from monitor.store.partitions import partition_details
 from monitor.store.queries import find_query, list_queries
+from monitor.store.summary import summarize
 from monitor.store.timers import recent_timer_snapshots
 from wmon.options import (
     MAX_ROWS,
@@ -33,9 +37,12 @@ from wmon.render import (
     BATCH_COLUMNS,
     PARTITION_COLUMNS,
     QUERY_COLUMNS,
+    STATE_COLUMNS,
     TIMER_COLUMNS,
     behind,
     catch_up,
+    operator_text,
+    pace_text,
     partition_state,
     render_json,
     render_view,
@@ -74,6 +81,11 @@ def register(commands: Any) -> None:
         "--batch", type=whole_number(0, INT64_MAX), help="batch id (default: latest)"
     )
     partitions_parser.set_defaults(func=partitions)
+    state_parser = commands.add_parser(
+        "state", parents=parents, help="a query's stateful operators over the last five minutes"
+    )
+    state_parser.add_argument("query", help="query id or name")
+    state_parser.set_defaults(func=state)
     timers_parser = commands.add_parser(
         "timers", parents=parents, help="a query's pending timers over time"
     )
@@ -125,10 +137,34 @@ def _rules(path: Path | None) -> RuleSet:
 
 
 def batches(args: argparse.Namespace) -> None:
-    """List a query's most recent batches."""
+    """List a query's most recent batches; as a table, with how they keep its trigger over
+    the last five minutes (the API's `trigger`)."""
     with so.Session(open_store(args.database_url)) as session:
         query = find_query(session, args.query)
         print_rows(args, BATCH_COLUMNS, recent_batches(session, query.id, args.limit))
+        pace = None if args.json else _facts(session, query).pace
+    if pace is not None:
+        print(pace_text(pace_fields(pace)))
+
+
+def state(args: argparse.Namespace) -> None:
+    """List a query's stateful operators over the last five minutes of batches, as the API's
+    `state` has them."""
+    with so.Session(open_store(args.database_url)) as session:
+        operators = [
+            state_fields(growth)
+            for growth in _facts(session, find_query(session, args.query)).state
+        ]
+    if args.json:
+        print(json.dumps(operators, indent=2))
+    else:
+        shown = [op | {"operator_text": operator_text(op)} for op in operators]
+        print(render_view(STATE_COLUMNS, shown, args.wide))
+
+
+def _facts(session: so.Session, query: Query) -> QueryFacts:
+    """What is known of the query now, by the default rules' thresholds."""
+    return summarize(session, query, now_ms(), Thresholds()).facts
 
 
 def partitions(args: argparse.Namespace) -> None:

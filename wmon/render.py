@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from monitor.durations import duration
+from monitor.sizes import size
 
 # Off a terminal a table fits TABLE_WIDTH columns; on one, the terminal's width, never less than
 # MIN_WIDTH (a narrower one would leave nothing of the values that are cut).
@@ -185,6 +186,20 @@ PARTITION_COLUMNS = (
     Column("future", "future_records"),
     Column("lead", "future_lead_ms", duration, extra=True),
 )
+# Each stateful operator over the last five minutes of batches: its rows (or "not counted"),
+# how fast they grow, memory and store, commit latency, snapshot lag, and whether it keeps
+# growing; the store's growth a second is extra.
+STATE_COLUMNS = (
+    Column("operator", "operator_text", cut=True),
+    Column("rows", "rows", lambda rows: "not counted" if rows is None else plain(rows)),
+    Column("rows/s", "rows_per_second"),
+    Column("memory", "memory_bytes", size),
+    Column("store", "store_bytes", size),
+    Column("store/s", "store_bytes_per_second", size, extra=True),
+    Column("commit", "commit_latency_ms", duration),
+    Column("snapshot lag", "snapshot_lag"),
+    Column("growing", "growing", lambda growing: "growing" if growing else "-"),
+)
 TIMER_COLUMNS = (
     Column("taken", "taken_at_ms", iso_time),
     Column("watermark", "watermark_ms", iso_time),
@@ -248,6 +263,43 @@ def catch_up(row: Mapping[str, Any]) -> str:
 def verdict_text(row: Mapping[str, Any]) -> str:
     """A partition's backlog verdict in words: 'falling behind', '-' when unknown."""
     return "-" if row.get("verdict") is None else row["verdict"].replace("_", " ")
+
+
+def operator_text(row: Mapping[str, Any]) -> str:
+    """A stateful operator as 'dedupe #0'."""
+    return f"{row['operator'] or 'operator'} #{row['operator_index']}"
+
+
+def pace_text(pace: Mapping[str, Any]) -> str:
+    """A query's batches against its trigger, as the API's `trigger` has them, in a line:
+    'trigger every 5.0 s; median batch 7.3 s of the last 12, 11 slower: behind the trigger;
+    addBatch grew from 2.1 s to 6.9 s'."""
+    kind, interval = pace["kind"], pace["interval_ms"]
+    if kind is None:
+        trigger = "trigger not known"
+    elif interval is None:
+        trigger = f"trigger {kind}"
+    elif interval == 0:
+        trigger = "each batch as soon as the last ends"
+    else:
+        trigger = f"trigger every {duration(interval)}"
+    if pace["duration_ms"] is None:
+        return f"{trigger}; no batch durations in the last five minutes"
+    batches = f"median batch {duration(pace['duration_ms'])} of the last {pace['batches']}"
+    if pace["slower_batches"]:
+        batches += f", {pace['slower_batches']} slower"
+    if pace["behind"]:
+        batches += ": behind the trigger"
+    if pace["stage"] is None:
+        return f"{trigger}; {batches}"
+    if pace["stage_grew"]:
+        stage = (
+            f"{pace['stage']} grew from {duration(pace['stage_from_ms'])} to "
+            f"{duration(pace['stage_to_ms'])}"
+        )
+    else:
+        stage = f"its longest stage {pace['stage']} {duration(pace['stage_to_ms'])}"
+    return f"{trigger}; {batches}; {stage}"
 
 
 def _field(row: Any, attribute: str) -> Any:

@@ -174,6 +174,11 @@ def test_the_query_page_updates_live_while_a_query_runs(
         # The trigger, read from the running query, beside its batches' median duration.
         assert text_of(page, "#trigger").startswith("1.0 s trigger")
         assert text_of(page, "#batch-duration") != "—"
+        # Its dropDuplicates keeps a row per key: the state table counts them.
+        expect(page.locator("#state-section")).to_be_visible()
+        assert text_of(page, "#state tbody td.operator") == "dedupe #0"
+        rows = page.locator("#state tbody td.num").first.text_content()
+        assert int(rows.replace(",", "")) > 0
         points = {f: chart_points(page, f) for f in ("event-time-chart", "batches-chart")}
         mark_page(page)
 

@@ -117,6 +117,8 @@ QUERIES_AN_HOUR_LATER_WIDE = table(
     "telemetry_windows  stalled  59 min 56 s ago  3           -        active"
     "  -                                  11111111-1111-1111-1111-111111111111",
 )
+# Under the table, how the batches of the last five minutes keep the trigger (none is known).
+PACE = "trigger not known; median batch 726 ms of the last 4; its longest stage addBatch 508 ms"
 BATCHES_TABLE = table(
     "batch  time                     watermark                rows  took    skew"
     "  watermark state  watermark driver",
@@ -124,8 +126,9 @@ BATCHES_TABLE = table(
     "               -",
     "3      2026-11-22 02:57:33.500  2026-11-22 02:57:29.318  40    726 ms  -     ok"
     "               -",
+    PACE,
 )
-LAST_BATCH_TABLE = table(BATCHES_TABLE.splitlines()[0], BATCHES_TABLE.splitlines()[2])
+LAST_BATCH_TABLE = table(BATCHES_TABLE.splitlines()[0], BATCHES_TABLE.splitlines()[2], PACE)
 BATCHES_WIDE = table(
     "batch  time                     watermark                event time min"
     "           event time max           rows  rows/s in  rows/s done  took    skew"
@@ -136,6 +139,7 @@ BATCHES_WIDE = table(
     "3      2026-11-22 02:57:33.500  2026-11-22 02:57:29.318  2026-11-22 02:57:31.368"
     "  2026-11-22 02:57:33.318  40    23.6       55.0         726 ms  -     -                ok"
     "               -                 -",
+    PACE,
 )
 
 
@@ -462,8 +466,8 @@ BAD_ARGUMENTS = [
     (
         ["watch"],
         "wmon: error: argument command: invalid choice: 'watch' (choose from 'db', 'prune',"
-        " 'queries', 'batches', 'partitions', 'timers', 'advise', 'alerts', 'generate', 'demo',"
-        " 'serve', 'ingest', 'rejected', 'spark-conf', 'submit')"
+        " 'queries', 'batches', 'partitions', 'state', 'timers', 'advise', 'alerts', 'generate',"
+        " 'demo', 'serve', 'ingest', 'rejected', 'spark-conf', 'submit')"
         " (see wmon --help)",
     ),
     ([], "wmon: error: the following arguments are required: command (see wmon --help)"),

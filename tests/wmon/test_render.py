@@ -10,6 +10,7 @@ import pytest
 import wmon.queries
 from monitor.collect.progress import parse_progress
 from monitor.events import QueryStarted
+from monitor.sizes import size
 from monitor.store.engine import create_engine
 from monitor.store.migrate import upgrade
 from monitor.store.writes import write_event
@@ -21,6 +22,7 @@ from wmon.render import (
     age,
     ago,
     ellipsized,
+    pace_text,
     printable,
     render_table,
     render_view,
@@ -262,3 +264,44 @@ def test_an_error_quoting_a_job_is_one_escaped_line(
     status = main(["queries", "--database-url", hostile_store])
     shown = "evil\\x1b[2J\\x00name\\nnext"
     assert (status, capsys.readouterr().err) == (1, f"wmon: error: cannot read {shown}\n")
+
+
+def test_a_query_behind_its_trigger_reads_as_one_line() -> None:
+    pace = {
+        "kind": "ProcessingTime",
+        "interval_ms": 5_000,
+        "batches": 12,
+        "duration_ms": 7_300,
+        "slower_batches": 11,
+        "behind": True,
+        "stage": "addBatch",
+        "stage_from_ms": 2_100,
+        "stage_to_ms": 6_900,
+        "stage_grew": True,
+    }
+    assert pace_text(pace) == (
+        "trigger every 5.0 s; median batch 7.3 s of the last 12, 11 slower: behind the "
+        "trigger; addBatch grew from 2.1 s to 6.9 s"
+    )
+    steady = pace | {"interval_ms": 0, "slower_batches": 0, "behind": None, "stage_grew": False}
+    assert pace_text(steady) == (
+        "each batch as soon as the last ends; median batch 7.3 s of the last 12; its longest "
+        "stage addBatch 6.9 s"
+    )
+    once = pace | {"kind": "AvailableNow", "interval_ms": None, "duration_ms": None}
+    assert pace_text(once) == "trigger AvailableNow; no batch durations in the last five minutes"
+
+
+@pytest.mark.parametrize(
+    ("n", "shown"),
+    [
+        (None, "-"),
+        (0, "0 B"),
+        (1023.5, "1024 B"),
+        (1024, "1.0 KiB"),
+        (12_700, "12.4 KiB"),
+        (3 * 1024**3, "3.0 GiB"),
+    ],
+)
+def test_sizes_read_in_the_largest_binary_unit_they_fill(n, shown) -> None:
+    assert size(n) == shown

@@ -26,6 +26,7 @@ from wmon.render import (
     PARTITION_COLUMNS,
     QUERY_COLUMNS,
     REJECTED_COLUMNS,
+    STATE_COLUMNS,
     TIMER_COLUMNS,
 )
 
@@ -52,6 +53,7 @@ TABLES = {
     "queries": (["queries"], QUERY_COLUMNS),
     "batches": (["batches", "telemetry"], BATCH_COLUMNS),
     "partitions": (["partitions", "telemetry", "--batch", "3"], PARTITION_COLUMNS),
+    "state": (["state", "telemetry"], STATE_COLUMNS),
     "timers": (["timers", "telemetry"], TIMER_COLUMNS),
     "alerts": (["alerts", "--all"], ALERT_COLUMNS),
     "advise": (["advise", "telemetry"], ADVICE_COLUMNS),

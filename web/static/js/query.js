@@ -23,6 +23,7 @@ import { age, behind, clock, count, duration, rate } from "./format.js";
 import { connect, heardServerTime, serverNow } from "./live.js";
 import { PartitionTable } from "./partitions.js";
 import { behindText, catchUpText, verdictBadge } from "./backlog.js";
+import { showState } from "./state.js";
 
 const RANGE_MS = 15 * 60_000;
 const WINDOW_REFRESH_MS = 5_000;
@@ -313,6 +314,7 @@ async function load() {
   table.load(detail.partitions);
   showBacklog(detail.backlog, detail.now_ms);
   showPace(detail.trigger);
+  showState($("state-section"), detail.state);
   page.windowAt = Date.now();
   const latest = detail.latest_batch;
   if (!latest) {
@@ -371,6 +373,7 @@ async function refreshWindow() {
     table.load(detail.partitions);
     showBacklog(detail.backlog, detail.now_ms);
     showPace(detail.trigger);
+    showState($("state-section"), detail.state);
   }
 }
 
