@@ -5,7 +5,7 @@ export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 export SPARK_LOCAL_IP ?= 127.0.0.1
 
-.PHONY: setup demo test lint bench e2e
+.PHONY: setup demo test lint bench e2e dist
 
 setup:
 	@bash scripts/setup.sh
@@ -27,6 +27,10 @@ test: setup lint
 
 e2e: setup
 	$(BIN)/pytest -m e2e $(PYTEST_ARGS)
+
+# The sdist and the wheel, with the JVM listener and the front-end libraries inside (dist/).
+dist: setup
+	@bash scripts/dist.sh
 
 bench: setup
 	$(BIN)/python -m benchmarks $(BENCH_ARGS)

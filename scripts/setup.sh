@@ -43,8 +43,10 @@ else
 fi
 
 # The JVM listener and instrumented operator (jvm/), compiled against the Spark jars pyspark
-# ships: rebuilt only when a source is newer than the jar.
-JAR=jvm/build/wmon-spark.jar
+# ships into the `wmon` package, which carries it in its wheel: rebuilt only when a source is
+# newer than the jar. Its entries are dated 1980-01-02 (the zip format's first day, and a jar
+# is a zip), so that the same sources make the same jar.
+JAR=wmon/jars/wmon-spark.jar
 build_listener_jar() {
   command -v javac >/dev/null 2>&1 && command -v jar >/dev/null 2>&1 \
     || fail "javac and jar (a JDK 17 or newer, not only a JRE) are needed to build $JAR"
@@ -55,7 +57,9 @@ build_listener_jar() {
   rm -rf jvm/build/classes
   javac --release 17 -Xlint:all,-path -Werror -cp "$pyspark/jars/*" -d jvm/build/classes \
     jvm/src/wmon/spark/*.java jvm/src/wmon/spark/operator/*.java || fail "javac could not compile jvm/src (see above)"
-  jar --create --file "$JAR.tmp" -C jvm/build/classes . || fail "jar could not write $JAR"
+  mkdir -p "$(dirname "$JAR")"
+  jar --create --date=1980-01-02T00:00:00Z --file "$JAR.tmp" -C jvm/build/classes . \
+    || fail "jar could not write $JAR"
   mv "$JAR.tmp" "$JAR"
 }
 if [ ! -f "$JAR" ] || [ -n "$(find jvm/src -name '*.java' -newer "$JAR")" ]; then

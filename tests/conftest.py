@@ -48,7 +48,7 @@ def spark():
         .config("spark.eventLog.enabled", "true")
         .config("spark.eventLog.dir", event_logs.as_uri())
         # The JVM listener (jvm/, built by `make setup`), for tests/jvm to construct.
-        .config("spark.jars", str(Path(__file__).resolve().parents[1] / "jvm/build/wmon-spark.jar"))
+        .config("spark.jars", str(Path(__file__).resolve().parents[1] / "wmon/jars/wmon-spark.jar"))
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

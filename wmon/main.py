@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+from importlib.metadata import version
 
 import sqlalchemy.exc as sa_exc
 
@@ -22,6 +23,9 @@ GROUPS = (db, queries, advise, alerts, demo, serve, ingest, rejected, submit)
 def build_parser() -> Parser:
     """The argument parser of every subcommand."""
     parser = Parser(prog="wmon", description=__doc__)
+    parser.add_argument(
+        "--version", action="version", version=f"wmon {version('watermark-monitor')}"
+    )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for group in GROUPS:
         group.register(commands)

@@ -68,12 +68,17 @@ def _add_collector(parser: argparse.ArgumentParser) -> None:
     )
 
 
+# The JVM listener and operator, inside this package: `make setup` builds it here in a
+# checkout, and the wheel carries it.
+PACKAGED_JAR = Path(__file__).resolve().parent / "jars" / "wmon-spark.jar"
+
+
 def listener_jar() -> Path:
-    """The listener's jar: $WMON_LISTENER_JAR, else `jvm/build/wmon-spark.jar` of this checkout."""
+    """The listener's jar: $WMON_LISTENER_JAR, else the one inside this package."""
     configured = os.environ.get("WMON_LISTENER_JAR")
     if configured:
         return Path(configured).expanduser().resolve()
-    return Path(__file__).resolve().parent.parent / "jvm" / "build" / "wmon-spark.jar"
+    return PACKAGED_JAR
 
 
 def built_jar() -> Path:

@@ -11,7 +11,7 @@ from wmon.main import main
 from wmon.submit import LISTENERS_KEY, listener_jar, merged_args
 
 ROOT = Path(__file__).resolve().parents[2]
-JAR = ROOT / "jvm" / "build" / "wmon-spark.jar"
+JAR = ROOT / "wmon" / "jars" / "wmon-spark.jar"
 WMON = Path(sys.executable).parent / "wmon"
 LISTENER = f"{LISTENERS_KEY}=wmon.spark.WatermarkListener"
 
