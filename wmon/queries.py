@@ -14,17 +14,17 @@ import sqlalchemy.orm as so
 from monitor.alerts.rulefile import RuleSet, RulesFileError, load_rules_file
 from monitor.alerts.runner import now_ms
 from monitor.config import load_settings
-from monitor.health.facts import DEFAULT_WINDOW_MS, QueryFacts, Thresholds
+from monitor.health.facts import DEFAULT_WINDOW_MS
 from monitor.health.state_growth import state_fields
 from monitor.health.trigger_pace import pace_fields
 from monitor.numbers import INT64_MAX
 from monitor.store.backlog import backlogs, query_runs
 from monitor.store.batches import batch_of, latest_batch, recent_batches
-from monitor.store.models import Query
 from monitor.store.partitions import partition_details
 from monitor.store.queries import find_query, list_queries
-from monitor.store.summary import summarize
+from monitor.store.state_growth import fleet_state
 from monitor.store.timers import recent_timer_snapshots
+from monitor.store.trigger_pace import fleet_pace
 from wmon.options import (
     MAX_ROWS,
     CliError,
@@ -142,29 +142,25 @@ def batches(args: argparse.Namespace) -> None:
     with so.Session(open_store(args.database_url)) as session:
         query = find_query(session, args.query)
         print_rows(args, BATCH_COLUMNS, recent_batches(session, query.id, args.limit))
-        pace = None if args.json else _facts(session, query).pace
-    if pace is not None:
-        print(pace_text(pace_fields(pace)))
+        latest = None if args.json else latest_batch(session, query.id)
+        paces = {} if latest is None else fleet_pace(session, {query.id: latest})
+    if query.id in paces:
+        print(pace_text(pace_fields(paces[query.id])))
 
 
 def state(args: argparse.Namespace) -> None:
     """List a query's stateful operators over the last five minutes of batches, as the API's
     `state` has them."""
     with so.Session(open_store(args.database_url)) as session:
-        operators = [
-            state_fields(growth)
-            for growth in _facts(session, find_query(session, args.query)).state
-        ]
+        query = find_query(session, args.query)
+        latest = latest_batch(session, query.id)
+        found = {} if latest is None else fleet_state(session, {query.id: latest})
+        operators = [state_fields(growth) for growth in found.get(query.id, ())]
     if args.json:
         print(json.dumps(operators, indent=2))
     else:
         shown = [op | {"operator_text": operator_text(op)} for op in operators]
         print(render_view(STATE_COLUMNS, shown, args.wide))
-
-
-def _facts(session: so.Session, query: Query) -> QueryFacts:
-    """What is known of the query now, by the default rules' thresholds."""
-    return summarize(session, query, now_ms(), Thresholds()).facts
 
 
 def partitions(args: argparse.Namespace) -> None:

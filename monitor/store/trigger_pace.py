@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.health.facts import DEFAULT_WINDOW_MS
-from monitor.health.trigger_pace import MIN_BATCHES, TriggerPace, assess, timing
+from monitor.health.trigger_pace import MIN_BATCHES, BatchTiming, TriggerPace, assess, timing
 from monitor.store.models import Batch, Run
 from monitor.store.sql import among
 from monitor.store.windows import BatchRow, sampled_rows
@@ -43,7 +43,7 @@ def fleet_pace(
         )
     }
     table = Batch.__table__
-    found: dict[str, list[Any]] = {}
+    found: dict[str, list[BatchTiming]] = {}
     statement = sampled_rows(session, table, newest, window_ms, WINDOW_POINTS, MIN_BATCHES)
     for row in session.execute(statement):
         if row.run_id == newest[row.query_id].run_id:  # a restart may have changed the trigger
