@@ -36,7 +36,7 @@ fi
 if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ]; then
   say "installing Python packages into $VENV (the first time takes a few minutes)"
   "$VENV/bin/python" -m pip install --quiet --upgrade pip
-  "$VENV/bin/python" -m pip install --quiet -e ".[spark,dev]"
+  "$VENV/bin/python" -m pip install --quiet -e ".[spark,connect,pipelines,dev]"
   touch "$STAMP"
 else
   say "Python packages are up to date"

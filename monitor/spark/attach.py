@@ -18,6 +18,7 @@ from monitor.health.predicates import Timeouts
 from monitor.spark.instrument import interval_ms
 from monitor.spark.listener import WatermarkListener
 from monitor.spark.running import RunningWatch
+from monitor.spark.sessions import application_id
 from monitor.spark.timers import TimerWatch
 from monitor.spark.triggers import trigger_of
 from monitor.store.engine import create_engine, display_url
@@ -143,7 +144,7 @@ def attach(
         sender = HttpSender(
             database_url,
             token or settings.ingest_token,
-            sender=spark.sparkContext.applicationId,
+            sender=application_id(spark),
             capacity=capacity,
         )
         listener = WatermarkListener(

@@ -2,7 +2,7 @@
 
 Two implementations measure the same figures and hand the listener the same JSON through
 `observe`: in the JVM (operator_jvm.py, when the session loaded wmon-spark.jar) and in Python
-(operator_python.py, a `mapInArrow` pass-through). Executors never touch the store: the
+(operator_python.py, an Arrow UDF). Executors never touch the store: the
 listener on the driver reads the figures from `observedMetrics`.
 """
 
@@ -13,9 +13,10 @@ import re
 from typing import Any
 
 from monitor.config import load_settings
-from monitor.spark.measuring import Measuring
+from monitor.spark.measuring import Measuring, check_columns, measured_columns
 from monitor.spark.operator_jvm import jvm_operator, measured_in_jvm
 from monitor.spark.operator_python import measured_in_python
+from monitor.spark.sessions import is_connect
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,14 @@ def interval_ms(text: str) -> int:
 def chosen_operator(spark: Any, setting: str) -> Any | None:
     """The JVM operator's class, or None for the Python operator, as WMON_OPERATOR says."""
     if setting == "python":
+        return None
+    if is_connect(spark):
+        if setting == "jvm":
+            raise RuntimeError(
+                "wmon: WMON_OPERATOR=jvm, but this is a Spark Connect session: its client "
+                "cannot reach the server's JVM, wmon-spark.jar in the server's spark.jars or "
+                "not; unset WMON_OPERATOR to measure in Python on the server's workers"
+            )
         return None
     operator = jvm_operator(spark)
     if operator is None and setting == "jvm":
@@ -68,13 +77,6 @@ def instrument(
     is read from its offset log); `window` is the length of the event-time windows the job
     aggregates in, if any, so that late records are counted as Spark drops them.
     """
-    if event_time not in df.columns:
-        raise ValueError(f"instrument: no event-time column {event_time!r} in {df.columns}")
-    if partition is not None and partition not in df.columns:
-        raise ValueError(
-            f"instrument: no partition column {partition!r} in {df.columns} "
-            "(partition=None measures per Spark input partition)"
-        )
     settings = load_settings()
     operator = chosen_operator(df.sparkSession, settings.operator)
     measuring = Measuring(
@@ -88,8 +90,20 @@ def instrument(
         window_ms=interval_ms(window) if window else None,
         future_tolerance_ms=settings.future_tolerance_s * 1000,
     )
-    if operator is None:
-        log.info("wmon: instrument() measures in Python (mapInArrow): no wmon-spark.jar in use")
+    if is_connect(df.sparkSession):
+        # Analysing df would be a round trip to the server, and a pipeline's flow function may
+        # not: the Python operator checks the columns when the rows arrive.
+        log.info(
+            "wmon: instrument() measures in Python, in the Spark Connect server's Python "
+            "workers (an Arrow UDF): they need watermark-monitor installed; the JVM operator "
+            "cannot be used from a Connect client"
+        )
         return measured_in_python(df, measuring)
+    columns = df.columns
+    check_columns(columns, measuring)
+    if operator is None:
+        log.info("wmon: instrument() measures in Python (an Arrow UDF): no wmon-spark.jar in use")
+        present = [name for name in measured_columns(measuring) if name in columns]
+        return measured_in_python(df, measuring, present)
     log.info("wmon: instrument() measures in the JVM (wmon-spark.jar)")
     return measured_in_jvm(operator, df, measuring)

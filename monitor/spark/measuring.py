@@ -32,3 +32,20 @@ class Measuring:
     delay_ms: int
     window_ms: int | None
     future_tolerance_ms: int
+
+
+def measured_columns(measuring: Measuring) -> list[str]:
+    """The columns the operator reads, those that are named."""
+    named = (measuring.event_time, measuring.partition, measuring.topic, measuring.key)
+    return [name for name in (*named, measuring.offset) if name is not None]
+
+
+def check_columns(columns: list[str], measuring: Measuring) -> None:
+    """Raise ValueError unless `columns` hold the event time and the partition named."""
+    if measuring.event_time not in columns:
+        raise ValueError(f"instrument: no event-time column {measuring.event_time!r} in {columns}")
+    if measuring.partition is not None and measuring.partition not in columns:
+        raise ValueError(
+            f"instrument: no partition column {measuring.partition!r} in {columns} "
+            "(partition=None measures per Spark input partition)"
+        )

@@ -1,13 +1,13 @@
-"""The instrumented operator in Python: a `mapInArrow` pass-through measuring each task's rows.
+"""The instrumented operator in Python: an Arrow UDF measuring each task's rows.
 
-It adds one string column, filled only on the last row a task emits with that task's
+It adds one string column, filled only on the last row of each task with that task's
 per-partition figures; `observe` collects those into the batch's progress event and the column
-is dropped again. Used when the session's JVM has no wmon-spark.jar (see operator_jvm.py).
+is dropped again. Used when the session's JVM has no wmon-spark.jar, and on Spark Connect,
+where a client cannot reach the JVM (see operator_jvm.py).
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 from collections.abc import Iterator
@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 
 from monitor.collect.observed import later_record, sample_order
 from monitor.events import OBSERVATION, SAMPLES_PER_PARTITION
-from monitor.spark.measuring import NO_WATERMARK_MS, Measuring
+from monitor.spark.measuring import NO_WATERMARK_MS, Measuring, check_columns
 
 STATS_COLUMN = "__wmon_stats"
 # Late samples: the records with the smallest (offset, event time, key), missing values first,
@@ -244,8 +244,9 @@ def _max(a: int | None, b: int) -> int:
     return b if a is None else max(a, b)
 
 
-def measure(batches: Iterator[pa.RecordBatch], measuring: Measuring) -> Iterator[pa.RecordBatch]:
-    """Pass every batch through unchanged, plus the stats column set on the task's last row."""
+def measure(rows: Iterator[pa.Array], measuring: Measuring) -> Iterator[pa.Array]:
+    """Each task's rows (as structs of their measured columns) measured: a string per row,
+    null but on the task's last row, which carries the task's figures as JSON."""
     from pyspark import TaskContext
 
     context = TaskContext.get()
@@ -260,12 +261,15 @@ def measure(batches: Iterator[pa.RecordBatch], measuring: Measuring) -> Iterator
         measuring.future_tolerance_ms,
     )
     previous: pa.RecordBatch | None = None
-    for batch in batches:
+    for struct in rows:
+        batch = pa.RecordBatch.from_struct_array(struct)
         if batch.num_rows == 0:
-            yield batch.append_column(STATS_COLUMN, pa.nulls(0, pa.string()))
+            yield pa.nulls(0, pa.string())
             continue
-        if previous is not None:
-            yield previous.append_column(STATS_COLUMN, pa.nulls(previous.num_rows, pa.string()))
+        if previous is None:
+            check_columns(batch.schema.names, measuring)
+        else:
+            yield pa.nulls(previous.num_rows, pa.string())
         times_us = event_times_us(batch, measuring.event_time)
         stats.add(
             partition_keys(batch, measuring.partition, measuring.topic, context.partitionId()),
@@ -279,7 +283,7 @@ def measure(batches: Iterator[pa.RecordBatch], measuring: Measuring) -> Iterator
     if previous is not None:
         # The task's figures ride on its last row; empty batches passed through above.
         last = [None] * (previous.num_rows - 1) + [stats.to_json(batch_id, measuring.delay_ms)]
-        yield previous.append_column(STATS_COLUMN, pa.array(last, pa.string()))
+        yield pa.array(last, pa.string())
 
 
 def _column(batch: pa.RecordBatch, name: str | None, kind: pa.DataType) -> pa.Array | None:
@@ -288,14 +292,25 @@ def _column(batch: pa.RecordBatch, name: str | None, kind: pa.DataType) -> pa.Ar
     return pc.cast(batch.column(name), kind)
 
 
-def measured_in_python(df: Any, measuring: Measuring) -> Any:
-    """`df` measured by the pass-through, observed as OBSERVATION."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import StringType, StructField, StructType
+def measured_in_python(df: Any, measuring: Measuring, columns: list[str] | None = None) -> Any:
+    """`df` measured by an Arrow UDF, observed as OBSERVATION.
 
-    function = functools.partial(measure, measuring=measuring)
-    schema = StructType([*df.schema.fields, StructField(STATS_COLUMN, StringType())])
-    measured = df.mapInArrow(function, schema)
-    return measured.observe(OBSERVATION, F.collect_list(STATS_COLUMN).alias("tasks")).drop(
+    The UDF takes the rows as a struct of `columns`, by default all of them: nothing here
+    analyses `df` (on Spark Connect that is a round trip, and a pipeline's flow function may
+    not), and the named columns are checked when the first rows arrive.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType
+
+    def measured(rows: Iterator[pa.Array]) -> Iterator[pa.Array]:
+        return measure(rows, measuring)
+
+    # A type, not "string": on Spark Connect a DDL string is parsed by the server. The
+    # iterator form is told by the type hints (pyspark's stubs know it only with a
+    # functionType, which pyspark warns against).
+    stats = F.arrow_udf(measured, StringType()).asNondeterministic()  # type: ignore[call-overload]
+    fields = [F.col("*")] if columns is None else [df[name] for name in columns]
+    observed = df.withColumn(STATS_COLUMN, stats(F.struct(*fields)))
+    return observed.observe(OBSERVATION, F.collect_list(STATS_COLUMN).alias("tasks")).drop(
         STATS_COLUMN
     )

@@ -221,7 +221,10 @@ def test_jvm_without_the_jar_is_a_clear_error():
     "operator, message",
     [
         ("jvm", "wmon: instrument() measures in the JVM (wmon-spark.jar)"),
-        ("python", "wmon: instrument() measures in Python (mapInArrow): no wmon-spark.jar in use"),
+        (
+            "python",
+            "wmon: instrument() measures in Python (an Arrow UDF): no wmon-spark.jar in use",
+        ),
     ],
     ids=["jvm", "python"],
 )
