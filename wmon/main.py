@@ -12,12 +12,12 @@ import sqlalchemy.exc as sa_exc
 
 from monitor.store.engine import StoreError, unusable
 from monitor.store.queries import QueryNotFound
-from wmon import advise, alerts, db, demo, ingest, queries, rejected, serve, submit
+from wmon import advise, alerts, db, demo, ingest, pipelines, queries, rejected, serve, submit
 from wmon.options import CliError, Parser
 from wmon.render import printable
 
 # Each group adds its own sub-commands, in the order `wmon --help` lists them.
-GROUPS = (db, queries, advise, alerts, demo, serve, ingest, rejected, submit)
+GROUPS = (db, queries, advise, alerts, demo, serve, ingest, rejected, submit, pipelines)
 
 
 def build_parser() -> Parser:

@@ -29,7 +29,7 @@ def register(commands: Any) -> None:
     conf = commands.add_parser(
         "spark-conf", help="print the Spark settings that make a job report to the collector"
     )
-    _add_collector(conf)
+    add_collector(conf)
     conf.add_argument(
         "--format",
         choices=("args", "defaults"),
@@ -42,7 +42,7 @@ def register(commands: Any) -> None:
         help="run pyspark's spark-submit with the listener added",
         usage="wmon submit [--url URL] [--token TOKEN] -- SPARK_SUBMIT_ARGS...",
     )
-    _add_collector(submit)
+    add_collector(submit)
     submit.add_argument("submit_args", nargs=argparse.REMAINDER, help="spark-submit's arguments")
     submit.set_defaults(func=submit_job)
 
@@ -56,7 +56,8 @@ def collector_url(text: str) -> str:
     return text
 
 
-def _add_collector(parser: argparse.ArgumentParser) -> None:
+def add_collector(parser: argparse.ArgumentParser) -> None:
+    """Add `--url` and `--token`: the collector the listener posts to."""
     parser.add_argument(
         "--url",
         type=collector_url,
@@ -97,13 +98,14 @@ def listener_settings(jar: Path, url: str, token: str | None) -> list[tuple[str,
     return settings
 
 
-def _token(args: argparse.Namespace) -> str | None:
+def collector_token(args: argparse.Namespace) -> str | None:
+    """`--token`, else WMON_INGEST_TOKEN."""
     return args.token if args.token is not None else load_settings().ingest_token
 
 
 def spark_conf(args: argparse.Namespace) -> None:
     """Print the settings as spark-submit arguments or as spark-defaults.conf lines."""
-    settings = listener_settings(built_jar(), args.url, _token(args))
+    settings = listener_settings(built_jar(), args.url, collector_token(args))
     for key, value in settings:
         if args.format == "defaults":
             print(f"{key} {value}")
@@ -120,7 +122,7 @@ def submit_job(args: argparse.Namespace) -> None:
         user_args = user_args[1:]
     if not user_args:
         raise CliError("give spark-submit's arguments after `--` (wmon submit -- app.py)")
-    settings = listener_settings(built_jar(), args.url, _token(args))
+    settings = listener_settings(built_jar(), args.url, collector_token(args))
     command = [str(spark_submit()), *merged_args(settings, user_args)]
     env = dict(os.environ)
     # A pip-installed pyspark is importable from this Python, not necessarily from `python3`.

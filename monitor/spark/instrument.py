@@ -74,8 +74,10 @@ def instrument(
     """The same rows and columns as `df`, measured per partition for the monitor.
 
     `checkpoint` is the query's checkpoint location (the late-record threshold of each batch
-    is read from its offset log); `window` is the length of the event-time windows the job
-    aggregates in, if any, so that late records are counted as Spark drops them.
+    is read from its offset log), or, measured in Python, a directory above it such as a
+    Declarative Pipeline's storage root (monitor.spark.checkpoints); `window` is the length
+    of the event-time windows the job aggregates in, if any, so that late records are counted
+    as Spark drops them.
     """
     settings = load_settings()
     operator = chosen_operator(df.sparkSession, settings.operator)

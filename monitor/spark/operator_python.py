@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from monitor.collect.observed import later_record, sample_order
 from monitor.events import OBSERVATION, SAMPLES_PER_PARTITION
+from monitor.spark.checkpoints import query_checkpoint
 from monitor.spark.measuring import NO_WATERMARK_MS, Measuring, check_columns
 
 STATS_COLUMN = "__wmon_stats"
@@ -254,10 +255,13 @@ def measure(rows: Iterator[pa.Array], measuring: Measuring) -> Iterator[pa.Array
     if context is None or batch_property is None:
         raise RuntimeError("wmon: instrument() works only inside a streaming query")
     batch_id = int(batch_property)
+    checkpoint = query_checkpoint(
+        measuring.checkpoint, context.getLocalProperty("sql.streaming.queryId")
+    )
     stats = TaskStats(
-        late_watermark_ms(measuring.checkpoint, batch_id),
+        late_watermark_ms(checkpoint, batch_id),
         measuring.window_ms,
-        batch_time_ms(measuring.checkpoint, batch_id),
+        batch_time_ms(checkpoint, batch_id),
         measuring.future_tolerance_ms,
     )
     previous: pa.RecordBatch | None = None

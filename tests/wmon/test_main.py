@@ -467,7 +467,7 @@ BAD_ARGUMENTS = [
         ["watch"],
         "wmon: error: argument command: invalid choice: 'watch' (choose from 'db', 'prune',"
         " 'queries', 'batches', 'partitions', 'state', 'timers', 'advise', 'alerts', 'generate',"
-        " 'demo', 'serve', 'ingest', 'rejected', 'spark-conf', 'submit')"
+        " 'demo', 'serve', 'ingest', 'rejected', 'spark-conf', 'submit', 'pipelines')"
         " (see wmon --help)",
     ),
     ([], "wmon: error: the following arguments are required: command (see wmon --help)"),

@@ -15,6 +15,7 @@ final class Settings {
     static final String MAX_BACKOFF_MS = "spark.wmon.maxBackoffMs";
     static final String CLOSE_TIMEOUT_MS = "spark.wmon.closeTimeoutMs";
     static final String RUNNING_INTERVAL_MS = "spark.wmon.runningIntervalMs";
+    static final String PIPELINE = "spark.wmon.pipeline";
 
     /** Where events go: {@code <spark.wmon.url>/api/ingest}, or null when unset or unusable. */
     final URI ingestUri;
@@ -26,6 +27,8 @@ final class Settings {
     final long closeTimeoutMs;
     /** How often the active queries are asked which of them runs a batch now. */
     final long runningIntervalMs;
+    /** The Declarative Pipeline whose flows the queries are ({@code wmon pipelines}), or null. */
+    final String pipeline;
     /** What was wrong with the configuration, one sentence per setting. */
     final List<String> warnings;
 
@@ -39,6 +42,8 @@ final class Settings {
         maxBackoffMs = number(conf, MAX_BACKOFF_MS, 30_000, 1, 3_600_000, found);
         closeTimeoutMs = number(conf, CLOSE_TIMEOUT_MS, 10_000, 0, 3_600_000, found);
         runningIntervalMs = number(conf, RUNNING_INTERVAL_MS, 5_000, 100, 3_600_000, found);
+        String named = conf.get(PIPELINE, "").strip();
+        pipeline = named.isEmpty() ? null : named;
         warnings = Collections.unmodifiableList(found);
     }
 

@@ -65,12 +65,13 @@ public class WatermarkListener extends StreamingQueryListener {
     public void onQueryStarted(QueryStartedEvent event) {
         // Spark posts the started event on the query's own thread while the query is active:
         // its trigger is read now (a look-up and a few reflective calls).
-        handle(event, () -> EventLog.startedLater(event, event::json, Triggers.field(event.runId())));
+        handle(event, () -> EventLog.startedLater(
+                event, named(event::json), Triggers.field(event.runId())));
     }
 
     @Override
     public void onQueryProgress(QueryProgressEvent event) {
-        handle(event, () -> EventLog.later(event, event::json, null));
+        handle(event, () -> EventLog.later(event, named(event::json), null));
     }
 
     @Override
@@ -81,6 +82,12 @@ public class WatermarkListener extends StreamingQueryListener {
     @Override
     public void onQueryTerminated(QueryTerminatedEvent event) {
         handle(event, () -> EventLog.later(event, event::json, Instant.now()));
+    }
+
+    /** The event's JSON, with its query named as its pipeline's flow where one is set. */
+    private Supplier<String> named(Supplier<String> json) {
+        String pipeline = settings.pipeline;
+        return pipeline == null ? json : () -> FlowNames.named(json.get(), pipeline);
     }
 
     /**
