@@ -19,7 +19,8 @@ PERIODIC_TRIGGERS = frozenset({"ProcessingTime", "Continuous"})
 class QueryStarted:
     """A streaming query started a run; with its trigger where the way in could read it
     (Spark's event does not carry it): the kind as Spark names it (ProcessingTime, AvailableNow,
-    OneTime, Continuous, …) and a periodic one's interval."""
+    OneTime, Continuous, …) and a periodic one's interval; and the Declarative Pipeline whose
+    flow it is, where the way in was told (`wmon pipelines`)."""
 
     query_id: str
     run_id: str
@@ -27,6 +28,7 @@ class QueryStarted:
     timestamp_ms: int
     trigger: str | None = None
     trigger_interval_ms: int | None = None
+    pipeline: str | None = None
 
 
 @dataclass(frozen=True)

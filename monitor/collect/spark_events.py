@@ -12,6 +12,8 @@ one after the last stored), "timestamp", "since"}).
 Spark's started event does not say how the query is triggered. Where the way in can read it from
 the running query, it adds `trigger`: {"kind": the trigger as Spark names it, without "Trigger"
 (ProcessingTime, AvailableNow, OneTime, Continuous, …), "intervalMs": a periodic one's interval}.
+The JVM listener in a Declarative Pipeline's server (`wmon pipelines`) adds `pipeline`, the
+pipeline's name, and has named the query `<pipeline>/<flow>`.
 
 Spark's terminated event carries no time. Whoever saw it happen may add a `timestamp` in the
 form of the started event's; otherwise the caller's fallback time is used (the collector's
@@ -74,7 +76,8 @@ def _text(doc: dict[str, Any], key: str) -> str | None:
 
 
 def started_event(doc: dict[str, Any]) -> QueryStarted:
-    """A QueryStarted from the JSON form of Spark's QueryStartedEvent, with our `trigger`."""
+    """A QueryStarted from the JSON form of Spark's QueryStartedEvent, with our `trigger` and
+    `pipeline`."""
     kind, interval_ms = _trigger(doc.get("trigger"))
     return QueryStarted(
         query_id=_id(doc, "id"),
@@ -83,6 +86,7 @@ def started_event(doc: dict[str, Any]) -> QueryStarted:
         timestamp_ms=_time(doc),
         trigger=kind,
         trigger_interval_ms=interval_ms,
+        pipeline=_text(doc, "pipeline"),
     )
 
 

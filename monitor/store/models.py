@@ -56,6 +56,9 @@ class Query(Base):
     # of older ranges use a coarser tier, and rolling minutes up again starts no earlier.
     batches_kept_from_ms: so.Mapped[int | None] = so.mapped_column(Millis)
     minutes_kept_from_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    # The query a reset of its Declarative Pipeline flow replaced: the flow's query before the
+    # full refresh that gave it a new checkpoint, and so a new id (None: not a reset).
+    replaces_id: so.Mapped[str | None] = so.mapped_column(sa.String(36), index=True)
 
 
 class Run(Base):

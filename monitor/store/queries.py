@@ -34,6 +34,11 @@ def query_name(session: so.Session, query_id: str) -> str | None:
 MAX_REF_LENGTH = 255
 
 
+def replaced_by(session: so.Session, query_id: str) -> str | None:
+    """The query that replaced this one in a reset of its pipeline flow, if one did."""
+    return session.scalars(sa.select(Query.id).where(Query.replaces_id == query_id)).first()
+
+
 def _encodable(text: str) -> bool:
     try:
         text.encode("utf-8")

@@ -348,6 +348,9 @@ def record(event: object, group: _Group) -> None:
 @record.register
 def _started(event: QueryStarted, group: _Group) -> None:
     query = group.query_row(event.query_id, event.run_id, event.timestamp_ms)
+    first_start = query.started_at_ms is None and query.replaces_id is None
+    if event.pipeline is not None and event.name is not None and first_start:
+        query.replaces_id = _flow_before(group.session, event)
     run = group.run_row(event.query_id, event.run_id)
     run.name, run.started_at_ms = event.name, event.timestamp_ms
     run.began_at_ms = earlier(run.began_at_ms, event.timestamp_ms)
@@ -359,6 +362,18 @@ def _started(event: QueryStarted, group: _Group) -> None:
         query.updated_at_ms = group.trusted(query, event.timestamp_ms)
         query.terminated_at_ms = query.exception = query.error_class = None
         query.running_batch_id = query.running_since_ms = None
+
+
+def _flow_before(session: so.Session, event: QueryStarted) -> str | None:
+    """The query a pipeline flow's reset replaced: the newest other query of the flow's name
+    (a full refresh gives the flow a new checkpoint, and Spark a new query id)."""
+    before = (
+        sa.select(Query.id)
+        .where(Query.name == event.name, Query.id != event.query_id)
+        .order_by(Query.started_at_ms.desc())
+        .limit(1)
+    )
+    return session.scalars(before).first()
 
 
 @record.register

@@ -5,8 +5,10 @@ and the configuration directory it writes, the user's own settings kept."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import urllib.request
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -93,8 +95,43 @@ def write_readings(directory: Path) -> None:
         os.utime(path, (1_000_000 + index, 1_000_000 + index))
 
 
+NAMES = [
+    "telemetry/spark_catalog.default.raw_readings",
+    "telemetry/spark_catalog.default.unique_readings",
+]
+
+
+def run_pipeline(project: Path, env: dict[str, str], url: str, *args: str) -> None:
+    """`wmon pipelines run` of the project's spec, posting to the collector at `url`."""
+    done = subprocess.run(
+        [sys.executable, "-m", "wmon", "pipelines", "--url", url, "--token", INGEST_TOKEN]
+        + ["run", "--spec", str(project / "spark-pipeline.yml"), *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "Run is COMPLETED" in done.stdout + done.stderr
+
+
+def stored_queries(engine: sa.Engine) -> list[tuple[str, str, str]]:
+    """(name, id, status) of every stored query, by name and start."""
+    with engine.connect() as connection:
+        rows = connection.execute(
+            sa.text("SELECT name, id, status FROM queries ORDER BY name, started_at_ms")
+        ).all()
+    return [tuple(row) for row in rows]
+
+
+def api(url: str, path: str) -> dict:
+    with urllib.request.urlopen(f"{url}{path}", timeout=10) as answer:
+        return json.load(answer)
+
+
 @pytest.mark.spark
-def test_a_pipelines_flows_are_recorded_named_and_measured(tmp_path: Path) -> None:
+def test_a_pipelines_flows_are_recorded_named_measured_and_reset(tmp_path: Path) -> None:
     project, storage = tmp_path / "pipeline", tmp_path / "storage"
     (project / "transformations").mkdir(parents=True)
     (project / "spark-pipeline.yml").write_text(SPEC.format(storage=storage.as_uri()))
@@ -110,55 +147,55 @@ def test_a_pipelines_flows_are_recorded_named_and_measured(tmp_path: Path) -> No
     }
     env.pop("SPARK_CONF_DIR", None)
     with serving_collector(str(engine.url)) as url:
-        done = subprocess.run(
-            [sys.executable, "-m", "wmon", "pipelines", "--url", url, "--token", INGEST_TOKEN]
-            + ["run", "--spec", str(project / "spark-pipeline.yml")],
-            cwd=project,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-        assert "Run is COMPLETED" in done.stdout + done.stderr
-
-        def flows() -> dict[str, str]:
-            with engine.connect() as connection:
-                rows = connection.execute(sa.text("SELECT name, id FROM queries")).all()
-            return {name: query_id for name, query_id in rows}
-
-        names = ["telemetry/spark_catalog.default.raw_readings"]
-        names.append("telemetry/spark_catalog.default.unique_readings")
+        run_pipeline(project, env, url)
         wait_until(
             lambda: (
-                sorted(flows()) == names
-                and all(
-                    stored_rows(engine, query_id)["queries"][0]["status"] == "terminated"
-                    for query_id in flows().values()
-                )
+                [(name, status) for name, _, status in stored_queries(engine)]
+                == [(name, "terminated") for name in NAMES]
             ),
             60,
             "both flows recorded to their end",
         )
-    unique = stored_rows(engine, flows()[names[1]])
-    # A file a batch, and then one with no data, in which the watermark moves on.
-    assert [row["num_input_rows"] for row in unique["batches"]] == [2 * PER_PARTITION] * 4 + [
-        2 * PER_PARTITION + LATE,
-        0,
-    ]
-    late = sum(row["late_records"] for row in unique["batch_event_times"])
-    with engine.connect() as connection:
-        dropped = connection.execute(
-            sa.text(
-                "SELECT sum(num_rows_dropped_by_watermark) FROM state_operators"
-                " WHERE query_id = :id"
+        raw_id, unique_id = (query_id for _, query_id, _ in stored_queries(engine))
+        unique = stored_rows(engine, unique_id)
+        # A file a batch, and then one with no data, in which the watermark moves on.
+        rows = [2 * PER_PARTITION] * (FILES - 1) + [2 * PER_PARTITION + LATE, 0]
+        assert [row["num_input_rows"] for row in unique["batches"]] == rows
+        late = sum(row["late_records"] for row in unique["batch_event_times"])
+        with engine.connect() as connection:
+            dropped = connection.execute(
+                sa.text(
+                    "SELECT sum(num_rows_dropped_by_watermark) FROM state_operators"
+                    " WHERE query_id = :id"
+                ),
+                {"id": unique_id},
+            ).scalar_one()
+        assert late == dropped == LATE
+        raw = stored_rows(engine, raw_id)
+        assert len(raw["batches"]) == FILES
+        assert not raw["batch_event_times"], "the plain copy is not measured"
+
+        # A full refresh of one flow: a new checkpoint, a new query id, the same flow. (The
+        # tables' catalog here is the server's memory: their files go with it.)
+        shutil.rmtree(project / "spark-warehouse")
+        run_pipeline(project, env, url, "--full-refresh", "unique_readings")
+        wait_until(
+            lambda: (
+                len(stored_queries(engine)) == 3
+                and all(status == "terminated" for *_, status in stored_queries(engine))
             ),
-            {"id": flows()[names[1]]},
-        ).scalar_one()
-    assert late == dropped == LATE
-    raw = stored_rows(engine, flows()[names[0]])
-    assert len(raw["batches"]) == FILES
-    assert not any(row["records"] for row in raw["batch_event_times"]), "raw is not measured"
+            60,
+            "the refreshed flow recorded to its end",
+        )
+        refreshed = stored_queries(engine)[2][1]
+        assert stored_queries(engine)[2][0] == NAMES[1] and refreshed != unique_id
+        assert api(url, f"/api/queries/{refreshed}")["query"]["replaces_id"] == unique_id
+        assert api(url, f"/api/queries/{unique_id}")["query"]["replaced_by_id"] == refreshed
+        assert api(url, f"/api/queries/{raw_id}")["query"]["replaced_by_id"] is None
+        late = sum(
+            row["late_records"] for row in stored_rows(engine, refreshed)["batch_event_times"]
+        )
+        assert late == LATE, "measured again from its new checkpoint"
 
 
 def test_the_users_own_settings_are_kept_and_the_listeners_joined(tmp_path: Path) -> None:

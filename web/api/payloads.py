@@ -35,6 +35,7 @@ QUERY_FIELDS = (
     "clock_ahead_ms",
     "running_batch_id",
     "running_since_ms",
+    "replaces_id",
 )
 BATCH_FIELDS = (
     "batch_id",

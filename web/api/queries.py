@@ -31,7 +31,7 @@ from monitor.store.history import (
 )
 from monitor.store.models import Batch, Query
 from monitor.store.partitions import partition_details
-from monitor.store.queries import find_query, list_queries
+from monitor.store.queries import find_query, list_queries, replaced_by
 from monitor.store.summary import QuerySummary
 from monitor.store.timers import recent_timer_snapshots
 from web import db
@@ -141,6 +141,7 @@ def _query_json(session: so.Session, lens: Lens, summary: QuerySummary) -> dict[
             "stored_status": found.status,
             "unreadable": facts.unreadable,
             "silence_ms": facts.thresholds.silence_ms,
+            "replaced_by_id": replaced_by(session, found.id),
         },
         **_latest(session, summary.latest, lens.now_ms - late_window_ms, facts.backlog),
         "late_records": facts.late_records,

@@ -105,6 +105,23 @@ function showStatus(query) {
   setText($("error-class"), query.error_class ? `(${query.error_class})` : "");
   $("unreadable").hidden = !query.unreadable;
   setText($("unreadable-reason"), query.unreadable);
+  showReset(query);
+}
+
+// A pipeline flow's full refresh gives it a new query: the history before and after it.
+function showReset({ replaces_id: before, replaced_by_id: after }) {
+  const other = after ?? before;
+  $("reset").hidden = other === null;
+  if (other === null) return;
+  setText(
+    $("reset-text"),
+    after === null
+      ? "A reset of this pipeline flow (a full refresh) started it here; its history before is"
+      : "This pipeline flow was reset (a full refresh); its history goes on as",
+  );
+  const link = $("reset-link");
+  link.href = `/queries/${encodeURIComponent(other)}`;
+  setText(link, `query ${other}`);
 }
 
 function showBatch(batch, partitions) {
