@@ -90,7 +90,7 @@ def pipeline_name(spec: Path) -> str:
         raise CliError(f"cannot read the pipeline spec {spec}: {error}") from error
     name = loaded.get("name") if isinstance(loaded, dict) else None
     if not isinstance(name, str) or not name.strip():
-        raise CliError(f"the pipeline spec {spec} has no name:")
+        raise CliError(f"the pipeline spec {spec} has no `name`")
     return name.strip()
 
 

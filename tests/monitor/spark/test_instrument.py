@@ -15,9 +15,12 @@ from collections import Counter
 import pytest
 import sqlalchemy as sa
 import sqlalchemy.orm as so
+from pyspark.errors import StreamingQueryException
 
 import monitor
 from monitor.spark.instrument import instrument
+from monitor.spark.measuring import Measuring
+from monitor.spark.operator_python import measured_in_python
 from monitor.store.models import Batch
 from tests.support.paths import ROOT
 from tests.support.spark_queries import (
@@ -202,3 +205,26 @@ def test_a_retried_task_is_counted_once(
     assert late == expected_late(skewed, checkpoint)
     assert sum(late.values()) == result["dropped"] > 0
     assert sum(row.records for row in rows.values()) == RECORDS * len(SPACING_MS)
+
+
+def test_columns_that_are_not_there_are_named(spark, skewed, log_dir, checkpoint):
+    """At once where the DataFrame can be analysed; when the first rows arrive where it must
+    not be (on Spark Connect, in a pipeline's flow function), with the same words."""
+    source = (
+        spark.readStream.format("partitioned_log")
+        .option("path", str(log_dir))
+        .option("subscribe", "telemetry")
+        .load()
+    )
+    with pytest.raises(ValueError, match="instrument: no event-time column 'seen_at'"):
+        instrument(source, event_time="seen_at", checkpoint=checkpoint)
+    measuring = Measuring(checkpoint, "timestamp", "shard", None, None, None, 10_000, None, 0)
+    query = (
+        measured_in_python(source, measuring)
+        .writeStream.format("noop")
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
+    with pytest.raises(StreamingQueryException, match="instrument: no partition column 'shard'"):
+        query.awaitTermination(WAIT)
