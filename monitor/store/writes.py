@@ -370,7 +370,7 @@ def _flow_before(session: so.Session, event: QueryStarted) -> str | None:
     before = (
         sa.select(Query.id)
         .where(Query.name == event.name, Query.id != event.query_id)
-        .order_by(Query.started_at_ms.desc())
+        .order_by(Query.started_at_ms.desc().nulls_last())
         .limit(1)
     )
     return session.scalars(before).first()

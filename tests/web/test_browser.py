@@ -299,6 +299,32 @@ def test_a_hostile_query_name_shows_as_text(engine, serve, page):
     assert page.dialogs == []
 
 
+def test_a_pipeline_flows_reset_links_its_queries_before_and_after(engine, serve, page):
+    flow = "telemetry/spark_catalog.default.readings"
+    write_events(
+        engine,
+        [
+            QueryStarted("flow-1", "run-1", flow, NOW - 300_000, pipeline="telemetry"),
+            QueryTerminated("flow-1", "run-1", NOW - 250_000),
+            QueryStarted("flow-2", "run-2", flow, NOW - 200_000, pipeline="telemetry"),
+        ],
+    )
+    url = serve(CLOCK=lambda: NOW)
+    page.goto(f"{url}/queries/flow-2")
+    page.wait_for_selector("#reset:not([hidden])", timeout=WAIT_MS)
+    assert (
+        text_of(page, "#reset").split()
+        == (
+            "A reset of this pipeline flow (a full refresh) started it here; its history before is"
+            " query flow-1"
+        ).split()
+    )
+    page.click("#reset-link")
+    page.wait_for_url(f"{url}/queries/flow-1", timeout=WAIT_MS)
+    page.wait_for_selector("#reset:not([hidden])", timeout=WAIT_MS)
+    assert "its history goes on as query flow-2" in " ".join(text_of(page, "#reset").split())
+
+
 def write_history(engine, query_id="hist", batches=120):
     """A batch every 30 s over the last hour, three partitions; one late record in each;
     batch i read 100 + i rows."""

@@ -105,7 +105,6 @@ function showStatus(query) {
   setText($("error-class"), query.error_class ? `(${query.error_class})` : "");
   $("unreadable").hidden = !query.unreadable;
   setText($("unreadable-reason"), query.unreadable);
-  showReset(query);
 }
 
 // A pipeline flow's full refresh gives it a new query: the history before and after it.
@@ -326,6 +325,7 @@ async function load() {
   const detail = await getJson(queryUrl(queryId));
   heardServerTime(detail.now_ms);
   showStatus(detail.query);
+  showReset(detail.query);
   showLate(detail.late_records, detail.late_window_ms);
   showTimers(detail.timers);
   table.load(detail.partitions);
@@ -386,6 +386,7 @@ async function refreshWindow() {
   if (Date.now() - page.windowAt < WINDOW_REFRESH_MS) return;
   page.windowAt = Date.now();
   const detail = await getJson(queryUrl(queryId));
+  showReset(detail.query);
   if (detail.latest_batch && detail.latest_batch.batch_id === page.lastBatch) {
     table.load(detail.partitions);
     showBacklog(detail.backlog, detail.now_ms);
