@@ -23,12 +23,6 @@ for tier, longest in (("BATCHES_HOURS", "876000"), ("DAYS", "36500"), ("HOURS_DA
     os.environ[f"WMON_RETENTION_{tier}"] = longest
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests that run real Spark first: they are the long ones, and under `make test` a long
-    file handed out last keeps one worker busy after the others have finished."""
-    items.sort(key=lambda item: item.get_closest_marker("spark") is None)
-
-
 @pytest.fixture(scope="session")
 def spark():
     """The one SparkSession of the test run, with the partitioned-log source registered."""

@@ -17,7 +17,6 @@ from tests.support.network import closed_port
 from tests.support.spark_submit import end, start
 from tests.support.waiting import wait_until
 
-pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "dist-test-token"
 VENDOR = ("uPlot.esm.js", "uPlot.min.css", "socket.io.esm.min.js")
