@@ -12,7 +12,6 @@ listener records each flow as `pipeline/flow`.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -23,14 +22,19 @@ from pathlib import Path
 from typing import Any
 
 from wmon.options import CliError
-from wmon.submit import LISTENERS_KEY, add_collector, built_jar, collector_token, listener_settings
+from wmon.submit import (
+    JOINED,
+    add_collector,
+    built_jar,
+    collector_token,
+    listener_settings,
+    pyspark_bin,
+)
 
 PIPELINE_KEY = "spark.wmon.pipeline"
 DEFAULTS_FILE = "spark-defaults.conf"
 # Where spark-pipelines looks for a spec when it is given no --spec: the working directory.
 SPEC_NAMES = ("spark-pipeline.yaml", "spark-pipeline.yml")
-# Settings whose values are lists: the user's and the listener's are joined, not replaced.
-JOINED = ("spark.jars", LISTENERS_KEY)
 
 
 def register(commands: Any) -> None:
@@ -138,8 +142,5 @@ def read_defaults(path: Path) -> list[tuple[str, str]]:
 
 
 def spark_pipelines() -> Path:
-    """pyspark's own `bin/spark-pipelines`, found without importing pyspark."""
-    spec = importlib.util.find_spec("pyspark")
-    if spec is None or spec.origin is None:
-        raise CliError("pyspark is not installed (pip install 'watermark-monitor[pipelines]')")
-    return Path(spec.origin).parent / "bin" / "spark-pipelines"
+    """pyspark's own `bin/spark-pipelines`."""
+    return pyspark_bin("spark-pipelines", "pipelines")

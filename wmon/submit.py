@@ -19,6 +19,8 @@ from wmon.options import CliError
 
 LISTENER_CLASS = "wmon.spark.WatermarkListener"
 LISTENERS_KEY = "spark.sql.streaming.streamingQueryListeners"
+# Settings whose values are lists: a job's own and the listener's are joined, not replaced.
+JOINED = ("spark.jars", LISTENERS_KEY)
 DEFAULT_URL = "http://127.0.0.1:5000"
 # spark-submit's options that take no value; every other option is followed by one.
 _SUBMIT_FLAGS = {"--verbose", "-v", "--supervise", "--help", "-h", "--version", "--usage-error"}
@@ -133,11 +135,17 @@ def submit_job(args: argparse.Namespace) -> None:
 
 
 def spark_submit() -> Path:
-    """pyspark's own `bin/spark-submit`, found without importing pyspark."""
+    """pyspark's own `bin/spark-submit`."""
+    return pyspark_bin("spark-submit", "spark")
+
+
+def pyspark_bin(name: str, extra: str) -> Path:
+    """A launcher in pyspark's own `bin/`, found without importing pyspark; `extra` is the
+    package's extra that brings pyspark, named when it is missing."""
     spec = importlib.util.find_spec("pyspark")
     if spec is None or spec.origin is None:
-        raise CliError("pyspark is not installed (pip install 'watermark-monitor[spark]')")
-    return Path(spec.origin).parent / "bin" / "spark-submit"
+        raise CliError(f"pyspark is not installed (pip install 'watermark-monitor[{extra}]')")
+    return Path(spec.origin).parent / "bin" / name
 
 
 def merged_args(settings: list[tuple[str, str]], user_args: Sequence[str]) -> list[str]:
@@ -151,7 +159,7 @@ def merged_args(settings: list[tuple[str, str]], user_args: Sequence[str]) -> li
         arg = user_args[index]
         value = user_args[index + 1] if index + 1 < options_end else None
         key, consumed = _setting_of(arg, value)
-        if key in ("spark.jars", LISTENERS_KEY) and consumed:
+        if key in JOINED and consumed:
             ours[key] = f"{ours[key]},{consumed[1]}"
             index += consumed[0]
         else:
