@@ -6,9 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import datetime, timezone
 from types import SimpleNamespace
-from typing import Any
 
 import sqlalchemy.orm as so
 
@@ -17,42 +15,8 @@ from monitor.health.lateness import SHARES
 from monitor.store.drop_causes import NO_DELAY_KEEPS, Lateness
 from monitor.store.lateness_reads import lateness_over
 from monitor.store.queries import find_query
-from wmon.options import open_store, output_options, store_option
 from wmon.render import Column, change, duration, iso_time, paragraph, plain, render_view
-
-
-def register(commands: Any) -> None:
-    """Add `wmon advise`."""
-    parser = commands.add_parser(
-        "advise",
-        parents=[store_option(), output_options()],
-        help="the watermark delay that would have kept 99%%, 99.9%% and all of the records",
-    )
-    parser.add_argument("query", help="query id or name")
-    parser.add_argument(
-        "--from",
-        dest="from_ms",
-        type=moment,
-        metavar="TIME",
-        help="first batch time (ISO 8601, UTC by default)",
-    )
-    parser.add_argument(
-        "--to", dest="to_ms", type=moment, metavar="TIME", help="last batch time (ISO 8601)"
-    )
-    parser.set_defaults(func=advise)
-
-
-def moment(text: str) -> int:
-    """An ISO 8601 time ('2026-11-26T12:00', '…Z', '…+01:00') as epoch ms; UTC if no zone."""
-    try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"not a time: {text!r} (expected ISO 8601, e.g. 2026-11-26T12:00:00Z)"
-        ) from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    return int(parsed.timestamp() * 1000)
+from wmon.runtime import open_store
 
 
 def delay_text(ms: int | None, delay_ms: int) -> str:

@@ -4,67 +4,21 @@ from __future__ import annotations
 
 import argparse
 import threading
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import sqlalchemy.orm as so
 
 from monitor.alerts.rules import URGENT
-from monitor.config import DAY_S, load_settings
+from monitor.config import load_settings
 from monitor.store.alerts import recent_alerts
 from monitor.store.engine import display_url
-from wmon.options import (
-    MAX_ROWS,
-    CliError,
-    Parser,
-    decimal_number,
-    open_store,
-    output_options,
-    store_option,
-    whole_number,
-)
+from wmon.options import CliError
 from wmon.queries import print_rows
 from wmon.render import ALERT_COLUMNS
+from wmon.runtime import open_store
 
 if TYPE_CHECKING:
     from monitor.alerts.runner import AlertRunner
-
-# The evaluation lease lasts three intervals: shorter than this, it would lapse between passes.
-MIN_INTERVAL_S = 0.1
-
-
-def register(commands: Any) -> None:
-    """Add `wmon alerts` and its `run` sub-command."""
-    alerts = commands.add_parser(
-        "alerts",
-        parents=[store_option(), output_options()],
-        help="list alerts, or evaluate the rules (alerts run)",
-    )
-    alerts.add_argument("--all", action="store_true", help="resolved ones too, newest first")
-    alerts.add_argument(
-        "--limit",
-        type=whole_number(1, MAX_ROWS),
-        default=50,
-        help="how many, at most 1000000 (default 50)",
-    )
-    alerts.set_defaults(func=list_alerts)
-    alert_commands = alerts.add_subparsers(dest="alerts_command", parser_class=Parser)
-    # The same option after `run`; unset there, it must not hide one given before `run`.
-    store_after = Parser(add_help=False)
-    store_after.add_argument(
-        "--database-url", default=argparse.SUPPRESS, help="store URL (as for `wmon alerts`)"
-    )
-    run = alert_commands.add_parser(
-        "run", parents=[store_after], help="evaluate the alert rules on a schedule"
-    )
-    run.add_argument("--rules", type=Path, help="rules file (default: $WMON_ALERT_RULES)")
-    run.add_argument(
-        "--interval",
-        type=decimal_number(MIN_INTERVAL_S, DAY_S),
-        help="seconds between passes, 0.1 to 86400 (default 10)",
-    )
-    run.add_argument("--once", action="store_true", help="one pass, then exit")
-    run.set_defaults(func=run_alerts)
 
 
 def list_alerts(args: argparse.Namespace) -> None:

@@ -5,43 +5,11 @@ from __future__ import annotations
 import argparse
 import time
 from datetime import datetime, timezone
-from typing import Any
 
-from monitor.config import MAX_RETENTION_DAYS, load_settings
+from monitor.config import load_settings
 from monitor.store import migrate
 from monitor.store.engine import display_url
-from wmon.options import Parser, open_store, store_option, whole_number
-
-
-def register(commands: Any) -> None:
-    """Add `wmon db upgrade` and `wmon prune`."""
-    db = commands.add_parser("db", help="manage the store's schema")
-    db_commands = db.add_subparsers(dest="db_command", required=True, parser_class=Parser)
-    db_commands.add_parser(
-        "upgrade", parents=[store_option()], help="migrate the store to the newest schema"
-    ).set_defaults(func=upgrade)
-    prune = commands.add_parser(
-        "prune", parents=[store_option()], help="delete history older than each tier keeps it"
-    )
-    prune.add_argument(
-        "--batches-hours",
-        type=whole_number(1, 24 * MAX_RETENTION_DAYS),
-        help="keep every batch this many hours (default: $WMON_RETENTION_BATCHES_HOURS or 48; "
-        "no longer than --days)",
-    )
-    prune.add_argument(
-        "--days",
-        type=whole_number(1, MAX_RETENTION_DAYS),
-        help="keep the per-minute rollups, ended alerts and silences this many days, 1 to 36500 "
-        "(default: $WMON_RETENTION_DAYS or 30)",
-    )
-    prune.add_argument(
-        "--hours-days",
-        type=whole_number(1, MAX_RETENTION_DAYS),
-        help="keep the per-hour rollups this many days (default: $WMON_RETENTION_HOURS_DAYS or "
-        "400; no shorter than --days)",
-    )
-    prune.set_defaults(func=prune_history)
+from wmon.runtime import open_store
 
 
 def upgrade(args: argparse.Namespace) -> None:

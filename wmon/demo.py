@@ -6,26 +6,9 @@ from __future__ import annotations
 import argparse
 import socket
 import threading
-from pathlib import Path
 from typing import Any
 
-from streaming.generator import DEFAULT_START_MS
-from streaming.scenarios import SCENARIOS
-from wmon.options import CliError, add_address, at_least, positive_float, store_option
-
-
-def register(commands: Any) -> None:
-    """Add `wmon generate` and `wmon demo`."""
-    _add_generate(
-        commands.add_parser("generate", help="write scooter telemetry into a partitioned log")
-    ).set_defaults(func=generate)
-    _add_demo(
-        commands.add_parser(
-            "demo",
-            parents=[store_option()],
-            help="play the scenarios into monitored streaming queries, with the dashboard",
-        )
-    ).set_defaults(func=demo)
+from wmon.options import CliError
 
 
 def generate(args: argparse.Namespace) -> None:
@@ -132,7 +115,7 @@ def _create_store(database_url: str | None) -> None:
     """Create or migrate the demo's store before the dashboard's background work looks at it:
     on a first run there is none yet, and the queries' monitor would make it only later."""
     from monitor.store import migrate
-    from wmon.options import open_store
+    from wmon.runtime import open_store
 
     engine = open_store(database_url, must_exist=False)
     try:
@@ -158,106 +141,3 @@ def _bound_socket(host: str, port: int) -> socket.socket:
         ) from error
     listener.listen(128)
     return listener
-
-
-def scenario_list(text: str) -> list[str]:
-    """An argparse type: comma-separated scenario names, each known."""
-    names = [name.strip() for name in text.split(",") if name.strip()]
-    unknown = [name for name in names if name not in SCENARIOS]
-    if unknown or not names:
-        known = ", ".join(sorted(SCENARIOS))
-        raise argparse.ArgumentTypeError(
-            f"unknown scenario {', '.join(unknown) or '(none)'}; known: {known}"
-        )
-    return names
-
-
-def _add_generate(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    parser.add_argument("path", type=Path, help="the partitioned log's folder")
-    parser.add_argument(
-        "--scenario",
-        choices=sorted(SCENARIOS),
-        help="write one of the scenarios instead of plain telemetry",
-    )
-    parser.add_argument("--topic", default="telemetry", help="topic name (default telemetry)")
-    parser.add_argument("--partitions", type=at_least(1), default=4, help="default 4")
-    parser.add_argument("--scooters", type=at_least(1), default=50, help="default 50")
-    parser.add_argument("--records", type=at_least(1), default=10_000, help="default 10000")
-    parser.add_argument(
-        "--rate",
-        type=positive_float,
-        default=100.0,
-        help="records per second of event time (default 100)",
-    )
-    parser.add_argument(
-        "--start-ms",
-        type=at_least(0),
-        default=DEFAULT_START_MS,
-        help="event time of the first record, epoch ms",
-    )
-    parser.add_argument("--seed", type=at_least(0), default=0, help="default 0")
-    parser.add_argument(
-        "--max-disorder-ms",
-        type=at_least(0),
-        default=2_000,
-        help="how far out of order event times may be (default 2000)",
-    )
-    return parser
-
-
-def _add_demo(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    from streaming.demo import DEMO_SCENARIOS
-
-    parser.add_argument(
-        "--workdir",
-        type=Path,
-        default=Path("var/demo"),
-        help="where the logs and checkpoints go (default var/demo)",
-    )
-    parser.add_argument(
-        "--seconds",
-        type=at_least(0),
-        default=0,
-        help="stop after this long (default 0: run until Ctrl-C)",
-    )
-    others = sorted(set(SCENARIOS) - set(DEMO_SCENARIOS))
-    parser.add_argument(
-        "--scenarios",
-        type=scenario_list,
-        default=list(DEMO_SCENARIOS),
-        help=f"comma-separated, one query each (default {','.join(DEMO_SCENARIOS)}; "
-        f"also {', '.join(others)})",
-    )
-    parser.add_argument("--partitions", type=at_least(2), default=4, help="default 4")
-    parser.add_argument(
-        "--rate",
-        type=positive_float,
-        default=20.0,
-        help="records per second of each scenario (default 20)",
-    )
-    parser.add_argument(
-        "--round-seconds",
-        type=positive_float,
-        default=60.0,
-        help="each scenario's telemetry is written in rounds this long (default 60)",
-    )
-    parser.add_argument(
-        "--trigger-seconds",
-        type=positive_float,
-        default=5.0,
-        help="the queries' trigger interval, and event time read per trigger (default 5)",
-    )
-    parser.add_argument(
-        "--idle-timeout",
-        type=positive_float,
-        default=10.0,
-        help="seconds without new records before a partition is idle (default 10)",
-    )
-    parser.add_argument(
-        "--stall-timeout",
-        type=positive_float,
-        default=30.0,
-        help="seconds without progress before a watermark or partition is stalled (default 30)",
-    )
-    add_address(parser)
-    return parser

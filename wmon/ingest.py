@@ -5,44 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Any, TextIO
+from typing import TextIO
 
 from monitor.ingest.ingester import Ingester, Totals
 from monitor.ingest.logfiles import Application
 from monitor.store import migrate
 from monitor.store.engine import display_url
-from wmon.options import CliError, configured_timeouts, open_store, positive_float, store_option
+from wmon.options import CliError
 from wmon.render import printable
-
-DEFAULT_INTERVAL_S = 2.0
-
-
-def register(commands: Any) -> None:
-    """Add `wmon ingest`."""
-    ingest = commands.add_parser(
-        "ingest",
-        parents=[store_option()],
-        help="read Spark event logs (files, rolling directories, history directories) into "
-        "the store",
-        description="Read Spark event logs into the store, exactly once: local paths or fsspec "
-        "URLs (s3://, hdfs://, ...), single files or rolling directories, any of Spark's codecs "
-        "but lzf, or a history directory of many applications. Run again, it goes on from "
-        "where it stopped. A line or file it cannot read is reported and skipped; then it "
-        "exits with status 1.",
-    )
-    ingest.add_argument("urls", metavar="PATH_OR_URL", nargs="+", help="where the logs are")
-    ingest.add_argument(
-        "--follow",
-        action="store_true",
-        help="keep reading new lines and new applications until interrupted",
-    )
-    ingest.add_argument(
-        "--interval",
-        type=positive_float,
-        default=DEFAULT_INTERVAL_S,
-        help=f"seconds between looks for new data with --follow (default {DEFAULT_INTERVAL_S:g})",
-    )
-    ingest.set_defaults(func=ingest_logs)
+from wmon.runtime import configured_timeouts, open_store
 
 
 def _size(count: int) -> str:

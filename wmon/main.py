@@ -3,21 +3,16 @@ alerts, generate data and run the demo."""
 
 from __future__ import annotations
 
+import argparse
+import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib.metadata import version
 
-import sqlalchemy.exc as sa_exc
-
-from monitor.store.engine import StoreError, unusable
-from monitor.store.queries import QueryNotFound
-from wmon import advise, alerts, db, demo, ingest, pipelines, queries, rejected, serve, submit
+from wmon.commands import add_commands
 from wmon.options import CliError, Parser
 from wmon.render import printable
-
-# Each group adds its own sub-commands, in the order `wmon --help` lists them.
-GROUPS = (db, queries, advise, alerts, demo, serve, ingest, rejected, submit, pipelines)
 
 
 def build_parser() -> Parser:
@@ -26,29 +21,54 @@ def build_parser() -> Parser:
     parser.add_argument(
         "--version", action="version", version=f"wmon {version('watermark-monitor')}"
     )
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    for group in GROUPS:
-        group.register(commands)
+    add_commands(parser.add_subparsers(dest="command", required=True, parser_class=Parser))
     return parser
+
+
+def implementation(name: str) -> Callable[[argparse.Namespace], None]:
+    """The function a command's "module:function" name gives, its module imported now."""
+    module, _, function = name.partition(":")
+    found: Callable[[argparse.Namespace], None] = getattr(importlib.import_module(module), function)
+    return found
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one `wmon` command; errors are one line on stderr and a non-zero exit."""
     args = build_parser().parse_args(argv)
+    run = implementation(args.func)
     try:
-        args.func(args)
-    except (CliError, StoreError, QueryNotFound, ValueError) as error:
-        message = error.args[0] if isinstance(error, QueryNotFound) else str(error)
-        # A message can quote a job's exception text or names: escaped like the tables.
-        print(f"wmon: error: {printable(message)}", file=sys.stderr)
-        return 1
-    except sa_exc.DatabaseError as error:
-        print(f"wmon: error: {printable(unusable(error))}", file=sys.stderr)
-        return 1
+        run(args)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         # The reader went away (`wmon batches q | head`): stop quietly, as other tools do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except Exception as error:
+        message = failure(error)
+        if message is None:
+            raise
+        # A message can quote a job's exception text or names: escaped like the tables.
+        print(f"wmon: error: {printable(message)}", file=sys.stderr)
+        return 1
     return 0
+
+
+def failure(error: Exception) -> str | None:
+    """What a command's failure says in one line; None for an error that is a bug."""
+    if isinstance(error, (CliError, ValueError)):
+        return str(error)
+    # The store's errors are imported only now: a command that never opens the store, and
+    # `--help`, never import it.
+    import sqlalchemy.exc as sa_exc
+
+    from monitor.store.engine import StoreError, unusable
+    from monitor.store.queries import QueryNotFound
+
+    if isinstance(error, QueryNotFound):
+        return str(error.args[0])
+    if isinstance(error, StoreError):
+        return str(error)
+    if isinstance(error, sa_exc.DatabaseError):
+        return unusable(error)
+    return None

@@ -1,23 +1,22 @@
-"""What every command group shares: the one-line-error parser, argument types, and the store
-that `--database-url` names."""
+"""What the commands' arguments share: the one-line-error parser, argument types and options
+that several commands take. Parsing imports nothing more than this (see wmon.commands)."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any, NoReturn
+from datetime import datetime, timezone
+from typing import NoReturn
+from urllib.parse import urlsplit
 
-from monitor.config import load_settings
-from monitor.health.predicates import Timeouts
 from monitor.numbers import INT64_MAX, NumberError, decimal, whole
-from monitor.store import migrate
-from monitor.store.engine import create_engine, display_url, parse_url
 
 # The most rows a listing (`--limit`) prints.
 MAX_ROWS = 1_000_000
 # The bounds of `positive_float`: rates and seconds of the demo, not a measure of anything.
 MIN_POSITIVE, MAX_DECIMAL = 0.001, 1_000_000_000
+# Where `wmon serve` collects events by default: the listener's `--url`.
+COLLECTOR_URL = "http://127.0.0.1:5000"
 # argparse names the argument itself ("argument --limit: must be ..."): the number goes unnamed.
 _ARGUMENT = ""
 
@@ -56,21 +55,6 @@ def output_options() -> Parser:
         " to fit the terminal, or 120 columns)",
     )
     return output
-
-
-def open_store(database_url: str | None, must_exist: bool = True) -> Any:
-    """An engine on the store named, or configured; by default it must exist and be migrated."""
-    url = database_url or load_settings().database_url
-    parsed = parse_url(url)
-    if must_exist and parsed.get_backend_name() == "sqlite" and parsed.database:
-        if not Path(parsed.database).expanduser().exists():
-            raise CliError(f"no store at {parsed.database} (run `wmon db upgrade` or attach a job)")
-    # A command that only reads or maintains a store never creates one, not even when the
-    # file goes away while it runs (`wmon alerts run`).
-    engine = create_engine(url, may_create=not must_exist)
-    if must_exist and not migrate.is_current(engine):
-        raise CliError(f"store {display_url(engine)} is not migrated: run `wmon db upgrade`")
-    return engine
 
 
 def whole_number(low: int, high: int) -> Callable[[str], int]:
@@ -124,7 +108,37 @@ def add_address(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def configured_timeouts() -> Timeouts:
-    """The idle and stall timeouts of the WMON_ settings, for commands that write events."""
-    settings = load_settings()
-    return Timeouts(settings.idle_timeout_s * 1000, settings.stall_timeout_s * 1000)
+def moment(text: str) -> int:
+    """An argparse type: an ISO 8601 time ('2026-11-26T12:00', '…Z', '…+01:00') as epoch ms; UTC
+    if no zone."""
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not a time: {text!r} (expected ISO 8601, e.g. 2026-11-26T12:00:00Z)"
+        ) from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return int(parsed.timestamp() * 1000)
+
+
+def collector_url(text: str) -> str:
+    """An argparse type: an http(s) URL with a host, as the listener accepts."""
+    parts = urlsplit(text)
+    spaced = any(character.isspace() for character in text)
+    if parts.scheme not in ("http", "https") or not parts.hostname or spaced:
+        raise argparse.ArgumentTypeError(f"must be an http:// or https:// URL, not {text!r}")
+    return text
+
+
+def add_collector(parser: argparse.ArgumentParser) -> None:
+    """Add `--url` and `--token`: the collector the listener posts to."""
+    parser.add_argument(
+        "--url",
+        type=collector_url,
+        default=COLLECTOR_URL,
+        help=f"the collector, `wmon serve` (default {COLLECTOR_URL})",
+    )
+    parser.add_argument(
+        "--token", help="the collector's ingest token (default: $WMON_INGEST_TOKEN, else none)"
+    )

@@ -19,12 +19,10 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from wmon.options import CliError
 from wmon.submit import (
     JOINED,
-    add_collector,
     built_jar,
     collector_token,
     listener_settings,
@@ -35,20 +33,6 @@ PIPELINE_KEY = "spark.wmon.pipeline"
 DEFAULTS_FILE = "spark-defaults.conf"
 # Where spark-pipelines looks for a spec when it is given no --spec: the working directory.
 SPEC_NAMES = ("spark-pipeline.yaml", "spark-pipeline.yml")
-
-
-def register(commands: Any) -> None:
-    """Add `wmon pipelines`."""
-    pipelines = commands.add_parser(
-        "pipelines",
-        help="run pyspark's spark-pipelines with every flow recorded by the listener",
-        usage="wmon pipelines [--url URL] [--token TOKEN] {run,dry-run} [ARGS...]",
-    )
-    add_collector(pipelines)
-    pipelines.add_argument(
-        "pipelines_args", nargs=argparse.REMAINDER, help="spark-pipelines' command and arguments"
-    )
-    pipelines.set_defaults(func=run_pipelines)
 
 
 def run_pipelines(args: argparse.Namespace) -> None:

@@ -17,7 +17,6 @@ from monitor.config import load_settings
 from monitor.health.facts import DEFAULT_WINDOW_MS
 from monitor.health.state_growth import state_fields
 from monitor.health.trigger_pace import pace_fields
-from monitor.numbers import INT64_MAX
 from monitor.store.backlog import backlogs, query_runs
 from monitor.store.batches import batch_of, latest_batch, recent_batches
 from monitor.store.partitions import partition_details
@@ -25,14 +24,7 @@ from monitor.store.queries import find_query, list_queries
 from monitor.store.state_growth import fleet_state
 from monitor.store.timers import recent_timer_snapshots
 from monitor.store.trigger_pace import fleet_pace
-from wmon.options import (
-    MAX_ROWS,
-    CliError,
-    open_store,
-    output_options,
-    store_option,
-    whole_number,
-)
+from wmon.options import CliError
 from wmon.render import (
     BATCH_COLUMNS,
     PARTITION_COLUMNS,
@@ -48,55 +40,7 @@ from wmon.render import (
     render_view,
     verdict_text,
 )
-
-
-def register(commands: Any) -> None:
-    """Add the commands that read the stored history."""
-    parents = [store_option(), output_options()]
-    queries_parser = commands.add_parser(
-        "queries", parents=parents, help="stored queries and their health, the most urgent first"
-    )
-    queries_parser.add_argument(
-        "--rules",
-        type=Path,
-        help="the alert rules whose thresholds judge health (default: $WMON_ALERT_RULES)",
-    )
-    queries_parser.set_defaults(func=queries)
-    batches_parser = commands.add_parser(
-        "batches", parents=parents, help="a query's recent batches"
-    )
-    batches_parser.add_argument("query", help="query id or name")
-    batches_parser.add_argument(
-        "--limit",
-        type=whole_number(1, MAX_ROWS),
-        default=20,
-        help="how many, at most 1000000 (default 20)",
-    )
-    batches_parser.set_defaults(func=batches)
-    partitions_parser = commands.add_parser(
-        "partitions", parents=parents, help="a batch's source partitions"
-    )
-    partitions_parser.add_argument("query", help="query id or name")
-    partitions_parser.add_argument(
-        "--batch", type=whole_number(0, INT64_MAX), help="batch id (default: latest)"
-    )
-    partitions_parser.set_defaults(func=partitions)
-    state_parser = commands.add_parser(
-        "state", parents=parents, help="a query's stateful operators over the last five minutes"
-    )
-    state_parser.add_argument("query", help="query id or name")
-    state_parser.set_defaults(func=state)
-    timers_parser = commands.add_parser(
-        "timers", parents=parents, help="a query's pending timers over time"
-    )
-    timers_parser.add_argument("query", help="query id or name")
-    timers_parser.add_argument(
-        "--limit",
-        type=whole_number(1, MAX_ROWS),
-        default=20,
-        help="how many, at most 1000000 (default 20)",
-    )
-    timers_parser.set_defaults(func=timers)
+from wmon.runtime import open_store
 
 
 def print_rows(args: argparse.Namespace, columns: Any, rows: Sequence[Any]) -> None:

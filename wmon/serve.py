@@ -5,27 +5,15 @@ from __future__ import annotations
 import argparse
 import socket
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from monitor.config import load_settings
 from monitor.store.engine import display_url
-from wmon.options import CliError, add_address, open_store
+from wmon.options import CliError
+from wmon.runtime import open_store
 
 if TYPE_CHECKING:
     from flask import Flask
-
-
-def register(commands: Any) -> None:
-    """Add `wmon serve`."""
-    parser = commands.add_parser("serve", help="serve the dashboard and its JSON API")
-    add_address(parser)
-    parser.add_argument(
-        "--database-url",
-        "--database",
-        dest="database_url",
-        help="store URL (default: $WMON_DATABASE_URL or the embedded SQLite store)",
-    )
-    parser.set_defaults(func=serve)
 
 
 def dashboard(database_url: str | None, host: str | None = None) -> Flask:

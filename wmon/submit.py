@@ -11,8 +11,6 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlsplit
 
 from monitor.config import load_settings
 from wmon.options import CliError
@@ -21,54 +19,8 @@ LISTENER_CLASS = "wmon.spark.WatermarkListener"
 LISTENERS_KEY = "spark.sql.streaming.streamingQueryListeners"
 # Settings whose values are lists: a job's own and the listener's are joined, not replaced.
 JOINED = ("spark.jars", LISTENERS_KEY)
-DEFAULT_URL = "http://127.0.0.1:5000"
 # spark-submit's options that take no value; every other option is followed by one.
 _SUBMIT_FLAGS = {"--verbose", "-v", "--supervise", "--help", "-h", "--version", "--usage-error"}
-
-
-def register(commands: Any) -> None:
-    """Add `wmon spark-conf` and `wmon submit`."""
-    conf = commands.add_parser(
-        "spark-conf", help="print the Spark settings that make a job report to the collector"
-    )
-    add_collector(conf)
-    conf.add_argument(
-        "--format",
-        choices=("args", "defaults"),
-        default="args",
-        help="spark-submit arguments (default) or spark-defaults.conf lines",
-    )
-    conf.set_defaults(func=spark_conf)
-    submit = commands.add_parser(
-        "submit",
-        help="run pyspark's spark-submit with the listener added",
-        usage="wmon submit [--url URL] [--token TOKEN] -- SPARK_SUBMIT_ARGS...",
-    )
-    add_collector(submit)
-    submit.add_argument("submit_args", nargs=argparse.REMAINDER, help="spark-submit's arguments")
-    submit.set_defaults(func=submit_job)
-
-
-def collector_url(text: str) -> str:
-    """An argparse type: an http(s) URL with a host, as the listener accepts."""
-    parts = urlsplit(text)
-    spaced = any(character.isspace() for character in text)
-    if parts.scheme not in ("http", "https") or not parts.hostname or spaced:
-        raise argparse.ArgumentTypeError(f"must be an http:// or https:// URL, not {text!r}")
-    return text
-
-
-def add_collector(parser: argparse.ArgumentParser) -> None:
-    """Add `--url` and `--token`: the collector the listener posts to."""
-    parser.add_argument(
-        "--url",
-        type=collector_url,
-        default=DEFAULT_URL,
-        help=f"the collector, `wmon serve` (default {DEFAULT_URL})",
-    )
-    parser.add_argument(
-        "--token", help="the collector's ingest token (default: $WMON_INGEST_TOKEN, else none)"
-    )
 
 
 # The JVM listener and operator, inside this package: `make setup` builds it here in a

@@ -10,8 +10,8 @@ from monitor.store.prune import Cutoffs, prune
 from monitor.store.writes import write_event
 from tests.support.diagnosis_scenario import write_telemetry
 from tests.support.progress import progress_doc
-from wmon.advise import moment
 from wmon.main import main
+from wmon.options import moment
 
 QUERY = "33333333-3333-3333-3333-333333333333"
 DELAY = 10_000

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from monitor.config import DAY_S
 from monitor.numbers import INT64_MAX
-from wmon.alerts import MIN_INTERVAL_S
+from wmon.commands import MIN_INTERVAL_S
 from wmon.main import build_parser
 from wmon.options import (
     MAX_DECIMAL,
