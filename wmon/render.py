@@ -252,12 +252,15 @@ def behind(row: Mapping[str, Any]) -> str:
 
 def catch_up(row: Mapping[str, Any]) -> str:
     """When a partition's backlog will be read at the current rates: 'now' when there is none,
-    'never' when it does not drain, '-' when unknown."""
+    'keeping pace' with a steady one, 'never' when it does not drain, '-' when unknown (as the
+    pages' catchUpText)."""
     if row.get("backlog_records") is None:
         return "-"
-    if row.get("catch_up_ms") is None:
-        return "never"
-    return duration(row["catch_up_ms"]) if row["catch_up_ms"] else "now"
+    if row.get("catch_up_ms") is not None:
+        return duration(row["catch_up_ms"]) if row["catch_up_ms"] else "now"
+    if row.get("verdict") is None:
+        return "-"
+    return "keeping pace" if row["verdict"] == "ok" else "never"
 
 
 def verdict_text(row: Mapping[str, Any]) -> str:

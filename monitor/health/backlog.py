@@ -13,7 +13,11 @@ age is at least the time since then.
 Over a window of batches (the last minute, and at least three batches) a partition has an
 arrival rate (records a second becoming available: the slope of its latest offsets over time,
 least squares), a read rate (that of its end offsets) and a backlog trend: growing, stable or
-shrinking. Its catch-up time is the backlog over the rate it drains at (read less arrival), none
+shrinking. The trend is the backlog's own least-squares slope when the fit says it is not noise
+(it stands further from zero than :data:`T_CRITICAL` standard errors: batch boundaries make a
+backlog saw-toothed), whatever the backlog's size: a backlog of 42,000 that drains by 30 records
+a second shrinks. Fewer than three batches show no trend. Its catch-up time is the backlog over
+the rate it drains at (read less arrival) while it catches up, 0 when there is none, and none
 when it does not drain.
 
 Its verdict needs no threshold, as Burrow's evaluator (the first that holds):
@@ -27,8 +31,9 @@ Its verdict needs no threshold, as Burrow's evaluator (the first that holds):
 6. `catching_up` — its backlog shrank over the window;
 7. `ok` — it keeps pace with a steady backlog.
 
-One batch shows no rates and no trend: its verdict is only `stopped` or `ok` (no backlog). A
-partition whose source reports no latest offsets has no backlog figures and no verdict.
+One batch shows no rates, and fewer than three no trend: their verdict is only one of the first
+four (no backlog is `ok`). A partition whose source reports no latest offsets has no backlog
+figures and no verdict.
 """
 
 from __future__ import annotations
@@ -42,9 +47,10 @@ from typing import Any
 # How far back rates and trends look: a minute, so that a drain that began a minute ago shows
 # at its own rate.
 WINDOW_MS = 60_000
-# The share of the window's largest backlog the backlog must change by over the window to be
-# growing or shrinking, not stable: batch boundaries make a drained backlog saw-toothed.
-TREND_SHARE = 0.05
+# How many standard errors a backlog's slope must stand from zero to be a trend, by the fit's
+# degrees of freedom (points less two): Student's t at 99%, two-sided. Beyond the table, its
+# last value (the window holds at most twelve points).
+T_CRITICAL = (63.66, 9.92, 5.84, 4.60, 4.03, 3.71, 3.50, 3.36, 3.25, 3.17)
 
 
 class Verdict(enum.IntEnum):
@@ -137,11 +143,6 @@ class Backlog:
     catch_up_ms: int | None
     verdict: Verdict | None
 
-    @property
-    def catching_up(self) -> bool:
-        """Whether the backlog is empty or drains at the current rates."""
-        return self.catch_up_ms is not None
-
 
 UNKNOWN = Backlog(None, None, None, None, None, None, None, None)
 
@@ -157,13 +158,29 @@ def slope(times_ms: Sequence[int], values: Sequence[int]) -> float:
     return covariance / spread * 1000
 
 
-def trend_of(times_ms: Sequence[int], backlogs: Sequence[int]) -> tuple[Trend, float]:
-    """Which way the backlogs go, and their slope in records a second."""
+def slope_error(times_ms: Sequence[int], values: Sequence[int], per_second: float) -> float:
+    """The standard error of the least-squares slope `per_second` of `values` over `times_ms`,
+    per second, from the scatter of the values about the fitted line (at least three points)."""
+    n = len(times_ms)
+    mean_t, mean_v = sum(times_ms) / n, sum(values) / n
+    per_ms = per_second / 1000
+    residuals = sum(
+        (v - mean_v - per_ms * (t - mean_t)) ** 2 for t, v in zip(times_ms, values, strict=True)
+    )
+    spread = sum((t - mean_t) ** 2 for t in times_ms)
+    return (residuals / (n - 2) / spread) ** 0.5 * 1000 if spread else 0.0
+
+
+def trend_of(times_ms: Sequence[int], backlogs: Sequence[int]) -> tuple[Trend | None, float]:
+    """Which way the backlogs go (None from fewer than three), and their slope in records a
+    second: growing or shrinking when the slope stands out of the fit's noise."""
     per_second = slope(times_ms, backlogs)
-    change = per_second * (times_ms[-1] - times_ms[0]) / 1000
-    if abs(change) <= TREND_SHARE * max(backlogs):
+    if len(times_ms) < 3:
+        return None, per_second
+    critical = T_CRITICAL[min(len(times_ms) - 2, len(T_CRITICAL)) - 1]
+    if per_second == 0 or abs(per_second) <= critical * slope_error(times_ms, backlogs, per_second):
         return Trend.STABLE, per_second
-    return (Trend.GROWING if change > 0 else Trend.SHRINKING), per_second
+    return (Trend.GROWING if per_second > 0 else Trend.SHRINKING), per_second
 
 
 def assess(
@@ -178,25 +195,15 @@ def assess(
     backlogs = [p.backlog or 0 for p in known]
     ends = [p.end_offset or 0 for p in known]
     records = backlogs[-1]
-    if records == 0:
-        age: Age | None = Age.NONE
-        age_ms: int | None = 0
-    elif arrival is not None and arrival.time_ms is not None:
-        age, age_ms = arrival.kind, max(as_of_ms - arrival.time_ms, 0)
-    else:
-        age, age_ms = None, None
+    age, age_ms = _age(records, arrival, as_of_ms)
     if len(known) < 2:
         # One batch shows no rate and no trend.
-        catch_up_ms = 0 if records == 0 else None
         verdict = _verdict(ends, backlogs, None, running)
-        return Backlog(records, age_ms, age, None, None, None, catch_up_ms, verdict)
+        return Backlog(records, age_ms, age, None, None, None, _catch_up(records, None), verdict)
     trend, per_second = trend_of(times, backlogs)
-    if records == 0:
-        catch_up_ms = 0
-    elif trend is Trend.SHRINKING:
-        catch_up_ms = round(records / -per_second * 1000)
-    else:
-        catch_up_ms = None
+    verdict = _verdict(ends, backlogs, trend, running)
+    # Where no batch found it empty, the backlog's slope is the read rate less the arrival's.
+    drain = -per_second if trend is Trend.SHRINKING and verdict in _DRAINING else None
     return Backlog(
         records=records,
         age_ms=age_ms,
@@ -204,9 +211,32 @@ def assess(
         arrival_rate=max(slope(times, [p.latest_offset or 0 for p in known]), 0.0),
         read_rate=max(slope(times, ends), 0.0),
         trend=trend,
-        catch_up_ms=catch_up_ms,
-        verdict=_verdict(ends, backlogs, trend, running),
+        catch_up_ms=_catch_up(records, drain),
+        verdict=verdict,
     )
+
+
+def _age(records: int, arrival: Arrival | None, as_of_ms: int) -> tuple[Age | None, int | None]:
+    """How the head's wait was found and how long it is, as of `as_of_ms`."""
+    if records == 0:
+        return Age.NONE, 0
+    if arrival is not None and arrival.time_ms is not None:
+        return arrival.kind, max(as_of_ms - arrival.time_ms, 0)
+    return None, None
+
+
+# The verdicts under which a shrinking backlog drains: not one that stopped, stalled or went back.
+_DRAINING = frozenset({Verdict.CATCHING_UP, Verdict.OK})
+
+
+def _catch_up(records: int, drain: float | None) -> int | None:
+    """When a backlog of `records` is caught up, draining at `drain` records a second: now
+    when there is none, None when it does not drain."""
+    if records == 0:
+        return 0
+    if drain is None or drain <= 0:
+        return None
+    return round(records / drain * 1000)
 
 
 def _verdict(
@@ -229,8 +259,10 @@ def _verdict(
 
 @dataclass(frozen=True)
 class QueryBacklog:
-    """A query's backlog: its partitions' records summed, the oldest head, the longest
-    catch-up (None when a partition does not catch up) and the worst verdict."""
+    """A query's backlog: its partitions' records summed, the oldest head, the worst verdict
+    and the longest catch-up of the partitions that drain (None when one does not: falls
+    behind, stalls, stopped, went back or is not known yet; or when none drains and some keep
+    pace with a steady backlog)."""
 
     records: int | None
     age_ms: int | None
@@ -245,15 +277,29 @@ def of_query(partitions: Sequence[Backlog]) -> QueryBacklog:
     if not known:
         return QueryBacklog(None, None, None, None, None)
     oldest = max(known, key=lambda p: -1 if p.age_ms is None else p.age_ms)
-    catching_up = all(p.catching_up for p in known)
-    verdicts = [p.verdict for p in known if p.verdict is not None]
+    # A partition with a backlog and no verdict yet leaves the query's not known either.
+    judged = [p.verdict for p in known if p.verdict is not None]
+    unjudged = any(p.records and p.verdict is None for p in known)
+    verdict = min(judged) if judged and not unjudged else None
+    records = sum(p.records or 0 for p in known)
     return QueryBacklog(
-        records=sum(p.records or 0 for p in known),
+        records=records,
         age_ms=oldest.age_ms,
         age=oldest.age,
-        catch_up_ms=max(p.catch_up_ms or 0 for p in known) if catching_up else None,
-        verdict=min(verdicts) if verdicts else None,
+        catch_up_ms=_query_catch_up(known, records, verdict),
+        verdict=verdict,
     )
+
+
+def _query_catch_up(known: Sequence[Backlog], records: int, verdict: Verdict | None) -> int | None:
+    """When the partitions that drain are caught up (those that keep pace with a steady
+    backlog are as caught up as they get): None when one does not drain, or none does."""
+    if verdict not in _DRAINING:
+        return None
+    drains = [p.catch_up_ms for p in known if p.catch_up_ms]
+    if drains:
+        return max(drains)
+    return 0 if records == 0 else None
 
 
 @dataclass(frozen=True)

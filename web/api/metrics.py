@@ -212,7 +212,8 @@ class _QueryFamilies:
         self.catch_up = gauge(
             "wmon_query_catch_up_seconds",
             "When every partition's backlog will have been read at the current rates "
-            "(+Inf: a partition does not catch up)",
+            "(+Inf: a partition does not catch up, or keeps pace with a steady backlog; none "
+            "while a verdict is not known yet)",
             QUERY_LABELS,
         )
         self.trigger_interval = gauge(
@@ -301,7 +302,7 @@ class _QueryFamilies:
         if state.backlog is not None:
             behind = state.backlog.query
             samples.add(self.backlog, labels, _seconds(behind.age_ms))
-            if behind.records is not None:
+            if behind.verdict is not None:
                 samples.add(self.catch_up, labels, _catch_up_seconds(behind.catch_up_ms))
         self.partitions.add(labels, state, samples)
 
@@ -363,7 +364,8 @@ class _PartitionFamilies:
         self.catch_up = gauge(
             "wmon_partition_catch_up_seconds",
             "When the partition's backlog will have been read at the current rates "
-            "(+Inf: it does not catch up)",
+            "(+Inf: it does not catch up, or keeps pace with a steady backlog; none while its "
+            "verdict is not known yet)",
             PARTITION_LABELS,
         )
         self.verdict = gauge(
@@ -390,7 +392,8 @@ class _PartitionFamilies:
                 continue
             labels = [*query_labels, *_topic_and_partition(topics.get(name), name)]
             samples.add(self.backlog, labels, _seconds(backlog.age_ms))
-            samples.add(self.catch_up, labels, _catch_up_seconds(backlog.catch_up_ms))
+            if backlog.verdict is not None:
+                samples.add(self.catch_up, labels, _catch_up_seconds(backlog.catch_up_ms))
             for verdict in Verdict:
                 samples.add(self.verdict, [*labels, verdict.label], backlog.verdict is verdict)
         driver = state.batch.watermark_driver_partition if state.batch else None

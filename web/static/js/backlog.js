@@ -12,10 +12,15 @@ export function behindText(ageMs, how) {
   return how === "at_least" ? `≥ ${duration(ageMs)}` : duration(ageMs);
 }
 
-export function catchUpText(records, catchUpMs) {
+// When a backlog will be read, as its verdict has it (wmon/render.py's catch_up says the same):
+// "keeping pace" with a steady backlog, nothing when the verdict is not known yet.
+export function catchUpText(records, catchUpMs, verdict) {
   if (records === null || records === undefined) return "";
-  if (catchUpMs === null || catchUpMs === undefined) return "not catching up";
-  return catchUpMs === 0 ? "caught up" : `caught up in ${duration(catchUpMs)}`;
+  if (catchUpMs !== null && catchUpMs !== undefined) {
+    return catchUpMs === 0 ? "caught up" : `caught up in ${duration(catchUpMs)}`;
+  }
+  if (!verdict) return "";
+  return verdict === "ok" ? "keeping pace" : "not catching up";
 }
 
 // A badge with the verdict's words, "falling behind"; nothing when there is none.

@@ -108,7 +108,7 @@ export class PartitionTable {
     if (!("verdict" in p)) return;
     setText(row.cells.age, behindText(p.backlog_age_ms, p.backlog_age));
     verdictBadge(row.cells.verdict, p.verdict);
-    row.cells.verdict.title = catchUpText(p.backlog_records, p.catch_up_ms);
+    row.cells.verdict.title = catchUpText(p.backlog_records, p.catch_up_ms, p.verdict);
   }
 
   samples(row) {

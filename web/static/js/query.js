@@ -282,7 +282,7 @@ function showFreshness() {
 // batch says otherwise.
 function showBacklog(backlog, asOfMs) {
   page.backlog = backlog && { ...backlog, arrivalMs: asOfMs - (backlog.age_ms || 0) };
-  setText($("catch-up"), backlog ? catchUpText(backlog.records, backlog.catch_up_ms) : "");
+  setText($("catch-up"), backlog ? catchUpText(backlog.records, backlog.catch_up_ms, backlog.verdict) : "");
   verdictBadge($("verdict"), backlog && backlog.verdict);
   tickBacklog();
 }
