@@ -51,8 +51,8 @@ def output_options() -> Parser:
     output.add_argument(
         "--wide",
         action="store_true",
-        help="every column, values whole (by default some are left out and long values cut"
-        " to fit the terminal, or 120 columns)",
+        help="every column, values whole (by default some are left out, and long values are cut"
+        " to fit a terminal, never in a pipe or a file)",
     )
     return output
 

@@ -15,9 +15,10 @@ from typing import Any
 from monitor.durations import duration
 from monitor.sizes import size
 
-# Off a terminal a table fits TABLE_WIDTH columns; on one, the terminal's width, never less than
-# MIN_WIDTH (a narrower one would leave nothing of the values that are cut).
-TABLE_WIDTH, MIN_WIDTH = 120, 80
+# On a terminal a table fits the terminal's width, never less than MIN_WIDTH (a narrower one
+# would leave nothing of the values that are cut); in a pipe or a file nothing is cut, and the
+# prose beside a table is wrapped to PROSE_WIDTH.
+PROSE_WIDTH, MIN_WIDTH = 120, 80
 GAP = "  "
 
 
@@ -118,7 +119,8 @@ def plain(value: Any) -> str:
 @dataclass(frozen=True)
 class Column:
     """One column: its header, the row attribute it shows and how to show it; whether only
-    `--wide` shows it (`extra`), and whether its values may be cut to make a line fit (`cut`)."""
+    `--wide` shows it (`extra`), and whether it is text that may be cut to make a line fit a
+    terminal (`cut`)."""
 
     header: str
     attribute: str
@@ -236,9 +238,8 @@ ALERT_COLUMNS = (
 
 
 def partition_state(row: Mapping[str, Any]) -> str:
-    """A partition's flags in one word: 'idle', 'stalled,rewound', or 'ok'."""
-    flags = [name for name in ("idle", "stalled", "rewound") if row.get(name)]
-    return ",".join(flags) or "ok"
+    """A partition's status in words, as the query page says it: 'losing late', 'ok'."""
+    return row["status"].replace("_", " ")
 
 
 def behind(row: Mapping[str, Any]) -> str:
@@ -310,31 +311,31 @@ def _field(row: Any, attribute: str) -> Any:
     return row[attribute] if isinstance(row, Mapping) else getattr(row, attribute)
 
 
-def table_width() -> int:
-    """How many columns a table may take: the terminal's when stdout is one, never less than
-    MIN_WIDTH; TABLE_WIDTH when it is a pipe or a file."""
+def terminal_width() -> int | None:
+    """The width a table is cut to: the terminal's when stdout is one, never less than
+    MIN_WIDTH; None when it is a pipe or a file, which get every value whole."""
     if not sys.stdout.isatty():
-        return TABLE_WIDTH
-    return max(shutil.get_terminal_size((TABLE_WIDTH, 24)).columns, MIN_WIDTH)
+        return None
+    return max(shutil.get_terminal_size((PROSE_WIDTH, 24)).columns, MIN_WIDTH)
 
 
 def render_view(columns: Sequence[Column], rows: Sequence[Any], wide: bool) -> str:
-    """A command's table: by default its columns that are not extra, cut to table_width();
-    with --wide, every column and every value whole."""
+    """A command's table: by default its columns that are not extra, cut to fit the terminal
+    when stdout is one and whole otherwise; with --wide, every column and every value whole."""
     if wide:
         return render_table(columns, rows)
-    return render_table([c for c in columns if not c.extra], rows, table_width())
+    return render_table([c for c in columns if not c.extra], rows, terminal_width())
 
 
 def paragraph(text: str) -> str:
-    """Prose printed with a table, wrapped to table_width()."""
-    return textwrap.fill(text, table_width())
+    """Prose printed with a table, wrapped to the terminal's width, or PROSE_WIDTH off one."""
+    return textwrap.fill(text, terminal_width() or PROSE_WIDTH)
 
 
 def _fitted(columns: Sequence[Column], widths: list[int], width: int) -> list[int]:
-    """Column widths within `width`: the columns that may be cut share the room the others
-    leave, the narrowest first, each keeping its own width if its share allows, and never
-    narrower than its header."""
+    """Column widths within `width`: the text columns that may be cut share the room the
+    others leave, so the widest are cut first, each keeping its own width if its share allows
+    (the narrowest are served first), and never narrower than its header."""
     fixed = sum(room for c, room in zip(columns, widths, strict=True) if not c.cut)
     left = width - fixed - len(GAP) * (len(columns) - 1)
     fitted = list(widths)

@@ -146,10 +146,11 @@ BATCHES_WIDE = table(
 def partitions_table(batch_id: int, behind: str, verdict: str) -> str:
     """The partitions of a batch of the telemetry query: every batch has the same offsets,
     so the backlogs of telemetry/0 and /2 do not move (stalled, from the second batch on)
-    and were there at the first batch stored."""
+    and were there at the first batch stored; a backlog without a verdict has no catch-up."""
     no_event_times = "-        -"
     width = max(len("behind"), len(behind))
-    waiting = f"{behind:<{width}}  never     {verdict:<7}  -     -"
+    never = "-" if verdict == "-" else "never"
+    waiting = f"{behind:<{width}}  {never:<8}  {verdict:<7}  -     -"
     return table(
         f"batch  partition    offset lag  state  records  time lag  {'behind':<{width}}"
         "  catch-up  verdict  late  future",

@@ -2,6 +2,7 @@
 
 import io
 import json
+import textwrap
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -23,10 +24,11 @@ from wmon.render import (
     ago,
     ellipsized,
     pace_text,
+    paragraph,
     printable,
     render_table,
     render_view,
-    table_width,
+    terminal_width,
 )
 
 QUERY, RUN = "11111111-1111-1111-1111-111111111111", "run-1"
@@ -141,17 +143,71 @@ def test_a_line_still_too_wide_is_cut_at_its_end() -> None:
     assert table.splitlines() == ["id" + " " * 17 + "…", "9" * 19 + "…"]
 
 
-def test_the_default_view_leaves_the_extra_columns_out_and_fits_120_columns() -> None:
-    rows = [SimpleNamespace(id=1, name="n" * 200, note="x")]
-    [header, line] = render_view(CUT_COLUMNS, rows, wide=False).splitlines()
+class Terminal(io.StringIO):
+    """Standard output that is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def on_a_terminal(monkeypatch: pytest.MonkeyPatch, columns: int) -> None:
+    """Make standard output a terminal `columns` wide (in the test itself: pytest sets its own
+    standard output again between a fixture and the test)."""
+    monkeypatch.setattr("sys.stdout", Terminal())
+    monkeypatch.setenv("COLUMNS", str(columns))
+
+
+LONG_ROW = SimpleNamespace(id=1, name="n" * 200, note="x")
+
+
+def test_on_a_terminal_the_default_view_leaves_the_extra_columns_out_and_fits_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    on_a_terminal(monkeypatch, 120)
+    [header, line] = render_view(CUT_COLUMNS, [LONG_ROW], wide=False).splitlines()
     assert (header, line) == ("id  name", "1   " + "n" * 115 + "…")
-    assert render_view(CUT_COLUMNS, rows, wide=True).splitlines()[1].endswith("n  x")
+    assert render_view(CUT_COLUMNS, [LONG_ROW], wide=True).splitlines()[1].endswith("n  x")
 
 
-def test_off_a_terminal_a_table_is_120_columns_wide(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("COLUMNS", "200")
+@pytest.mark.parametrize("columns", ["80", "200"])
+def test_off_a_terminal_nothing_is_cut(monkeypatch: pytest.MonkeyPatch, columns: str) -> None:
+    monkeypatch.setenv("COLUMNS", columns)
     monkeypatch.setattr("sys.stdout", io.StringIO())
-    assert table_width() == 120
+    assert terminal_width() is None
+    [header, line] = render_view(CUT_COLUMNS, [LONG_ROW], wide=False).splitlines()
+    assert (header, line) == ("id  name", "1   " + "n" * 200)
+    # The prose beside a table is wrapped, never cut.
+    assert paragraph("word " * 50) == textwrap.fill("word " * 50, 120)
+
+
+def test_on_a_terminal_prose_is_wrapped_to_its_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    on_a_terminal(monkeypatch, 90)
+    assert terminal_width() == 90
+    assert paragraph("word " * 50) == textwrap.fill("word " * 50, 90)
+
+
+WIDEST_FIRST = (
+    Column("id", "id"),
+    Column("query", "query", cut=True),
+    Column("rule", "rule", cut=True),
+    Column("message", "message", cut=True),
+)
+# id 2 and three gaps of 2 leave width − 8 to the text columns: query 12, rule 5, message 40.
+TEXT_ROW = SimpleNamespace(id=7, query="q" * 12, rule="stall", message="m" * 40)
+WIDEST_CUTS = [
+    (65, ("q" * 12, "stall", "m" * 40)),
+    (64, ("q" * 12, "stall", "m" * 38 + "…")),
+    (42, ("q" * 12, "stall", "m" * 16 + "…")),
+    (33, ("q" * 9 + "…", "stall", "m" * 9 + "…")),
+    (26, ("q" * 5 + "…", "stall", "m" * 6 + "…")),
+]
+
+
+@pytest.mark.parametrize(("width", "shown"), WIDEST_CUTS, ids=[str(w) for w, _ in WIDEST_CUTS])
+def test_the_widest_text_columns_are_cut_first(width: int, shown: tuple[str, ...]) -> None:
+    [_, line] = render_table(WIDEST_FIRST, [TEXT_ROW], width).splitlines()
+    assert line.split() == ["7", *shown]
+    assert len(line) <= width
 
 
 @pytest.fixture
@@ -177,9 +233,10 @@ def table(*lines: str) -> str:
 
 SHOWN_TOPIC = "t\\x1b]0;pwned\\x07\\x00\\n"
 # A batch the operator did not measure: records and time lag unknown; its backlogs were there
-# at the one batch stored, 30 s before now; late and future unknown.
+# at the one batch stored, 30 s before now, with no verdict yet (nor a catch-up); late and
+# future unknown.
 NOT_MEASURED = "-        -         "
-WAITING = ">= 30 s  never     -        -     -"
+WAITING = ">= 30 s  -         -        -     -"
 CLI_TABLES = [
     (
         ["queries"],

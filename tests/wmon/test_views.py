@@ -1,5 +1,6 @@
-"""Every table command's default view fits 120 columns, `--wide` shows every column and value
-whole, and `--json` keeps every field whatever the width."""
+"""Every table command's default view fits a terminal 120 columns wide and is whole in a pipe,
+`--wide` shows every column and value whole, and `--json` keeps every field whatever the
+width."""
 
 import io
 import json
@@ -100,12 +101,15 @@ def headers(line):
 
 
 @pytest.mark.parametrize("command", TABLES)
-def test_the_default_view_fits_120_columns_and_leaves_the_extra_columns_out(store, capsys, command):
+def test_the_default_view_fits_the_terminal_and_leaves_the_extra_columns_out(
+    store, capsys, monkeypatch, command
+):
     argv, columns = TABLES[command]
-    lines = output(capsys, argv, store).splitlines()
+    piped = output(capsys, argv, store).splitlines()
+    lines = on_a_terminal(monkeypatch, "120", argv, store).splitlines()
     assert len(lines) > 1
     assert max(map(len, lines)) <= 120
-    assert headers(lines[0]) == [c.header for c in columns if not c.extra]
+    assert headers(lines[0]) == headers(piped[0]) == [c.header for c in columns if not c.extra]
 
 
 @pytest.mark.parametrize("command", TABLES)
@@ -115,19 +119,25 @@ def test_wide_shows_every_column(store, capsys, command):
     assert headers(lines[0]) == [c.header for c in columns]
 
 
-def test_a_long_value_is_cut_with_an_ellipsis_and_whole_with_wide(store, capsys):
-    default = output(capsys, ["queries"], store)
+def test_a_long_value_is_whole_in_a_pipe_or_with_wide_and_cut_on_a_terminal(
+    store, capsys, monkeypatch
+):
+    for argv, whole in (
+        (["queries"], f"{LONG_NAME}  failed"),
+        (["alerts"], f"the query failed: {ERROR}"),
+        (["rejected"], REFUSED),
+    ):
+        assert whole in output(capsys, argv, store)
+        assert whole in output(capsys, [*argv, "--wide"], store)
+    default = on_a_terminal(monkeypatch, "120", ["queries"], store)
     [failed] = [line for line in default.splitlines() if "failed" in line]
     assert failed.startswith(LONG_NAME[:40]) and "…  failed  " in failed
     assert LONG_NAME not in failed
-    assert f"{LONG_NAME}  failed" in output(capsys, ["queries", "--wide"], store)
-    alerts = output(capsys, ["alerts"], store).splitlines()
+    alerts = on_a_terminal(monkeypatch, "120", ["alerts"], store).splitlines()
     [query_failed] = [line for line in alerts if "query_failed" in line]
     assert len(query_failed) == 120 and query_failed.endswith("…")
-    assert f"the query failed: {ERROR}" in output(capsys, ["alerts", "--wide"], store)
-    [refused] = output(capsys, ["rejected"], store).splitlines()[1:]
+    [refused] = on_a_terminal(monkeypatch, "120", ["rejected"], store).splitlines()[1:]
     assert "  progress field 'sources[0].endO…  " in refused and len(refused) <= 120
-    assert REFUSED in output(capsys, ["rejected", "--wide"], store)
 
 
 @pytest.mark.parametrize("command", TABLES)
