@@ -8,19 +8,44 @@ import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
-from importlib.metadata import version
+from typing import Any, NoReturn
 
 from wmon.commands import add_commands
 from wmon.options import CliError, Parser
 from wmon.render import printable
 
 
+class Version(argparse.Action):
+    """`--version`: the installed package's version, read only when asked for (importing
+    importlib.metadata costs half of what reading the arguments does)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str) -> None:
+        super().__init__(
+            option_strings,
+            dest,
+            nargs=0,
+            default=argparse.SUPPRESS,
+            help="show program's version number and exit",
+        )
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> NoReturn:
+        """Print the version, and exit."""
+        from importlib.metadata import version
+
+        print(f"wmon {version('watermark-monitor')}")
+        parser.exit()
+
+
 def build_parser() -> Parser:
     """The argument parser of every subcommand."""
     parser = Parser(prog="wmon", description=__doc__)
-    parser.add_argument(
-        "--version", action="version", version=f"wmon {version('watermark-monitor')}"
-    )
+    parser.add_argument("--version", action=Version)
     add_commands(parser.add_subparsers(dest="command", required=True, parser_class=Parser))
     return parser
 

@@ -5,11 +5,12 @@ import argparse
 import subprocess
 import sys
 from collections.abc import Iterator
+from importlib.metadata import version
 from typing import Any
 
 import pytest
 
-from wmon.main import build_parser, implementation
+from wmon.main import build_parser, implementation, main
 
 # What only a command's implementation may import.
 HEAVY = ("sqlalchemy", "flask", "pandas", "numpy", "pyspark", "monitor.store", "web")
@@ -69,3 +70,10 @@ def test_every_command_runs_a_function_of_its_module():
     assert ran["alerts run"] == "wmon.alerts:run_alerts"
     for name in ran.values():
         assert callable(implementation(name)), name
+
+
+def test_version_prints_the_installed_packages_on_stdout(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr() == (f"wmon {version('watermark-monitor')}\n", "")
