@@ -238,8 +238,9 @@ ALERT_COLUMNS = (
 
 
 def partition_state(row: Mapping[str, Any]) -> str:
-    """A partition's status in words, as the query page says it: 'losing late', 'ok'."""
-    return row["status"].replace("_", " ")
+    """A partition's flags in one word: 'idle', 'stalled,rewound', or 'ok'."""
+    flags = [name for name in ("idle", "stalled", "rewound") if row.get(name)]
+    return ",".join(flags) or "ok"
 
 
 def behind(row: Mapping[str, Any]) -> str:
