@@ -202,6 +202,7 @@ def test_an_overview_entry_has_the_latest_figures_and_a_trend(engine, client):
     assert healthy == {
         "id": "healthy",
         "name": "healthy",
+        "run_id": "run-1",
         "status": "healthy",
         "stored_status": "active",
         "error_class": None,

@@ -113,6 +113,7 @@ def summary_json(summary: QuerySummary, lens: Lens) -> dict[str, Any]:
     return {
         "id": query.id,
         "name": query.name,
+        "run_id": query.run_id,
         "status": status.label,
         "stored_status": query.status,
         "error_class": query.error_class,
