@@ -68,7 +68,7 @@ class Cli:
         assert status == 0, err
         printed = json.loads(out)
         name = f"wmon {command} --json"
-        check(printed, INDEX["cli"][name], f"wmon {command} {' '.join(argv)} --json".strip())
+        check(printed, INDEX["cli"][name], " ".join(["wmon", command, *argv, "--json"]))
         self.ran.add(name)
         return printed
 
