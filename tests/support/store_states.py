@@ -2,10 +2,11 @@
 queries running, catching up, instrumented, future-dated, silent, failed, ended, waiting for
 their first batch, without offsets, unreadable, reset; alerts pending, firing, resolved,
 acknowledged and silenced, with deliveries; events set aside. Null-heavy states are there on
-purpose: every field the code can leave null is left null by one of them."""
+purpose: each field the code can leave null is null in one of them, but for a delivery given up
+after a day (`abandoned_at_ms`) and the evaluator's `rules_error` (a rules file broken while a
+server runs)."""
 
 import dataclasses
-import json
 
 import sqlalchemy as sa
 import sqlalchemy.orm as so
@@ -208,9 +209,9 @@ def _evaluate(engine, at_ms):
 
 def _alerts(engine):
     """Evaluate the rules up to now: a partition that stalls then moves again (its alert fired
-    and resolved), the silent telemetry query (pending for an hour), and the rest firing at
-    once; each notification tried, the first refused once; an alert acknowledged, the
-    watermark_age ones silenced."""
+    and resolved), the silent telemetry query (pending for an hour), the others' alerts as the
+    default rules find them; each notification tried, the first refused once; an alert
+    acknowledged, the watermark_age ones silenced."""
     stall = NOW - 100_000
     stalled(engine, epoch=stall)
     _evaluate(engine, stall + 26_000)
@@ -241,7 +242,7 @@ def _set_aside(engine):
     """Two events refused: one posted by a named sender, one from nowhere said."""
     bad = {"Event": "org.apache.spark.sql.streaming.StreamingQueryListener$QueryProgressEvent"}
     accept(engine, [bad | {"progress": {"id": "x"}}], NOW - 3_000, T, "app-1")
-    accept(engine, [json.loads('{"Event": 1}')], NOW - 2_000, T)
+    accept(engine, [{"Event": 1}], NOW - 2_000, T)
 
 
 def fill(engine):
