@@ -10,11 +10,12 @@ import sqlalchemy.orm as so
 
 from monitor.alerts.rules import URGENT
 from monitor.config import load_settings
-from monitor.store.alerts import recent_alerts
+from monitor.store.alerts import cancelled_count, recent_alerts
 from monitor.store.engine import display_url
+from monitor.store.leases import job_done_at, job_held
 from wmon.options import CliError
 from wmon.queries import print_rows
-from wmon.render import ALERT_COLUMNS
+from wmon.render import ALERT_COLUMNS, evaluation_text, paragraph
 from wmon.runtime import open_store
 
 if TYPE_CHECKING:
@@ -22,9 +23,23 @@ if TYPE_CHECKING:
 
 
 def list_alerts(args: argparse.Namespace) -> None:
-    """List alerts: the pending and firing ones, or with --all every one, newest first."""
+    """List alerts: the pending and firing ones, or with --all every one but the cancelled,
+    the firing first; under the table, how many were cancelled and, when no process
+    evaluates the rules now, since when the alerts have not been evaluated."""
+    from monitor.alerts.runner import LEASE, now_ms
+
+    now = now_ms()
     with so.Session(open_store(args.database_url)) as session:
         print_rows(args, ALERT_COLUMNS, recent_alerts(session, not args.all, args.limit, URGENT))
+        cancelled = cancelled_count(session) if args.all else 0
+        held, evaluated = job_held(session, LEASE, now), job_done_at(session, LEASE)
+    if args.json:
+        return
+    if cancelled:
+        said = f"{cancelled:,} pending alerts cleared before their rule's for: counted, not listed."
+        print(paragraph(said))
+    if not held:
+        print(paragraph(evaluation_text(evaluated, now)))
 
 
 def run_alerts(args: argparse.Namespace) -> None:

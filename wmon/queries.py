@@ -14,12 +14,10 @@ import sqlalchemy.orm as so
 from monitor.alerts.rulefile import RuleSet, RulesFileError, load_rules_file
 from monitor.alerts.runner import now_ms
 from monitor.config import load_settings
-from monitor.health.facts import DEFAULT_WINDOW_MS
 from monitor.health.state_growth import state_fields
 from monitor.health.trigger_pace import pace_fields
-from monitor.store.backlog import backlogs, query_runs
+from monitor.store.backlog import backlogs
 from monitor.store.batches import batch_of, latest_batch, recent_batches
-from monitor.store.partitions import partition_details
 from monitor.store.queries import find_query, list_queries
 from monitor.store.state_growth import fleet_state
 from monitor.store.timers import recent_timer_snapshots
@@ -108,24 +106,24 @@ def state(args: argparse.Namespace) -> None:
 
 
 def partitions(args: argparse.Namespace) -> None:
-    """List the source partitions of a query's batch (the latest by default), as the API's
-    query page has them: the late window is the last five minutes, as the API's default."""
+    """List the source partitions of a query's batch (the latest by default) as the API's
+    query page has them: judged by the same rules (the late window is theirs), each with its
+    status."""
+    from web.api.payloads import Lens, partition_rows
+
+    lens = Lens(now_ms(), _rules(load_settings().alert_rules))
     with so.Session(open_store(args.database_url)) as session:
         query = find_query(session, args.query)
-        batch = (
-            latest_batch(session, query.id)
-            if args.batch is None
-            else batch_of(session, query.id, args.batch)
-        )
-        now = now_ms()
-        details = []
+        summary = lens.summarize(session, query)
+        batch = summary.latest if args.batch is None else batch_of(session, query.id, args.batch)
+        rows = []
         if batch is not None:
-            # The latest batch's backlog is as of now; an earlier one's, as of its own time.
-            as_of = now if args.batch is None else batch.batch_time_ms
-            running = args.batch is not None or query_runs(query, now)
-            backlog = backlogs(session, batch, as_of, running)
-            details = partition_details(session, batch, now - DEFAULT_WINDOW_MS, backlog)
-        rows = [detail.as_dict() for detail in details]
+            # The latest batch's backlog is as the facts read it, as of now; an earlier one's,
+            # as of its own time.
+            backlog = summary.facts.backlog
+            if args.batch is not None or backlog is None:
+                backlog = backlogs(session, batch, batch.batch_time_ms, running=True)
+            rows = partition_rows(session, summary, batch, backlog, lens.now_ms)
     if args.json:
         print(json.dumps(rows, indent=2))
     else:

@@ -84,11 +84,35 @@ def age(ms: int | None) -> str:
 
 
 def ago(ms: int | None) -> str:
-    """How long ago, '37 min ago', or 'ahead of the clock by 3 s' when the time is still to
-    come; '-' when unknown."""
+    """How long ago, '37 min ago', 'just now' within a second either way (two hosts' clocks
+    are that far apart), or 'ahead of the clock by 3 s' when the time is further to come;
+    '-' when unknown."""
+    if ms is not None and abs(ms) < 1_000:
+        return "just now"
     if ms is None or ms < 0:
         return age(ms)
     return f"{duration(ms)} ago"
+
+
+def alert_counts(counts: Mapping[str, int] | None) -> str:
+    """A query's live alerts counted, as the overview shows them: '1 critical, 2 pending';
+    '-' when none."""
+    if not counts:
+        return "-"
+    said = [f"{counts[kind]} {kind}" for kind in ("critical", "warning", "pending") if counts[kind]]
+    return ", ".join(said) or "-"
+
+
+def evaluation_text(evaluated_ms: int | None, now_ms: int) -> str:
+    """What a list of alerts is as of, when no process evaluates the rules now."""
+    if evaluated_ms is None:
+        return (
+            "No process has evaluated the alert rules in this store (wmon serve, wmon alerts run)."
+        )
+    return (
+        f"No process evaluates the alert rules now: these alerts are as of their last"
+        f" evaluation, {iso_time(evaluated_ms)} ({ago(now_ms - evaluated_ms)})."
+    )
 
 
 def in_flight(running: tuple[int | None, int] | None) -> str:
@@ -138,6 +162,7 @@ class Column:
 QUERY_COLUMNS = (
     Column("name", "name", cut=True),
     Column("health", "status"),
+    Column("alerts", "alerts", alert_counts),
     Column("heard", "heard_ms", ago),
     Column("last batch", "last_batch_id"),
     Column("running", "running", in_flight),
@@ -230,7 +255,8 @@ ALERT_COLUMNS = (
     Column("query", "query", cut=True),
     Column("partitions", "partitions", lambda names: ", ".join(names) or "-", extra=True),
     Column("caused by", "caused_by", extra=True),
-    Column("since", "active_since_ms", iso_time),
+    Column("since", "since_ms", iso_time),
+    Column("pending since", "active_since_ms", iso_time, extra=True),
     Column("fired", "fired_at_ms", iso_time, extra=True),
     Column("resolved", "resolved_at_ms", iso_time, extra=True),
     Column("message", "message", cut=True),
@@ -238,9 +264,8 @@ ALERT_COLUMNS = (
 
 
 def partition_state(row: Mapping[str, Any]) -> str:
-    """A partition's flags in one word: 'idle', 'stalled,rewound', or 'ok'."""
-    flags = [name for name in ("idle", "stalled", "rewound") if row.get(name)]
-    return ",".join(flags) or "ok"
+    """A partition's status in words, as the query page says it: 'losing late', 'ok'."""
+    return row["status"].replace("_", " ")
 
 
 def behind(row: Mapping[str, Any]) -> str:

@@ -385,8 +385,19 @@ def state_growing(facts: QueryFacts, now_ms: int, params: Params) -> Finding | N
 def _growth_text(op: StateGrowth) -> str:
     name = f"{op.operator or 'operator'} #{op.operator_index}"
     if op.rows_per_second is not None:
-        return f"{name} by {op.rows_per_second:,.1f} rows/s to {op.rows:,} rows"
-    return f"{name} by {(op.store_bytes_per_second or 0) / 1024:,.1f} KiB/s (rows not counted)"
+        return f"{name} by {rate_text(op.rows_per_second, 'rows')} to {op.rows:,} rows"
+    kib = (op.store_bytes_per_second or 0) / 1024
+    return f"{name} by {rate_text(kib, 'KiB')} (rows not counted)"
+
+
+def rate_text(per_second: float, unit: str) -> str:
+    """A rate of growth as people read it: '12.5 rows/s', or per minute or per hour when it
+    is slower than a tenth a second ('3.0 rows/min'), never '0.0 rows/s'."""
+    if per_second >= 0.1:
+        return f"{per_second:,.1f} {unit}/s"
+    if per_second * 60 >= 0.1:
+        return f"{per_second * 60:,.1f} {unit}/min"
+    return f"{per_second * 3_600:,.1f} {unit}/h"
 
 
 _PYTHON_ERROR = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit): \S")

@@ -91,6 +91,8 @@ class PartitionFacts:
     future: FutureDated | None = None
     # Its backlog's verdict over the last minute of batches (health.backlog).
     verdict: Verdict | None = None
+    # The topic of a Kafka partition ('telemetry' of 'telemetry/3'), as its source said it.
+    topic: str | None = None
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,8 @@ class QueryFacts:
     last_progress_ms: int
     ended_at_ms: int | None = None
     exception: str | None = None
+    # Its latest batch's id; None before its first batch is stored.
+    batch_id: int | None = None
     watermark_ms: int | None = None
     watermark_stalled: bool = False
     watermark_rewound: bool = False

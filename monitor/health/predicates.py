@@ -10,10 +10,10 @@ nothing (no progress, no idle event) for the silence threshold.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from monitor.health.facts import PartitionFacts, QueryFacts, StoredStatus
+from monitor.health.facts import PartitionFacts, QueryFacts, StoredStatus, Thresholds
 
 
 @dataclass(frozen=True)
@@ -113,30 +113,23 @@ def has_stalled_work(facts: QueryFacts) -> bool:
     return facts.watermark_stalled or any(p.stalled for p in facts.latest_partitions)
 
 
-def losing_late(facts: QueryFacts) -> list[PartitionFacts]:
-    """The partitions that dropped more than the late count of records as late within the late
-    window, and more than the late share of what they read in it: a trickle of late records on
+def is_losing_late(partition: PartitionFacts, thresholds: Thresholds) -> bool:
+    """The partition dropped more than the late count of records as late within the late
+    window, and more than the late share of what it read in it: a trickle of late records on
     a busy partition is not losing records."""
-    thresholds = facts.thresholds
-    return [
-        p
-        for p in facts.partitions
-        if p.late_records > thresholds.late_count
-        and p.late_records * 10_000 > thresholds.late_share * p.records
-    ]
+    late, read = partition.late_records, partition.records
+    return late > thresholds.late_count and late * 10_000 > thresholds.late_share * read
+
+
+def losing_late(facts: QueryFacts) -> list[PartitionFacts]:
+    """The partitions that lose records as late (:func:`is_losing_late`)."""
+    return [p for p in facts.partitions if is_losing_late(p, facts.thresholds)]
 
 
 def has_future_dated(facts: QueryFacts) -> bool:
     """A partition read records more than the tolerance ahead of the clock within the
     window: one of them can drag the watermark ahead and every record after it is late."""
     return any(p.future is not None for p in facts.partitions)
-
-
-def lag_grew(trend: Sequence[int | None]) -> bool:
-    """The total offset lag grew over the trend (Burrow's rule: work arrives faster than it is
-    done)."""
-    known = [lag for lag in trend if lag is not None]
-    return len(known) >= 2 and known[-1] > known[0]
 
 
 def is_all_idle(facts: QueryFacts) -> bool:

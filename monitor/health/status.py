@@ -13,28 +13,29 @@ The first rule that matches wins:
    comes and goes stays `stalled` while its alert is held (`keep_firing_for`), not flapping;
 5. `lagging` — a partition loses records as late (more than the late count within the late
    window, and more than the late share of what it read: the alert rule `late_records`), a
-   partition read
-   future-dated records within the future window (the alert rule `future_event_time`: one can
-   drag the watermark ahead), or the total offset lag of the recent batches grew (Burrow's
-   rule: work arrives faster than it is done);
+   partition read future-dated records within the future window (the alert rule
+   `future_event_time`: one can drag the watermark ahead), or its backlog's verdict is
+   `falling_behind` (work arrives faster than it is done: the alert rule `falling_behind`);
 6. `idle` — Spark reported the query idle, or every partition of its latest batch is idle;
-7. `healthy` otherwise.
+7. `waiting` — it runs and has stored no batch yet;
+8. `healthy` otherwise.
 
-Statuses sort by urgency: failed, error, stalled, lagging, idle, healthy, then terminated (a
-query that ended cleanly needs no one's attention).
+A firing alert makes the status at least what its rule means (:mod:`monitor.health.judgment`).
+Statuses sort by urgency: failed, error, stalled, lagging, idle, waiting, healthy, then
+terminated (a query that ended cleanly needs no one's attention).
 """
 
 from __future__ import annotations
 
 import enum
 
+from monitor.health.backlog import Verdict
 from monitor.health.facts import QueryFacts, StoredStatus
 from monitor.health.predicates import (
     has_future_dated,
     has_stalled_work,
     is_all_idle,
     is_silent,
-    lag_grew,
     losing_late,
 )
 
@@ -51,8 +52,9 @@ class Status(enum.IntEnum):
     STALLED = 2
     LAGGING = 3
     IDLE = 4
-    HEALTHY = 5
-    TERMINATED = 6
+    WAITING = 5
+    HEALTHY = 6
+    TERMINATED = 7
 
     @property
     def label(self) -> str:
@@ -70,10 +72,12 @@ def query_status(facts: QueryFacts, now_ms: int) -> Status:
         return Status.TERMINATED
     if has_stalled_work(facts) or is_silent(facts, now_ms) or facts.alerting & STALL_RULES:
         return Status.STALLED
-    if (
-        losing_late(facts)
-        or has_future_dated(facts)
-        or lag_grew([point.offset_lag for point in facts.trend])
-    ):
+    if losing_late(facts) or has_future_dated(facts) or _falling_behind(facts):
         return Status.LAGGING
-    return Status.IDLE if is_all_idle(facts) else Status.HEALTHY
+    if is_all_idle(facts):
+        return Status.IDLE
+    return Status.WAITING if facts.batch_id is None else Status.HEALTHY
+
+
+def _falling_behind(facts: QueryFacts) -> bool:
+    return facts.backlog is not None and facts.backlog.query.verdict is Verdict.FALLING_BEHIND

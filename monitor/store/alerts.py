@@ -11,6 +11,7 @@ from typing import Any
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
+from monitor.health.judgment import LiveAlert
 from monitor.store.models import (
     LIVE_ALERT_STATES,
     AlertEvent,
@@ -38,6 +39,19 @@ class AlertView:
     resolved_at_ms: int | None
     message: str
 
+    @property
+    def since_ms(self) -> int:
+        """Since when it is what it is, as the pages say it: a firing alert since it fired,
+        any other since it went pending."""
+        if self.state == "firing" and self.fired_at_ms is not None:
+            return self.fired_at_ms
+        return self.active_since_ms
+
+
+# A pending alert whose condition cleared before its `for` ran out: it never fired, and is
+# counted (cancelled_count), never listed.
+CANCELLED = "cancelled"
+
 
 def alerts_with_names(
     session: so.Session,
@@ -46,17 +60,29 @@ def alerts_with_names(
     query_id: str | None = None,
     urgent_rules: Sequence[str] = (),
 ) -> Sequence[Any]:
-    """(alert, query name) pairs: every one, the newest first; or only live ones, the most
-    urgent first (:func:`urgency`)."""
+    """(alert, query name) pairs: only live ones, the most urgent first (:func:`urgency`); or
+    every one but the cancelled, the firing first, then the pending, then the newest first."""
     select = sa.select(AlertRow, Query.name).join(Query, Query.id == AlertRow.query_id)
     if live_only:
         select = select.where(AlertRow.state.in_(LIVE_ALERT_STATES))
-        select = select.order_by(*urgency(urgent_rules)).limit(limit)
+        select = select.order_by(*urgency(urgent_rules))
     else:
-        select = select.order_by(AlertRow.active_since_ms.desc(), AlertRow.id.desc()).limit(limit)
+        live_first = sa.case((AlertRow.state == "firing", 0), (AlertRow.state == "pending", 1))
+        select = select.where(AlertRow.state != CANCELLED).order_by(
+            sa.func.coalesce(live_first, 2), AlertRow.active_since_ms.desc(), AlertRow.id.desc()
+        )
     if query_id is not None:
         select = select.where(AlertRow.query_id == query_id)
-    return session.execute(select).all()
+    return session.execute(select.limit(limit)).all()
+
+
+def cancelled_count(session: so.Session, query_id: str | None = None) -> int:
+    """How many stored alerts were cancelled (pending, and cleared before their rule's `for`):
+    of one query, or of all."""
+    select = sa.select(sa.func.count()).where(AlertRow.state == CANCELLED)
+    if query_id is not None:
+        select = select.where(AlertRow.query_id == query_id)
+    return session.scalar(select) or 0
 
 
 def urgency(urgent_rules: Sequence[str]) -> list[sa.ColumnElement[Any]]:
@@ -76,8 +102,8 @@ def urgency(urgent_rules: Sequence[str]) -> list[sa.ColumnElement[Any]]:
 def recent_alerts(
     session: so.Session, live_only: bool, limit: int, urgent_rules: Sequence[str] = ()
 ) -> list[AlertView]:
-    """Every alert, the newest first; or only the pending and firing ones, the most urgent
-    first."""
+    """Only the pending and firing alerts, the most urgent first; or every one but the
+    cancelled, the firing first, then the pending, then the newest first."""
     return [
         AlertView(
             row.id,
@@ -111,18 +137,23 @@ def alert_events_by_id(
     return [(event, alert, name) for event, alert, name in rows]
 
 
-def live_rules(session: so.Session, query_ids: Sequence[str]) -> dict[str, frozenset[str]]:
-    """By query id (at most IN_CHUNK of them), the rules with a live (pending or firing) alert
-    on the query."""
+def live_alerts(session: so.Session, query_ids: Sequence[str]) -> dict[str, list[LiveAlert]]:
+    """By query id (at most IN_CHUNK of them), the live (pending or firing) alerts on the
+    query, as its judgment weighs them."""
     rows = session.execute(
-        sa.select(AlertRow.query_id, AlertRow.rule).where(
-            AlertRow.state.in_(LIVE_ALERT_STATES), among(AlertRow.query_id, query_ids)
-        )
+        sa.select(
+            AlertRow.query_id,
+            AlertRow.rule,
+            AlertRow.severity,
+            AlertRow.state,
+            AlertRow.active_since_ms,
+            AlertRow.fired_at_ms,
+        ).where(AlertRow.state.in_(LIVE_ALERT_STATES), among(AlertRow.query_id, query_ids))
     )
-    found: dict[str, set[str]] = {}
-    for query_id, rule in rows:
-        found.setdefault(query_id, set()).add(rule)
-    return {query_id: frozenset(rules) for query_id, rules in found.items()}
+    found: dict[str, list[LiveAlert]] = {}
+    for query_id, rule, severity, state, since_ms, fired_ms in rows:
+        found.setdefault(query_id, []).append(LiveAlert(rule, severity, state, since_ms, fired_ms))
+    return found
 
 
 def live_alert_counts(session: so.Session) -> Counter[tuple[str, str, str]]:

@@ -30,6 +30,7 @@ from monitor.numbers import INT64_MAX
 from monitor.store import packed_batches
 from monitor.store.models import BatchEventTimes
 from monitor.store.packing import pack_rows, unpack_columns
+from monitor.store.sql import chunks, newest_of
 
 Row = dict[str, Any]
 TABLE = BatchEventTimes.__table__
@@ -146,6 +147,18 @@ def at_newest(
 ) -> list[StoredEventTimes]:
     """The partitions of each query's batch in `newest` (store.sql.newest_of), by query."""
     return partitions_in(connection, packed_batches.at_newest(TABLE, newest))
+
+
+def newest_measured(
+    session: so.Session, query_ids: Sequence[str]
+) -> dict[str, dict[str, StoredEventTimes]]:
+    """Each query's newest measured batch's partitions, by query id and partition name: a
+    statement for every IN_CHUNK queries."""
+    found: dict[str, dict[str, StoredEventTimes]] = {}
+    for chunk in chunks(query_ids):
+        for measured in at_newest(session, newest_of(TABLE, "batch_id", chunk)):
+            found.setdefault(measured.query_id, {})[measured.partition] = measured
+    return found
 
 
 def window_sums(

@@ -72,3 +72,9 @@ def release(engine: sa.Engine, name: str, holder: str) -> None:
 def job_done_at(session: so.Session, lease: str) -> int | None:
     """When a holder of the lease `lease` last finished its job; None if none has."""
     return session.scalar(sa.select(Lease.done_at_ms).where(Lease.name == lease))
+
+
+def job_held(session: so.Session, lease: str, now_ms: int) -> bool:
+    """Whether a holder holds the lease `lease` at `now_ms`: a process is doing its job."""
+    expires = session.scalar(sa.select(Lease.expires_at_ms).where(Lease.name == lease))
+    return expires is not None and expires > now_ms

@@ -1,4 +1,4 @@
-"""The stored queries: every one, some by id, one by its id or name."""
+"""The stored queries: every one, those a scrape exports, some by id, one by its id or name."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Collection, Sequence
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
+from monitor.health.facts import RUNNING
 from monitor.numbers import shown
 from monitor.store.models import Query
 from monitor.store.sql import chunks
@@ -19,6 +20,21 @@ class QueryNotFound(LookupError):
 def list_queries(session: so.Session) -> Sequence[Query]:
     """Every query, the most recently updated first."""
     return session.scalars(sa.select(Query).order_by(Query.updated_at_ms.desc())).all()
+
+
+def exported_queries(session: so.Session, now_ms: int, keep_ended_ms: int) -> Sequence[Query]:
+    """The queries running, or ended less than `keep_ended_ms` ago, by id: those an
+    exporter's scrape shows."""
+    return session.scalars(
+        sa.select(Query)
+        .where(
+            sa.or_(
+                Query.status.in_(RUNNING),
+                Query.terminated_at_ms >= now_ms - keep_ended_ms,
+            )
+        )
+        .order_by(Query.id)
+    ).all()
 
 
 def queries_by_id(session: so.Session, ids: Collection[str]) -> Sequence[Query]:

@@ -183,6 +183,7 @@ def _facts(asked: Asked, batch: Batch | None, found: _Windows) -> QueryFacts:
     verdicts = {} if backlog is None else {p: b.verdict for p, b in backlog.by_partition().items()}
     return _stored(
         asked,
+        batch_id=batch.batch_id if batch else None,
         watermark_ms=batch.watermark_ms if batch else None,
         watermark_stalled=bool(batch and batch.watermark_stalled),
         watermark_rewound=watermark_rewound,
@@ -249,6 +250,7 @@ def _partition(
         records=late.records,
         future=future,
         verdict=verdict,
+        topic=row.topic,
     )
 
 

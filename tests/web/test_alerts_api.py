@@ -5,7 +5,7 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.alerts.evaluate import evaluate
-from monitor.alerts.rulefile import Receiver, RulesFileError
+from monitor.alerts.rulefile import Receiver, RulesFileError, load_rules
 from monitor.events import QueryStarted, QueryTerminated
 from monitor.store.models import AlertEvent, Delivery, Silence
 from monitor.store.writes import write_events
@@ -18,9 +18,11 @@ from tests.support.alert_scenarios import (
     rules_with,
     stalled,
 )
+from tests.support.progress import write
 from tests.support.waiting import wait_until
 from web import create_app, db
 from web.background import evaluation
+from wmon.main import main
 
 TOKEN = "s3cret"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -236,3 +238,54 @@ def test_a_bad_rules_file_stops_the_server_from_starting(database_url, tmp_path)
     rules.write_text("rules:\n  offset_lag: {threshold: many}\n")
     with pytest.raises(RulesFileError, match="line 2: threshold must be a whole number"):
         create_app({"DATABASE_URL": database_url, "ALERT_RULES": rules})
+
+
+def test_cancelled_alerts_are_counted_not_listed_and_the_firing_come_first(
+    database_url, engine, capsys
+):
+    """A query stops; later a stall fires and resolves; later still a stall goes pending and
+    clears before its `for`: every alert is listed the firing first, then the pending, then
+    the resolved stall, and the cancelled one is counted, not listed."""
+    failed = "f0000000-0000-4000-8000-000000000000"
+    write_events(
+        engine,
+        [QueryStarted(failed, "r", "payments", at(0)), QueryTerminated(failed, "r", at(10))],
+    )
+    with so.Session(engine) as session:
+        evaluate(session, ONLY_STALLED, at(11))
+        stalled(engine)
+        evaluate(session, ONLY_STALLED, at(26))
+        moves_again(engine)
+        evaluate(session, ONLY_STALLED, at(31))
+        # t/1 stops again from 30 s: stalled at 55 s, pending for an hour; read at 60 s.
+        write(engine, 4, 45, ends=[50, 20], latests=[50, 60], watermark_s=45)
+        write(engine, 5, 55, ends=[60, 20], latests=[60, 60], watermark_s=55)
+        evaluate(session, PENDING_AN_HOUR, at(55))
+        write(engine, 6, 60, ends=[70, 60], latests=[70, 60], watermark_s=60)
+        evaluate(session, PENDING_AN_HOUR, at(60))
+    client = create_app({"DATABASE_URL": database_url, "CLOCK": lambda: at(61)}).test_client()
+    answer = client.get("/api/alerts?state=all").get_json()
+    # t/1's long wait left t/0 idle, pending since: second, the newer resolved stall last.
+    assert [(a["rule"], a["state"]) for a in answer["alerts"]] == [
+        ("query_terminated", "firing"),
+        ("partition_idle", "pending"),
+        ("partition_stalled", "resolved"),
+    ]
+    assert answer["cancelled"] == 1
+    # Evaluated by hand here, through no lease: no process evaluates, none ever finished.
+    assert (answer["evaluating"], answer["evaluated_at_ms"]) == (False, None)
+    assert main(["alerts", "--all", "--database-url", database_url]) == 0
+    out = capsys.readouterr().out
+    assert out.index("query_terminated") < out.index("partition_stalled")
+    assert "1 pending alerts cleared before their rule's for: counted, not listed." in out
+    assert "No process has evaluated the alert rules in this store" in out
+
+
+PENDING_AN_HOUR = load_rules("""\
+queries:
+  - match: "*"
+    rules:
+      no_progress: {enabled: false}
+      watermark_age: {enabled: false}
+      partition_stalled: {for: 1h, keep_firing_for: 0}
+""")

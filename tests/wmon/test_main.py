@@ -101,20 +101,21 @@ def table(*lines: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+# No alert rule was evaluated: no alerts.
 QUERIES_A_MINUTE_LATER = table(
-    "name               health   heard     last batch  running  spark   error",
-    "rate_dedup         failed   49 s ago  5           -        failed"
+    "name               health   alerts  heard     last batch  running  spark   error",
+    "rate_dedup         failed   -       49 s ago  5           -        failed"
     "  FOREACH_BATCH_USER_FUNCTION_ERROR",
-    "telemetry_windows  healthy  57 s ago  3           -        active  -",
+    "telemetry_windows  healthy  -       57 s ago  3           -        active  -",
 )
 # Silent for longer than no_progress' threshold (5 minutes by default), a running query is
 # stalled. With --wide, its id too.
 QUERIES_AN_HOUR_LATER_WIDE = table(
-    "name               health   heard            last batch  running  spark   error"
+    "name               health   alerts  heard            last batch  running  spark   error"
     "                              id",
-    "rate_dedup         failed   59 min 49 s ago  5           -        failed"
+    "rate_dedup         failed   -       59 min 49 s ago  5           -        failed"
     "  FOREACH_BATCH_USER_FUNCTION_ERROR  22222222-2222-2222-2222-222222222222",
-    "telemetry_windows  stalled  59 min 56 s ago  3           -        active"
+    "telemetry_windows  stalled  -       59 min 56 s ago  3           -        active"
     "  -                                  11111111-1111-1111-1111-111111111111",
 )
 # Under the table, how the batches of the last five minutes keep the trigger (none is known).
@@ -151,13 +152,18 @@ def partitions_table(batch_id: int, behind: str, verdict: str) -> str:
     width = max(len("behind"), len(behind))
     never = "-" if verdict == "-" else "never"
     waiting = f"{behind:<{width}}  {never:<8}  {verdict:<7}  -     -"
+    # A stalled backlog is the partition's status too; the state column is as wide as it.
+    state = "stalled" if verdict == "stalled" else "ok"
+    column = max(len("state"), len(state))
     return table(
-        f"batch  partition    offset lag  state  records  time lag  {'behind':<{width}}"
-        "  catch-up  verdict  late  future",
-        f"{batch_id}      telemetry/0  4           ok     {no_event_times}         {waiting}",
-        f"{batch_id}      telemetry/1  0           ok     {no_event_times}         "
+        f"batch  partition    offset lag  {'state':<{column}}  records  time lag"
+        f"  {'behind':<{width}}  catch-up  verdict  late  future",
+        f"{batch_id}      telemetry/0  4           {state:<{column}}  {no_event_times}"
+        f"         {waiting}",
+        f"{batch_id}      telemetry/1  0           {'ok':<{column}}  {no_event_times}         "
         f"{'none':<{width}}  now       ok       -     -",
-        f"{batch_id}      telemetry/2  600         ok     {no_event_times}         {waiting}",
+        f"{batch_id}      telemetry/2  600         {state:<{column}}  {no_event_times}"
+        f"         {waiting}",
     )
 
 
@@ -165,15 +171,15 @@ def partitions_wide(batch_id: int) -> str:
     no_event_times = "-        -               -                    -"
     waiting = "  >= 1.0 s  0.0        0.0     never     stalled  -     -           -       -"
     return table(
-        "batch  partition    start  end   latest  offset lag  state  records  max event time"
+        "batch  partition    start  end   latest  offset lag  state    records  max event time"
         "  partition watermark  time lag  backlog  behind    arrival/s  read/s  catch-up"
         "  verdict  late  late total  future  lead",
-        f"{batch_id}      telemetry/0  1000   1020  1024    4           ok     {no_event_times}"
+        f"{batch_id}      telemetry/0  1000   1020  1024    4           stalled  {no_event_times}"
         f"         4      {waiting}",
-        f"{batch_id}      telemetry/1  940    960   960     0           ok     {no_event_times}"
+        f"{batch_id}      telemetry/1  940    960   960     0           ok       {no_event_times}"
         "         0        none      0.0        0.0     now       ok       -     -           -"
         "       -",
-        f"{batch_id}      telemetry/2  880    900   1500    600         ok     {no_event_times}"
+        f"{batch_id}      telemetry/2  880    900   1500    600         stalled  {no_event_times}"
         f"         600    {waiting}",
     )
 
@@ -253,7 +259,7 @@ def test_a_query_running_a_long_batch_is_heard_from_and_says_which_batch(
     status, out, _ = run(capsys, "queries", "--database-url", store)
     assert status == 0
     # Silent for an hour but for word of its batch in flight: healthy, and running batch 4.
-    assert re.search(r"\ntelemetry_windows +healthy +5.0 s ago +3 +batch 4 for 1 h +active", out)
+    assert re.search(r"\ntelemetry_windows +healthy +- +5.0 s ago +3 +batch 4 for 1 h +active", out)
 
 
 def test_queries_as_json_are_the_rows_the_api_gives(
@@ -347,6 +353,7 @@ def backlog_json(records: int, age_ms: int) -> dict[str, Any]:
         "backlog_trend": "stable",
         "catch_up_ms": None if records else 0,
         "verdict": "stalled" if records else "ok",
+        "status": "stalled" if records else "ok",
     }
 
 

@@ -67,12 +67,23 @@ def test_printable_escapes_controls_only(text: str, expected: str) -> None:
     ("ms", "expected_age", "expected_ago"),
     [
         (None, "-", "-"),
-        (0, "0 ms", "0 ms ago"),
+        (0, "0 ms", "just now"),
+        # Two hosts' clocks are a second apart, either way: not worth saying.
+        (-142, "ahead of the clock by 142 ms", "just now"),
+        (999, "999 ms", "just now"),
         (7_020_000, "1 h 57 min", "1 h 57 min ago"),
         (-7_020_000, "ahead of the clock by 1 h 57 min", "ahead of the clock by 1 h 57 min"),
         (-4_300, "ahead of the clock by 4.3 s", "ahead of the clock by 4.3 s"),
     ],
-    ids=["unknown", "now", "behind", "ahead", "ahead-seconds"],
+    ids=[
+        "unknown",
+        "now",
+        "ahead-within-a-second",
+        "behind-within-a-second",
+        "behind",
+        "ahead",
+        "ahead-seconds",
+    ],
 )
 def test_a_negative_age_reads_as_ahead_of_the_clock(
     ms: int | None, expected_age: str, expected_ago: str
@@ -241,8 +252,10 @@ CLI_TABLES = [
     (
         ["queries"],
         table(
-            "name                       health   heard     last batch  running  spark   error",
-            "evil\\x1b[2J\\x00name\\nnext  healthy  30 s ago  0           -        active  -",
+            "name                       health   alerts  heard     last batch  running  spark"
+            "   error",
+            "evil\\x1b[2J\\x00name\\nnext  healthy  -       30 s ago  0           -        active"
+            "  -",
         ),
     ),
     (

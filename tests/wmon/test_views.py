@@ -131,7 +131,7 @@ def test_a_long_value_is_whole_in_a_pipe_or_with_wide_and_cut_on_a_terminal(
         assert whole in output(capsys, [*argv, "--wide"], store)
     default = on_a_terminal(monkeypatch, "120", ["queries"], store)
     [failed] = [line for line in default.splitlines() if "failed" in line]
-    assert failed.startswith(LONG_NAME[:40]) and "…  failed  " in failed
+    assert failed.startswith(LONG_NAME[:20]) and "…  failed  " in failed
     assert LONG_NAME not in failed
     alerts = on_a_terminal(monkeypatch, "120", ["alerts"], store).splitlines()
     [query_failed] = [line for line in alerts if "query_failed" in line]

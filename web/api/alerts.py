@@ -20,9 +20,11 @@ from monitor.alerts.actions import (
     silence,
 )
 from monitor.alerts.rules import RULES, URGENT
+from monitor.alerts.runner import LEASE
 from monitor.alerts.silences import active_silences, silenced
 from monitor.numbers import NumberError, json_whole, shown
-from monitor.store.alerts import alerts_with_names, deliveries
+from monitor.store.alerts import alerts_with_names, cancelled_count, deliveries
+from monitor.store.leases import job_done_at, job_held
 from monitor.store.models import AlertRow, Silence
 from monitor.store.queries import find_query, query_name
 from web import db
@@ -83,9 +85,12 @@ def alert_json(alert: AlertRow, name: str | None, silences: list[Silence]) -> di
 @bp.get("/alerts")
 def list_alerts() -> dict[str, Any]:
     """Alerts: `state` live (pending and firing, the default; the most urgent first) or all
-    (the newest first); `query` (id or name) and `limit` narrow it. `rules_error`: why this
-    server's evaluator did not take up the changed rules file (the rules before it stay in
-    force), or null."""
+    (the firing first, then the pending, then the newest first; the cancelled are counted in
+    `cancelled`, not listed); `query` (id or name) and `limit` narrow it. `rules_error`: why
+    this server's evaluator did not take up the changed rules file (the rules before it stay
+    in force), or null; `evaluated_at_ms`: when the rules were last evaluated, by any process
+    (null: never); `evaluating`: whether a process evaluates them now (else the alerts are as
+    of `evaluated_at_ms`)."""
     session = db.session()
     state = request.args.get("state", "live")
     if state not in ("live", "all"):
@@ -93,10 +98,14 @@ def list_alerts() -> dict[str, Any]:
     limit = bounded(request.args, "limit", 100, 1, MAX_LIMIT)
     query_id = find_query(session, request.args["query"]).id if "query" in request.args else None
     rows = alerts_with_names(session, state == "live", limit, query_id, URGENT)
-    silences = list(active_silences(session, _now()))
+    now = _now()
+    silences = list(active_silences(session, now))
     return {
         "alerts": [alert_json(alert, name, silences) for alert, name in rows],
         "rules_error": evaluator(current_app).rules_error,
+        "cancelled": cancelled_count(session, query_id),
+        "evaluated_at_ms": job_done_at(session, LEASE),
+        "evaluating": job_held(session, LEASE, now),
     }
 
 

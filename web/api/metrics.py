@@ -14,7 +14,7 @@ store.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,13 +25,18 @@ from prometheus_client.utils import floatToGoString
 from monitor.alerts.runner import LEASE
 from monitor.health.backlog import Verdict
 from monitor.health.facts import StoredStatus
+from monitor.health.status import Status
 from monitor.store.alerts import live_alert_counts
+from monitor.store.batch_event_times import StoredEventTimes, newest_measured
 from monitor.store.engine import STORE_FAILURES, unusable
 from monitor.store.isolation import is_outage, unreadable_reason
-from monitor.store.latest import QueryState, exported_queries, latest_states
 from monitor.store.leases import job_done_at
+from monitor.store.queries import exported_queries
 from monitor.store.rejected import count_rejected
+from monitor.store.summary import QuerySummary
 from web import db
+from web.api.payloads import Lens
+from web.background.evaluation import evaluator
 from web.guards.errors import RETRY_AFTER_S
 
 bp = Blueprint("metrics", __name__)
@@ -102,13 +107,28 @@ class Samples:
             family.add_sample(labels, value)
 
 
-def query_families(states: Iterable[QueryState], now_ms: int, families: Families) -> None:
+@dataclass(frozen=True)
+class Exported:
+    """A query as a scrape exports it: its summary, judged, and its newest measured batch's
+    partitions' event times, by partition."""
+
+    summary: QuerySummary
+    event_times: Mapping[str, StoredEventTimes]
+
+
+def query_families(queries: Iterable[Exported], now_ms: int, families: Families) -> None:
     """The per-query and per-partition families; a query whose rows cannot be read or
-    exported has only its stored status and `wmon_query_unreadable` 1."""
+    exported has only its stored status, its health (`error`) and `wmon_query_unreadable` 1."""
     figures = _QueryFamilies(families)
     status = families.gauge(
         "wmon_query_status",
         "1 for the query's status (active, idle, terminated, failed), 0 for the others",
+        [*QUERY_LABELS, "status"],
+    )
+    health = families.gauge(
+        "wmon_query_health",
+        "1 for the query's health as the dashboard judges it (failed, error, stalled, lagging, "
+        "idle, waiting, healthy, terminated), 0 for the others",
         [*QUERY_LABELS, "status"],
     )
     unreadable = families.gauge(
@@ -116,21 +136,24 @@ def query_families(states: Iterable[QueryState], now_ms: int, families: Families
         "1 when the query's stored rows cannot be read; its other figures are left out",
         QUERY_LABELS,
     )
-    for state in states:
-        query = state.query
+    for exported in queries:
+        query, judged = exported.summary.query, exported.summary.judgment.status
         labels = [query.name or query.id, query.id]
         samples = Samples()
-        if state.unreadable is None:
+        why = exported.summary.facts.unreadable
+        if why is None:
             try:
-                figures.add(state, labels, now_ms, samples)
+                figures.add(exported, labels, now_ms, samples)
             except Exception as error:  # a bad row of this query: its figures alone
                 if is_outage(error):
                     raise
-                state.unreadable = unreadable_reason(error)
+                why, judged = unreadable_reason(error), Status.ERROR
                 samples = Samples()
         for stored in StoredStatus:
             samples.add(status, [*labels, stored.value], query.status == stored)
-        samples.add(unreadable, labels, state.unreadable is not None)
+        for each in Status:
+            samples.add(health, [*labels, each.label], judged is each)
+        samples.add(unreadable, labels, why is not None)
         samples.commit()
 
 
@@ -266,14 +289,16 @@ class _QueryFamilies:
         }
         self.partitions = _PartitionFamilies(families)
 
-    def add(self, state: QueryState, labels: list[str], now_ms: int, samples: Samples) -> None:
+    def add(self, exported: Exported, labels: list[str], now_ms: int, samples: Samples) -> None:
         """The query's samples, its partitions' too."""
-        samples.add(self.progress, labels, _seconds(state.query.updated_at_ms))
-        samples.add(self.clock_ahead, labels, _seconds(state.query.clock_ahead_ms))
-        if state.timers is not None:
-            samples.add(self.pending, labels, state.timers.pending)
-            samples.add(self.next_expiry, labels, _seconds(state.timers.next_expiry_ms))
-        batch = state.batch
+        summary = exported.summary
+        state, timers = summary.facts, summary.timers
+        samples.add(self.progress, labels, _seconds(summary.query.updated_at_ms))
+        samples.add(self.clock_ahead, labels, _seconds(summary.query.clock_ahead_ms))
+        if timers is not None:
+            samples.add(self.pending, labels, timers.pending)
+            samples.add(self.next_expiry, labels, _seconds(timers.next_expiry_ms))
+        batch = summary.latest
         if batch is None:
             return
         samples.add(self.watermark, labels, _seconds(batch.watermark_ms))
@@ -282,8 +307,7 @@ class _QueryFamilies:
         samples.add(self.skew, labels, _seconds(batch.watermark_skew_ms))
         samples.add(self.flink, labels, _seconds(batch.flink_watermark_ms))
         samples.add(self.stalled, labels, batch.watermark_stalled)
-        lags = [row.offset_lag for row in state.partitions if row.offset_lag is not None]
-        samples.add(self.offset_lag, labels, sum(lags) if lags else None)
+        samples.add(self.offset_lag, labels, state.offset_lag)
         samples.add(self.input_rate, labels, batch.input_rows_per_second)
         samples.add(self.processed_rate, labels, batch.processed_rows_per_second)
         samples.add(self.batch_id, labels, batch.batch_id)
@@ -304,7 +328,7 @@ class _QueryFamilies:
             samples.add(self.backlog, labels, _seconds(behind.age_ms))
             if behind.verdict is not None:
                 samples.add(self.catch_up, labels, _catch_up_seconds(behind.catch_up_ms))
-        self.partitions.add(labels, state, samples)
+        self.partitions.add(labels, exported, samples)
 
 
 class _PartitionFamilies:
@@ -375,14 +399,14 @@ class _PartitionFamilies:
             [*PARTITION_LABELS, "verdict"],
         )
 
-    def add(self, query_labels: list[str], state: QueryState, samples: Samples) -> None:
+    def add(self, query_labels: list[str], exported: Exported, samples: Samples) -> None:
         """The samples of the query's partitions."""
+        state, batch = exported.summary.facts, exported.summary.latest
         topics: dict[str, str] = {}
-        for row in state.partitions:
-            if row.partition in topics:
-                continue  # the same name in a second source: the first source's
-            topics[row.partition] = row.topic or ""
-            labels = [*query_labels, *_topic_and_partition(row.topic, row.partition)]
+        # The facts hold one row a partition name (of two sources', the first source's).
+        for row in state.latest_partitions:
+            topics[row.name] = row.topic or ""
+            labels = [*query_labels, *_topic_and_partition(row.topic, row.name)]
             samples.add(self.offset_lag, labels, row.offset_lag)
             for flag, family in self.flags.items():
                 samples.add(family, labels, bool(getattr(row, flag)))
@@ -396,8 +420,8 @@ class _PartitionFamilies:
                 samples.add(self.catch_up, labels, _catch_up_seconds(backlog.catch_up_ms))
             for verdict in Verdict:
                 samples.add(self.verdict, [*labels, verdict.label], backlog.verdict is verdict)
-        driver = state.batch.watermark_driver_partition if state.batch else None
-        for name, times in state.event_times.items():
+        driver = batch.watermark_driver_partition if batch else None
+        for name, times in exported.event_times.items():
             labels = [*query_labels, *_topic_and_partition(topics.get(name), name)]
             samples.add(self.watermark, labels, _seconds(times.partition_watermark_ms))
             samples.add(self.max_event_time, labels, _seconds(times.max_event_time_ms))
@@ -495,7 +519,9 @@ def metrics() -> Response:
     try:
         session = db.session()
         queries = exported_queries(session, now_ms, config["METRICS_KEEP_ENDED_S"] * 1000)
-        states = latest_states(session, queries, now_ms)
+        judged = Lens(now_ms, evaluator(current_app).rules).summaries(session, queries)
+        measured = newest_measured(session, [query.id for query in queries])
+        exported = [Exported(s, measured.get(s.query.id, {})) for s in judged]
         counts = live_alert_counts(session)
         evaluated_ms = job_done_at(session, LEASE)
         rejected = count_rejected(session)
@@ -506,7 +532,7 @@ def metrics() -> Response:
         response = Response(body, status=503, content_type=CONTENT_TYPE_LATEST)
         response.headers["Retry-After"] = str(RETRY_AFTER_S)
         return response
-    query_families(states, now_ms, families)
+    query_families(exported, now_ms, families)
     alert_family(counts, families)
-    own_families(True, len(states), evaluated_ms, rejected, now_ms, families)
+    own_families(True, len(exported), evaluated_ms, rejected, now_ms, families)
     return Response(exposition(families), content_type=CONTENT_TYPE_LATEST)

@@ -11,15 +11,16 @@ import sqlalchemy.orm as so
 from flask import Flask
 
 from monitor.alerts.rulefile import RuleSet, thresholds_of
-from monitor.health.backlog import UNKNOWN, backlog_fields, query_backlog_fields
-from monitor.health.status import Status, query_status
+from monitor.health.backlog import UNKNOWN, Backlogs, backlog_fields, query_backlog_fields
+from monitor.health.facts import PartitionFacts
+from monitor.health.judgment import AlertCounts, partition_status
 from monitor.store.backlog import backlogs
 from monitor.store.batches import rows_dropped
 from monitor.store.isolation import recover, unreadable_reason
 from monitor.store.models import Batch, Query, TimerSnapshotRow
-from monitor.store.partitions import partition_states
-from monitor.store.read_facts import Asked, unreadable
-from monitor.store.summary import QuerySummary, summaries, summarize
+from monitor.store.partitions import partition_details, partition_states
+from monitor.store.read_facts import Asked
+from monitor.store.summary import QuerySummary, summaries, summarize, unreadable_summary
 from web.background import evaluation
 
 QUERY_FIELDS = (
@@ -76,14 +77,17 @@ class Lens:
         """The query's summary, its facts read over its rules' thresholds."""
         return summarize(session, query, self.now_ms, self.rules.thresholds_for(query.name))
 
-    def summaries(self, session: so.Session, queries: Sequence[Query]) -> list[QuerySummary]:
-        """The summaries of `queries`, in their order, read together."""
+    def summaries(
+        self, session: so.Session, queries: Sequence[Query], overview: bool = True
+    ) -> list[QuerySummary]:
+        """The summaries of `queries`, in their order, read together; without `overview`,
+        without what only the overview shows (trends, backlogs' ages)."""
         configs = self.rules.for_queries(query.name for query in queries)
         asked = [
             Asked(query, thresholds_of(config))
             for query, config in zip(queries, configs, strict=True)
         ]
-        return summaries(session, asked, self.now_ms)
+        return summaries(session, asked, self.now_ms, overview)
 
 
 def fields(row: Any, names: Sequence[str]) -> dict[str, Any]:
@@ -108,13 +112,16 @@ def _age(now_ms: int, watermark_ms: int | None) -> int | None:
 def summary_json(summary: QuerySummary, lens: Lens) -> dict[str, Any]:
     """A query as the overview lists it."""
     query, latest, timers, facts = summary.query, summary.latest, summary.timers, summary.facts
-    status = query_status(facts, lens.now_ms)
+    judgment = summary.judgment
     watermark = latest.watermark_ms if latest else None
     return {
         "id": query.id,
         "name": query.name,
         "run_id": query.run_id,
-        "status": status.label,
+        "status": judgment.status.label,
+        "severity": judgment.severity,
+        "alerts": alert_counts_json(judgment.alerts),
+        "urgency": judgment.urgency,
         "stored_status": query.status,
         "error_class": query.error_class,
         "exception": query.exception,
@@ -144,14 +151,19 @@ def summary_json(summary: QuerySummary, lens: Lens) -> dict[str, Any]:
     }
 
 
-def unreadable_summary(
-    session: so.Session, summary: QuerySummary, error: Exception
+def alert_counts_json(counts: AlertCounts) -> dict[str, int]:
+    """A query's live alerts counted: the firing ones by severity, and the pending ones."""
+    return {"critical": counts.critical, "warning": counts.warning, "pending": counts.pending}
+
+
+def broken_summary(
+    session: so.Session, summary: QuerySummary, error: Exception, now_ms: int
 ) -> QuerySummary:
     """The summary of a query whose rows broke its judging with `error`: its stored state,
     and why; an outage of the store goes up."""
     recover(session, error)
     asked = Asked(summary.query, summary.facts.thresholds)
-    return QuerySummary(summary.query, None, unreadable(asked, unreadable_reason(error)), None)
+    return unreadable_summary(asked, unreadable_reason(error), now_ms)
 
 
 def _overview_row(session: so.Session, summary: QuerySummary, lens: Lens) -> dict[str, Any]:
@@ -160,16 +172,41 @@ def _overview_row(session: so.Session, summary: QuerySummary, lens: Lens) -> dic
     try:
         return summary_json(summary, lens)
     except Exception as error:  # a bad row of this query alone
-        return summary_json(unreadable_summary(session, summary, error), lens)
+        return summary_json(broken_summary(session, summary, error, lens.now_ms), lens)
 
 
 def overview(session: so.Session, queries: Sequence[Query], lens: Lens) -> list[dict[str, Any]]:
-    """Queries as the overview lists them, the most urgent status first, then by name."""
+    """Queries as the overview lists them, the most urgent first (what pages, then the
+    status: health.judgment), then by name."""
     summaries = lens.summaries(session, queries)
     rows = [_overview_row(session, summary, lens) for summary in summaries]
-    return sorted(
-        rows, key=lambda row: (Status[row["status"].upper()], row["name"] or "", row["id"])
-    )
+    return sorted(rows, key=lambda row: (row["urgency"], row["name"] or "", row["id"]))
+
+
+def partition_rows(
+    session: so.Session, summary: QuerySummary, batch: Batch, behind: Backlogs, now_ms: int
+) -> list[dict[str, Any]]:
+    """The partition table of one of the query's batches, as the query page and `wmon
+    partitions` show it: its partitions with the late window's figures (the query's rules'
+    window, up to `now_ms`) and `behind`, their backlog as of the batch, each with its status
+    judged (health.judgment): the batch's own flags and verdict, the window's late and
+    future-dated records."""
+    facts = summary.facts
+    since_ms = now_ms - facts.thresholds.late_window_ms
+    known = {p.name: p for p in facts.partitions}
+    rows = []
+    for detail in partition_details(session, batch, since_ms, behind):
+        state = detail.state
+        judged = dataclasses.replace(
+            known.get(state.partition, PartitionFacts(state.partition)),
+            idle=state.idle,
+            stalled=state.stalled,
+            rewound=state.rewound,
+            verdict=detail.backlog.verdict,
+        )
+        status = partition_status(judged, facts.thresholds)
+        rows.append(detail.as_dict() | {"status": status.value})
+    return rows
 
 
 def batch_events(session: so.Session, batches: Sequence[Batch]) -> list[dict[str, Any]]:

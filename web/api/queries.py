@@ -10,9 +10,9 @@ from typing import Any
 import sqlalchemy.orm as so
 from flask import Blueprint, Response, current_app, request, stream_with_context
 
-from monitor.health.backlog import Backlogs, query_backlog_fields
+from monitor.health.backlog import query_backlog_fields
 from monitor.health.state_growth import state_fields
-from monitor.health.status import Status, query_status
+from monitor.health.status import Status
 from monitor.health.trigger_pace import pace_fields
 from monitor.numbers import INT64_MAX
 from monitor.store.batches import latest_batch, rows_dropped
@@ -29,8 +29,7 @@ from monitor.store.history import (
     resolution,
     rollup_csv_rows,
 )
-from monitor.store.models import Batch, Query
-from monitor.store.partitions import partition_details
+from monitor.store.models import Query
 from monitor.store.queries import find_query, list_queries, replaced_by
 from monitor.store.summary import QuerySummary
 from monitor.store.timers import recent_timer_snapshots
@@ -39,11 +38,13 @@ from web.api.diagnosis import diagnosis_json
 from web.api.payloads import (
     QUERY_FIELDS,
     Lens,
+    alert_counts_json,
     batch_json,
+    broken_summary,
     fields,
     overview,
+    partition_rows,
     timers_json,
-    unreadable_summary,
 )
 from web.guards.params import (
     MAX_LIMIT,
@@ -103,18 +104,16 @@ def queries() -> dict[str, Any]:
     return {"queries": matching[page], "total": len(matching)}
 
 
-def _latest(
-    session: so.Session, latest: Batch | None, since_ms: int, behind: Backlogs | None
-) -> dict[str, Any]:
-    """The latest batch and its partition table, with the late window's figures and `behind`,
-    the query's backlog as the facts read it."""
+def _latest(session: so.Session, summary: QuerySummary, now_ms: int) -> dict[str, Any]:
+    """The latest batch and its partition table, with the late window's figures and the
+    query's backlog as the facts read it."""
+    latest, behind = summary.latest, summary.facts.backlog
     if latest is None or behind is None:
         return {"latest_batch": None, "partitions": [], "backlog": None}
     dropped = rows_dropped(session, latest.query_id, [latest.batch_id])
-    details = partition_details(session, latest, since_ms, behind)
     return {
         "latest_batch": batch_json(latest, dropped.get(latest.batch_id)),
-        "partitions": [detail.as_dict() for detail in details],
+        "partitions": partition_rows(session, summary, latest, behind, now_ms),
         "backlog": query_backlog_fields(behind.query),
     }
 
@@ -128,22 +127,24 @@ def query(ref: str) -> dict[str, Any]:
     try:
         return _query_json(session, lens, summary)
     except Exception as error:  # a bad row of this query: shown as its state
-        return _query_json(session, lens, unreadable_summary(session, summary, error))
+        return _query_json(session, lens, broken_summary(session, summary, error, lens.now_ms))
 
 
 def _query_json(session: so.Session, lens: Lens, summary: QuerySummary) -> dict[str, Any]:
-    found, facts = summary.query, summary.facts
-    status, late_window_ms = query_status(facts, lens.now_ms), facts.thresholds.late_window_ms
+    found, facts, judgment = summary.query, summary.facts, summary.judgment
+    late_window_ms = facts.thresholds.late_window_ms
     return {
         "query": fields(found, QUERY_FIELDS)
         | {
-            "status": status.label,
+            "status": judgment.status.label,
+            "severity": judgment.severity,
+            "alerts": alert_counts_json(judgment.alerts),
             "stored_status": found.status,
             "unreadable": facts.unreadable,
             "silence_ms": facts.thresholds.silence_ms,
             "replaced_by_id": replaced_by(session, found.id),
         },
-        **_latest(session, summary.latest, lens.now_ms - late_window_ms, facts.backlog),
+        **_latest(session, summary, lens.now_ms),
         "late_records": facts.late_records,
         "late_window_ms": late_window_ms,
         "state": [state_fields(growth) for growth in facts.state],

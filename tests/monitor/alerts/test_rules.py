@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from monitor.alerts.rules import RULES, Severity, failure_reason, rule, thresholds
+from monitor.alerts.rules import RULES, Severity, failure_reason, rate_text, rule, thresholds
 from monitor.health.backlog import Verdict
 from monitor.health.facts import FutureDated, PartitionFacts, QueryFacts
 
@@ -316,3 +316,18 @@ def test_a_long_batch_says_which_and_for_how_long():
     rule_ = RULES["long_batch"]
     running = facts(running_batch_id=12, running_since_ms=NOW - 11 * MINUTE)
     assert rule_.check(running, NOW, rule_.defaults()).message == "batch 12 has run for 11 min"
+
+
+@pytest.mark.parametrize(
+    ("per_second", "said"),
+    [
+        (12.5, "12.5 rows/s"),
+        (0.1, "0.1 rows/s"),
+        (0.05, "3.0 rows/min"),
+        # One row over the five minutes a growth is judged on: the slowest that grows.
+        (1 / 300, "0.2 rows/min"),
+        (1 / 3_600, "1.0 rows/h"),
+    ],
+)
+def test_a_slow_growth_is_said_per_minute_or_per_hour_not_as_nothing_a_second(per_second, said):
+    assert rate_text(per_second, "rows") == said

@@ -2,7 +2,8 @@
 
 import pytest
 
-from monitor.health.facts import FutureDated, PartitionFacts, QueryFacts, Thresholds, TrendPoint
+from monitor.health.backlog import Backlogs, QueryBacklog, Verdict
+from monitor.health.facts import FutureDated, PartitionFacts, QueryFacts, Thresholds
 from monitor.health.status import Status, query_status
 
 NOW = 1_000_000_000
@@ -16,6 +17,7 @@ def facts(**changes):
         "name": "orders",
         "status": "active",
         "last_progress_ms": RECENT,
+        "batch_id": 7,
         "thresholds": Thresholds(silence_ms=SILENCE),
     }
     return QueryFacts(**(base | changes))
@@ -32,8 +34,9 @@ def partitions(*flags, late=0, records=1_000):
     )
 
 
-def trend(*lags):
-    return tuple(TrendPoint(i, NOW - 1000 * i, None, lag) for i, lag in enumerate(lags))
+def behind(verdict):
+    """A query's backlog of 500 records with `verdict`."""
+    return Backlogs(QueryBacklog(500, 60_000, None, None, verdict), ())
 
 
 CASES = [
@@ -98,10 +101,17 @@ CASES = [
         facts(partitions=(PartitionFacts("t/2", future=FutureDated(1, 7_200_000)),)),
         Status.LAGGING,
     ),
-    ("offset lag grew", facts(trend=trend(10, 5, None, 12)), Status.LAGGING),
-    ("offset lag shrank", facts(trend=trend(12, 30, 10)), Status.HEALTHY),
-    ("offset lag steady", facts(trend=trend(7, 7)), Status.HEALTHY),
-    ("one known lag point is no trend", facts(trend=trend(None, 9)), Status.HEALTHY),
+    ("falling behind", facts(backlog=behind(Verdict.FALLING_BEHIND)), Status.LAGGING),
+    ("catching up", facts(backlog=behind(Verdict.CATCHING_UP)), Status.HEALTHY),
+    ("keeping pace with a backlog", facts(backlog=behind(Verdict.OK)), Status.HEALTHY),
+    ("a backlog not judged yet", facts(backlog=behind(None)), Status.HEALTHY),
+    ("no batch yet", facts(batch_id=None), Status.WAITING),
+    (
+        "no batch yet, and silent past the threshold",
+        facts(batch_id=None, last_progress_ms=NOW - SILENCE - 1),
+        Status.STALLED,
+    ),
+    ("ended before its first batch", facts(batch_id=None, status="terminated"), Status.TERMINATED),
     (
         "lagging beats idle",
         facts(status="idle", partitions=partitions("idle", late=300)),
@@ -127,6 +137,7 @@ def test_statuses_sort_by_urgency_with_terminated_last():
         "stalled",
         "lagging",
         "idle",
+        "waiting",
         "healthy",
         "terminated",
     ]

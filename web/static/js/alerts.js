@@ -4,7 +4,7 @@ import { act, tokenForm } from "./actions.js";
 import { AlertBook, bySeverity, isLive, showAlertCount } from "./alertbook.js";
 import { AlertTable } from "./alerttable.js";
 import { el, getJson, setText, showError } from "./dom.js";
-import { clock } from "./format.js";
+import { clock, count } from "./format.js";
 import { connect } from "./live.js";
 
 const HISTORY_LIMIT = 100;
@@ -71,14 +71,32 @@ function showRulesError(error) {
   banner.hidden = !error;
 }
 
+// Pending alerts cleared before their rule's `for` are counted, not listed; and when no
+// process evaluates the rules, the alerts are as of the last evaluation (`wmon alerts` says
+// so too).
+function showEvaluation(answer) {
+  const cancelled = $("cancelled");
+  cancelled.hidden = !answer.cancelled;
+  setText(
+    cancelled,
+    `${count(answer.cancelled)} pending alerts cleared before their rule's for: counted, not listed.`,
+  );
+  const at = answer.evaluated_at_ms;
+  $("not-evaluated").hidden = answer.evaluating;
+  const when = at === null ? "no evaluation yet" : `${clock(at)}, when they were last evaluated`;
+  setText($("evaluated-at"), when);
+}
+
 async function loadHistory() {
   const answer = await getJson(`/api/alerts?state=all&limit=${HISTORY_LIMIT}`);
   for (const alert of answer.alerts) if (!isLive(alert)) ended.set(alert.id, alert);
   showHistory();
   showRulesError(answer.rules_error);
+  showEvaluation(answer);
 }
 
 function hear(event) {
+  if (event.transition === "cancelled") return;
   if (!isLive(event.alert)) {
     ended.set(event.alert.id, event.alert);
     showHistory();

@@ -6,6 +6,7 @@ export const STATUSES = [
   "stalled",
   "lagging",
   "idle",
+  "waiting",
   "healthy",
   "terminated",
 ];

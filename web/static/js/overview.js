@@ -24,8 +24,9 @@ const PAGE_ROWS = 100;
 const filters = readFilters();
 let shown = PAGE_ROWS;
 
+// The server's order (what pages, then the status: `wmon queries` lists them so too).
 function urgency(entry) {
-  return [STATUSES.indexOf(entry.status), entry.name || "", entry.id];
+  return [entry.urgency, entry.name || "", entry.id];
 }
 
 // When the oldest unread record of the query arrived (server time): the earlier, the further

@@ -5,7 +5,6 @@ import { age, clock, count, rate } from "./format.js";
 import { behindText, catchUpText, verdictBadge } from "./backlog.js";
 
 const SAMPLES_SHOWN = 2;
-const FLAGS = ["stalled", "rewound", "idle"];
 const TEXT_CELLS = new Set(["state", "behind"]);
 
 function sampleText([key, eventMs, offset]) {
@@ -41,7 +40,7 @@ export class PartitionTable {
     cells.lateWindow = tr.appendChild(el("td", "num"));
     cells.lateTotal = tr.appendChild(el("td", "num"));
     cells.samples = tr.appendChild(el("td", "samples"));
-    const row = { tr, cells, lateWindow: 0, samples: [], flags: "" };
+    const row = { tr, cells, lateWindow: 0, samples: [], status: "" };
     this.rows.set(name, row);
     const names = [...this.rows.keys()].sort(byName);
     const next = this.rows.get(names[names.indexOf(name) + 1]);
@@ -74,7 +73,7 @@ export class PartitionTable {
 
   update(row, p) {
     const { cells } = row;
-    this.flags(row, p);
+    this.status(row, p);
     setText(cells.end, count(p.end_offset));
     setText(cells.latest, count(p.latest_offset));
     setText(cells.lag, count(p.offset_lag));
@@ -89,16 +88,14 @@ export class PartitionTable {
     this.samples(row);
   }
 
-  flags(row, p) {
-    const raised = FLAGS.filter((flag) => p[flag]);
-    const key = raised.join(" ");
-    if (key === row.flags && row.cells.state.childElementCount) return;
-    row.flags = key;
-    const badges = raised.length
-      ? raised.map((flag) => el("span", `badge badge-${flag}`, flag))
-      : [el("span", "badge badge-ok", "ok")];
-    row.cells.state.replaceChildren(...badges);
-    row.tr.classList.toggle("problem", p.stalled || p.rewound);
+  // The partition's status as the server judged it (`wmon partitions` says the same); a live
+  // batch carries none, and the row keeps the last until the table is read again.
+  status(row, p) {
+    if (!p.status || p.status === row.status) return;
+    row.status = p.status;
+    const badge = el("span", `badge badge-${p.status}`, p.status.replaceAll("_", " "));
+    row.cells.state.replaceChildren(badge);
+    row.tr.classList.toggle("problem", p.status !== "ok" && p.status !== "idle");
   }
 
   // How long the backlog's head has waited (as of the batch or the page's load), its verdict

@@ -214,13 +214,16 @@ function showAlerts() {
   $("query-alerts").hidden = live.length === 0;
 }
 
-// The alerts' strip: a badge per severity with its count, and the most urgent alert, its
-// message in full as the hint, for when the line cuts it short.
+// The alerts' strip: a badge per severity with the count of its firing alerts, the pending
+// ones counted apart (as the overview and `wmon queries` count them), and the most urgent
+// alert, its message in full as the hint, for when the line cuts it short.
 function showStrip(live) {
-  const counts = bySeverity(live);
+  const counts = bySeverity(live.filter((alert) => alert.state === "firing"));
+  const pending = live.length - counts.reduce((sum, [, n]) => sum + n, 0);
   const worst = counts.length ? counts[0][0] : "none";
   $("alert-strip").className = `alert-strip worst-${worst}`;
   const badges = counts.map(([s, n]) => el("span", `severity severity-${s}`, `${n} ${s}`));
+  if (pending) badges.push(el("span", "severity severity-pending", `${pending} pending`));
   $("alert-strip-counts").replaceChildren(...badges);
   const [top] = live;
   setText($("alert-strip-top"), top ? top.message : "");
