@@ -82,9 +82,14 @@ function showEvaluation(answer) {
     `${count(answer.cancelled)} pending alerts cleared before their rule's for: counted, not listed.`,
   );
   const at = answer.evaluated_at_ms;
-  $("not-evaluated").hidden = answer.evaluating;
-  const when = at === null ? "no evaluation yet" : `${clock(at)}, when they were last evaluated`;
-  setText($("evaluated-at"), when);
+  const notice = $("not-evaluated");
+  notice.hidden = answer.evaluating;
+  setText(
+    notice,
+    at === null
+      ? "No process has evaluated the alert rules in this store (wmon serve does)."
+      : `No process evaluates the alert rules now: these alerts are as of their last evaluation, ${clock(at)}.`,
+  );
 }
 
 async function loadHistory() {

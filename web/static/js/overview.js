@@ -78,24 +78,34 @@ function makeRow(entry) {
   return { tr, cells, trend, spark: sparkline(trend, TREND_COLOUR), entry, firing: "" };
 }
 
-// A badge per severity of the query's firing alerts, saying how many: "2 critical".
+// A badge per severity of the query's firing alerts, saying how many: "2 critical"; the
+// pending ones counted apart, "1 pending" (as the query page and `wmon queries` count them).
 function showFiring(row) {
-  const firing = book.firing(row.entry.id);
+  const live = book.live(row.entry.id);
+  const firing = live.filter((alert) => alert.state === "firing");
+  const pending = live.filter((alert) => alert.state !== "firing");
   const counts = bySeverity(firing);
-  const key = [...counts.flat(), ...firing.map((alert) => alert.message)].join("\n");
+  const key = [...counts.flat(), ...live.map((alert) => alert.message)].join("\n");
   if (key === row.firing) return;
   row.firing = key;
-  row.cells.alerts.replaceChildren(
-    ...counts.map(([severity, n]) => {
-      const badge = el("a", `severity severity-${severity}`, `${n} ${severity}`);
-      badge.href = "/alerts";
-      badge.title = firing
-        .filter((alert) => alert.severity === severity)
-        .map((alert) => alert.message)
-        .join("\n");
-      return badge;
-    }),
+  const badges = counts.map(([severity, n]) =>
+    alertBadge(`severity severity-${severity}`, `${n} ${severity}`, firing, severity),
   );
+  if (pending.length) {
+    badges.push(alertBadge("severity severity-pending", `${pending.length} pending`, pending));
+  }
+  row.cells.alerts.replaceChildren(...badges);
+}
+
+// A link to the Alerts page that says how many, their messages in its title.
+function alertBadge(className, text, alerts, severity) {
+  const badge = el("a", className, text);
+  badge.href = "/alerts";
+  badge.title = alerts
+    .filter((alert) => !severity || alert.severity === severity)
+    .map((alert) => alert.message)
+    .join("\n");
+  return badge;
 }
 
 // Watermark age when the query has a watermark, else offset lag.
