@@ -1,18 +1,21 @@
 """One store, every reader, one clock: the overview, each query's page, the alerts, `wmon queries`
 (its JSON and its table) and `/metrics` say the same status, the same alert counts and the same
-order for a dozen queries in the states that readers once told differently."""
+order for a dozen queries in the states that readers once told differently; and so do the
+pages themselves, read in Chromium."""
 
 import json
+import re
 from collections import Counter
 
 import pytest
+from playwright.sync_api import expect
 from prometheus_client.parser import text_string_to_metric_families
 
 import wmon.queries
 from tests.support.judged_fleet import EXPECTED, NOW, fill
 from wmon.main import main
 
-pytestmark = pytest.mark.parametrize("database_url", ["sqlite", "postgresql"], indirect=True)
+STORES = pytest.mark.parametrize("database_url", ["sqlite", "postgresql"], indirect=True)
 
 SEVERITIES = ("critical", "warning")
 
@@ -76,6 +79,7 @@ def scraped_health(client):
     return {s.labels["query"]: s.labels["status"] for s in family.samples if s.value == 1}
 
 
+@STORES
 def test_every_reader_says_the_same_status_counts_and_order(
     engine, database_url, client, capsys, monkeypatch
 ):
@@ -106,3 +110,35 @@ def test_every_reader_says_the_same_status_counts_and_order(
     assert counts["ended_with_alerts_live"]["critical"] >= 1
     assert counts["stall_too_young_to_fire"] == {"critical": 0, "warning": 0, "pending": 1}
     assert counts["falling_behind"]["pending"] == 1
+
+
+def badges_text(counts):
+    """An alert count as the pages' badges say it, a badge a kind, most severe first: a
+    pattern of '1 critical' then '1 pending'."""
+    said = [f"{counts[kind]} {kind}" for kind in (*SEVERITIES, "pending") if counts[kind]]
+    return re.compile("^" + r"\s*".join(said) + "$", re.I)
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_the_pages_say_what_the_api_says(engine, serve, page):
+    fill(engine)
+    url = serve(CLOCK=lambda: NOW)
+    page.goto(url)
+    rows = page.locator("#queries tbody tr:not(.group)")
+    expect(rows).to_have_count(len(EXPECTED), timeout=20_000)
+    api = page.evaluate("fetch('/api/queries').then((r) => r.json())")["queries"]
+    # Each row: the name, the status badge, the alert badges; in the API's order.
+    expect(rows.locator("td.name a")).to_have_text([row["name"] for row in api])
+    expect(rows.locator("td:nth-child(2) .badge")).to_have_text(
+        [re.compile(f"^{row['status']}$", re.I) for row in api]
+    )
+    expect(rows.locator("td.firing")).to_have_text(
+        [badges_text(row["alerts"]) for row in api]
+    )
+    for row in api:
+        if row["name"] not in ("watermark_ahead_of_the_clock", "silent", "falling_behind"):
+            continue
+        page.goto(f"{url}/queries/{row['id']}")
+        expect(page.locator("#status")).to_have_text(re.compile(f"^{row['status']}$", re.I))
+        expect(page.locator("#alert-strip-counts")).to_have_text(badges_text(row["alerts"]))
