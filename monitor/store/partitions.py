@@ -5,7 +5,7 @@ checks; and the late records of the look-back window beside them."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +17,7 @@ from monitor.store import batch_event_times, batch_offsets
 from monitor.store.batch_event_times import StoredEventTimes
 from monitor.store.batch_offsets import StoredPartition
 from monitor.store.models import Batch
-from monitor.store.windows import first_batch_since, late_by_partition
+from monitor.store.windows import first_batch_since
 
 
 @dataclass(frozen=True)
@@ -125,11 +125,16 @@ class PartitionDetail:
 
 
 def partition_details(
-    session: so.Session, batch: Batch, since_ms: int, backlog: Backlogs
+    session: so.Session,
+    batch: Batch,
+    since_ms: int,
+    late: Mapping[str, int],
+    backlog: Backlogs,
 ) -> list[PartitionDetail]:
     """The partition table of a batch (the query page's: the latest): its partitions, with
-    the late window from `since_ms` on and their backlog as of the batch (store.backlog)."""
-    late = late_by_partition(session, batch.query_id, since_ms)
+    `late`, their late records in the window from `since_ms` on (as the query's facts counted
+    them), that window's newest late records and their backlog as of the batch
+    (store.backlog)."""
     wanted = [name for name, count in late.items() if count]
     samples = recent_late_samples(session, batch.query_id, since_ms, wanted)
     states = partition_states(session, [batch])[batch.batch_id]

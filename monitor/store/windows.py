@@ -106,12 +106,6 @@ def late_by_partitions(
     return late
 
 
-def late_by_partition(session: so.Session, query_id: str, since_ms: int) -> dict[str, int]:
-    """Late records per partition in the batches stored from `since_ms` on."""
-    found = late_by_partitions(session, {query_id: since_ms}).get(query_id, {})
-    return {partition: counts.late for partition, counts in found.items()}
-
-
 def rewinds_since(
     session: so.Session, since_ms: Mapping[str, int]
 ) -> dict[str, tuple[bool, set[str]]]:

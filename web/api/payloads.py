@@ -194,8 +194,9 @@ def partition_rows(
     facts = summary.facts
     since_ms = now_ms - facts.thresholds.late_window_ms
     known = {p.name: p for p in facts.partitions}
+    late = {name: p.late_records for name, p in known.items()}
     rows = []
-    for detail in partition_details(session, batch, since_ms, behind):
+    for detail in partition_details(session, batch, since_ms, late, behind):
         state = detail.state
         judged = dataclasses.replace(
             known.get(state.partition, PartitionFacts(state.partition)),
