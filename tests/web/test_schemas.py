@@ -16,6 +16,7 @@ from monitor.alerts.lifecycle import State, Transition
 from monitor.alerts.rules import RULES, Severity
 from monitor.health.backlog import Age, Trend, Verdict
 from monitor.health.facts import StoredStatus
+from monitor.health.judgment import PartitionStatus
 from monitor.health.lateness import SHARES
 from monitor.health.status import Status
 from monitor.store.history import CSV_RESOLUTIONS
@@ -103,6 +104,7 @@ def definition(name: str) -> dict[str, Any]:
         ("alert_state", [state.value for state in State] + [Transition.CANCELLED.value]),
         ("transition", [transition.value for transition in Transition] + ["acknowledged"]),
         ("rule", sorted(RULES)),
+        ("partition_status", [status.value for status in PartitionStatus]),
     ],
 )
 def test_each_enum_is_the_codes_own(name: str, values: list[str]) -> None:
