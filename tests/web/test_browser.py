@@ -611,7 +611,7 @@ def test_the_readme_screenshot_shows_a_query_with_a_stalled_partition_and_alerts
     write_dashboard(engine)
     open_dashboard(screen, serve(CLOCK=lambda: NOW))
     expect(screen.locator("#status")).to_have_text("stalled")
-    expect(screen.locator("#partitions tbody tr")).to_have_count(4)
+    expect(screen.locator("#partitions tbody tr.partition-row")).to_have_count(4)
     expect(screen.locator("#partitions .badge-stalled")).to_have_count(1)
     screen.wait_for_function(
         "() => ['skew-chart', 'batches-chart'].every("

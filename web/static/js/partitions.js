@@ -1,6 +1,6 @@
 // The query page's partition table: one row per source partition, updated cell by cell.
 import { byName } from "./charts.js";
-import { el, setText } from "./dom.js";
+import { el, elWrapping, setPhrasedText, setText } from "./dom.js";
 import { age, clock, count, rate } from "./format.js";
 import { behindText, catchUpText, verdictBadge } from "./backlog.js";
 
@@ -21,12 +21,12 @@ export class PartitionTable {
 
   row(name) {
     if (this.rows.has(name)) return this.rows.get(name);
-    const tr = el("tr");
+    const tr = el("tr", "partition-row");
     const cells = {};
     const nameCell = el("td", "partition");
     const swatch = el("span", "swatch");
     swatch.style.background = this.palette.colour(name);
-    nameCell.append(swatch, el("span", null, name));
+    nameCell.append(swatch, elWrapping("span", "partition-name", name));
     tr.append(nameCell);
     for (const field of ["state", "end", "latest", "lag", "behind"]) {
       cells[field] = tr.appendChild(el("td", TEXT_CELLS.has(field) ? "flags" : "num"));
@@ -34,13 +34,14 @@ export class PartitionTable {
     // How long the backlog has waited, and its verdict on a line of its own under it.
     cells.age = cells.behind.appendChild(el("div"));
     cells.verdict = cells.behind.appendChild(el("div"));
-    for (const field of ["rate", "max", "wp", "timeLag"]) {
-      cells[field] = tr.appendChild(el("td", "num"));
-    }
+    cells.rate = tr.appendChild(el("td", "num"));
+    // Times may wrap between their date and time, the time lag after "ahead of the clock".
+    cells.max = tr.appendChild(el("td", "num clock"));
+    cells.wp = tr.appendChild(el("td", "num clock"));
+    cells.timeLag = tr.appendChild(el("td", "num")).appendChild(el("span", "wraps"));
     cells.lateWindow = tr.appendChild(el("td", "num"));
     cells.lateTotal = tr.appendChild(el("td", "num"));
-    cells.samples = tr.appendChild(el("td", "samples"));
-    const row = { tr, cells, lateWindow: 0, samples: [], status: "" };
+    const row = { tr, cells, lateWindow: 0, samples: [], samplesRow: null, status: "" };
     this.rows.set(name, row);
     const names = [...this.rows.keys()].sort(byName);
     const next = this.rows.get(names[names.indexOf(name) + 1]);
@@ -79,9 +80,9 @@ export class PartitionTable {
     setText(cells.lag, count(p.offset_lag));
     this.backlog(row, p);
     setText(cells.rate, rate(p.rows_per_second));
-    setText(cells.max, clock(p.max_event_time_ms));
-    setText(cells.wp, clock(p.partition_watermark_ms));
-    setText(cells.timeLag, age(p.time_lag_ms));
+    setPhrasedText(cells.max, clock(p.max_event_time_ms));
+    setPhrasedText(cells.wp, clock(p.partition_watermark_ms));
+    setPhrasedText(cells.timeLag, age(p.time_lag_ms));
     setText(cells.lateWindow, count(row.lateWindow));
     cells.lateWindow.classList.toggle("bad", row.lateWindow > 0);
     setText(cells.lateTotal, count(p.late_records_total));
@@ -108,10 +109,21 @@ export class PartitionTable {
     row.cells.verdict.title = catchUpText(p.backlog_records, p.catch_up_ms, p.verdict);
   }
 
+  // The latest late records fold under their partition's row, in a row of their own across
+  // the table, made when the partition first has some and hidden while it has none.
   samples(row) {
     const shown = row.samples
       .slice(0, SAMPLES_SHOWN)
-      .map((s) => el("span", "sample", sampleText(s)));
-    row.cells.samples.replaceChildren(...shown);
+      .map((s) => elWrapping("span", "sample", sampleText(s)));
+    if (!row.samplesRow && !shown.length) return;
+    if (!row.samplesRow) {
+      row.samplesRow = el("tr", "samples-row");
+      const cell = row.samplesRow.appendChild(el("td"));
+      cell.colSpan = this.tbody.parentElement.tHead.rows[0].cells.length;
+      row.cells.samples = cell.appendChild(el("div", "samples"));
+      row.tr.after(row.samplesRow);
+    }
+    row.cells.samples.replaceChildren(el("span", "samples-label", "Latest late records"), ...shown);
+    row.samplesRow.hidden = !shown.length;
   }
 }
