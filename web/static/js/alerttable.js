@@ -2,7 +2,7 @@
 // causes it), rule, query, partitions, message, when, who acknowledged it; its buttons; and below it, on demand, its story
 // (transitions and notifications, from GET /api/alerts/<id>) or the silence form.
 import { NO_TOKEN, act, actor, hasToken } from "./actions.js";
-import { el, getJson, setText, setWrappingText } from "./dom.js";
+import { el, getJson, setPhrasedText, setText, setWrappingText } from "./dom.js";
 import { clock, duration } from "./format.js";
 import { isLive } from "./alertbook.js";
 import { serverNow } from "./live.js";
@@ -35,7 +35,7 @@ function showWhen(cell, alert) {
   const [first, second] = when(alert);
   if (cell.children.length !== 2) cell.replaceChildren(el("span"), " ", el("span"));
   setText(cell.children[0], first);
-  setText(cell.children[1], second);
+  setPhrasedText(cell.children[1], second);
 }
 
 function attemptsText(delivery) {
@@ -123,12 +123,15 @@ export class AlertTable {
       if (field !== "query" || this.options.query) cells[field] = tr.appendChild(el("td", field));
     }
     const link = cells.query && cells.query.appendChild(el("a"));
+    // A list of many partitions scrolls in a box of a few lines, not the row.
+    const partitions = cells.partitions.appendChild(el("div", "partition-list"));
     const buttons = tr.appendChild(el("td", "actions"));
     const detail = el("tr", "alert-detail");
     detail.hidden = true;
     const panel = detail.appendChild(el("td"));
     panel.colSpan = this.columns;
-    const row = { tr, cells, severity, link, detail, panel, message: el("p", "action-message") };
+    const row = { tr, cells, severity, link, partitions, detail, panel };
+    row.message = el("p", "action-message");
     row.buttons = {
       acknowledge: button("Acknowledge", () => this.acknowledge(row)),
       silence: button("Silence…", () => this.openSilence(row)),
@@ -149,13 +152,14 @@ export class AlertTable {
     const notes = [alert.state];
     if (alert.silenced) notes.push("silenced");
     if (alert.caused_by) notes.push(`caused by ${alert.caused_by}`);
-    setText(cells.state, notes.join(", "));
+    // "caused by partition_stalled" may break after an underscore: the column stays narrow.
+    setWrappingText(cells.state, notes.join(", "), 0);
     setText(cells.rule, alert.rule);
     if (row.link) {
       row.link.href = `/queries/${encodeURIComponent(alert.query_id)}`;
-      setText(row.link, alert.query || alert.query_id);
+      setWrappingText(row.link, alert.query || alert.query_id, 0);
     }
-    setWrappingText(cells.partitions, alert.partitions.join(", ") || "—");
+    setWrappingText(row.partitions, alert.partitions.join(", ") || "—");
     setWrappingText(cells.message, alert.message);
     showWhen(cells.when, alert);
     const acked = alert.acknowledged_at_ms !== null;
