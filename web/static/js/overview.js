@@ -5,7 +5,16 @@
 import { AlertBook, bySeverity, showAlertCount } from "./alertbook.js";
 import { sparkline } from "./charts.js";
 import { behindText, verdictBadge } from "./backlog.js";
-import { STATUSES, el, getJson, setBadge, setText, setWrappingText, showError } from "./dom.js";
+import {
+  STATUSES,
+  el,
+  getJson,
+  setBadge,
+  setPhrasedText,
+  setText,
+  setWrappingText,
+  showError,
+} from "./dom.js";
 import { age, count, duration } from "./format.js";
 import { connect, heardServerTime, serverNow } from "./live.js";
 
@@ -59,7 +68,7 @@ function makeRow(entry) {
   const cells = { link, failure, badge, alerts: el("td", "firing") };
   tr.append(name, status, cells.alerts);
   for (const field of ["age", "skew", "late", "timers", "behind"]) {
-    cells[field] = tr.appendChild(el("td", "num"));
+    cells[field] = tr.appendChild(el("td", `num ${field}`));
   }
   // How long the oldest unread record has waited; how many wait and the verdict under it.
   cells.waited = cells.behind.appendChild(el("span"));
@@ -120,7 +129,8 @@ function trendOf(entry) {
 
 function fill(row) {
   const { cells, entry } = row;
-  setWrappingText(cells.link, entry.name || entry.id);
+  // A name breaks after any of its dots and underscores: ten columns share 1,400 pixels.
+  setWrappingText(cells.link, entry.name || entry.id, 0);
   setBadge(cells.badge, entry.status);
   const failure = entry.exception ? entry.error_class || "failed" : "";
   setText(cells.failure, entry.unreadable ? "stored rows cannot be read" : failure);
@@ -150,7 +160,7 @@ function fill(row) {
 function tickRow({ cells, entry }) {
   const now = serverNow();
   const known = entry.watermark_ms;
-  setText(cells.age, known === null ? "—" : age(now - known));
+  setPhrasedText(cells.age, known === null ? "—" : age(now - known));
   const backlog = entry.backlog;
   const arrival = headArrival(entry);
   const waitedMs = arrival === Infinity ? backlog && backlog.age_ms : now - arrival;
