@@ -94,6 +94,22 @@ function seriesOf(line) {
   };
 }
 
+// Room beside a value axis's labels: its ticks (10 px), the gap to the labels (5 px) and a
+// little air.
+const TICKS_AND_GAP = 19;
+const measurer = document.createElement("canvas").getContext("2d");
+
+// A value axis as wide as its longest label ("15.75 min", "400,000"), at least `least`
+// pixels: a fixed width cut long labels off at the chart's edge.
+function fitLabels(least) {
+  return (u, values) => {
+    if (!values) return least;
+    measurer.font = AXIS.font;
+    const widths = values.filter((v) => v !== null).map((v) => measurer.measureText(v).width);
+    return Math.max(least, Math.ceil(Math.max(0, ...widths)) + TICKS_AND_GAP);
+  };
+}
+
 function axisOf(axis) {
   const format = FORMATS[axis.format];
   return {
@@ -101,7 +117,7 @@ function axisOf(axis) {
     scale: axis.scale || "y",
     side: axis.side === "right" ? 1 : 3,
     grid: axis.side === "right" ? { show: false } : GRID,
-    size: format.size,
+    size: fitLabels(format.size),
     values: format.axis,
     incrs: format.steps,
   };

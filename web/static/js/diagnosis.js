@@ -3,7 +3,7 @@
 // advisor and the lateness histograms; for the query page, the words of its banner when a
 // future-dated record set the watermark, and of its watermark driver.
 import { Histogram, byName } from "./charts.js";
-import { el, getJson, queryUrl, setText } from "./dom.js";
+import { el, elWrapping, getJson, queryUrl, setText } from "./dom.js";
 import { change, clock, count, duration, percent } from "./format.js";
 
 // Live refreshes: at most every REFRESH_MS, and never more often than SLOWER times the time
@@ -100,7 +100,9 @@ function futureCell(future) {
   cell.append(el("div", "bad", `${count(future.records)}${lead}`));
   const samples = el("div", "samples");
   samples.append(
-    ...future.samples.slice(0, SAMPLES_SHOWN).map((s) => el("span", "sample", recordText(s))),
+    ...future.samples
+      .slice(0, SAMPLES_SHOWN)
+      .map((s) => elWrapping("span", "sample", recordText(s))),
   );
   cell.append(samples);
   return cell;
@@ -136,7 +138,9 @@ function noDelayText(lateness) {
 // One row of the advisor: a partition's (or the query's) figures over the range.
 function advisorRow(name, { drove, future, lateness }) {
   const tr = el("tr", name === null ? "whole" : null);
-  tr.append(el("td", "partition", name === null ? "(query)" : name), el("td", "num", drove));
+  const partition = el("td", "partition");
+  partition.append(elWrapping("span", "partition-name", name === null ? "(query)" : name));
+  tr.append(partition, el("td", "num", drove));
   tr.append(futureCell(future));
   tr.append(el("td", "num", lateness ? count(lateness.records) : "—"));
   const late = tr.appendChild(el("td", "num", lateness ? count(lateness.late_records) : "—"));

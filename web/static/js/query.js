@@ -18,7 +18,16 @@ import {
   driverRecordText,
   driverText,
 } from "./diagnosis.js";
-import { el, getJson, queryUrl, setBadge, setText, showError } from "./dom.js";
+import {
+  el,
+  getJson,
+  queryUrl,
+  setBadge,
+  setPhrasedText,
+  setText,
+  setWrappingText,
+  showError,
+} from "./dom.js";
 import { age, behind, clock, count, duration, rate } from "./format.js";
 import { connect, heardServerTime, serverNow } from "./live.js";
 import { PartitionTable } from "./partitions.js";
@@ -146,7 +155,7 @@ function showBatch(batch, partitions) {
 
 // Who set the latest batch's watermark, and the banner when a future-dated record did.
 function showDriver({ latest }) {
-  setText($("watermark-driver"), driverText(latest));
+  setWrappingText($("watermark-driver"), driverText(latest));
   $("watermark-driver").title = driverRecordText(latest);
   const banner = bannerText(latest);
   $("future-banner").hidden = banner === null;
@@ -300,7 +309,7 @@ function tickBacklog() {
 function tick() {
   alerts.tick();
   if (page.watermarkMs !== null)
-    setText($("watermark-age"), age(serverNow() - page.watermarkMs));
+    setPhrasedText($("watermark-age"), age(serverNow() - page.watermarkMs));
   tickBacklog();
   showFreshness();
 }
