@@ -37,16 +37,16 @@ def stamp(ms: int) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
 
 
-def _offsets(values):
-    return {TOPIC: {str(p): v for p, v in enumerate(values)}}
+def _offsets(values, topic=TOPIC):
+    return {topic: {str(p): v for p, v in enumerate(values)}}
 
 
-def _observed(batch_id, event_times, delay_ms, late_watermark_ms):
+def _observed(batch_id, event_times, delay_ms, late_watermark_ms, topic=TOPIC):
     """The instrumented operator's observation: `event_times` maps partition number to
     (records, min event ms, max event ms, late records[, samples[, more figures]]), the more
     figures a dict of the diagnosis ones (future-dated records, buckets, the max record)."""
     partitions = {
-        f"{TOPIC}/{p}": {
+        f"{topic}/{p}": {
             "records": figures[0],
             "min_ms": figures[1],
             "max_ms": figures[2],
@@ -84,8 +84,9 @@ def batch_event(
     event_times=None,
     delay_ms=10_000,
     late_watermark_ms=None,
+    topic=TOPIC,
 ):
-    """A BatchProgress of a query reading topic `t`: offsets per partition, the watermark,
+    """A BatchProgress of a query reading `topic` (`t`): offsets per partition, the watermark,
     the trigger duration (and its `stages`' durations), rows dropped by one stateful operator
     and, if given, the instrumented operator's per-partition event times."""
     doc = progress_doc(
@@ -102,15 +103,15 @@ def batch_event(
         else [{"operatorName": "dedupe", "numRowsDroppedByWatermark": dropped}],
         sources=[
             {
-                "description": f"KafkaV2[Subscribe[{TOPIC}]]",
-                "startOffset": None if starts is None else _offsets(starts),
-                "endOffset": _offsets(ends),
-                "latestOffset": _offsets(latests if latests is not None else ends),
+                "description": f"KafkaV2[Subscribe[{topic}]]",
+                "startOffset": None if starts is None else _offsets(starts, topic),
+                "endOffset": _offsets(ends, topic),
+                "latestOffset": _offsets(latests if latests is not None else ends, topic),
             }
         ],
         observedMetrics={}
         if event_times is None
-        else _observed(batch_id, event_times, delay_ms, late_watermark_ms),
+        else _observed(batch_id, event_times, delay_ms, late_watermark_ms, topic),
     )
     doc["name"] = name  # progress_doc's own `name` is the fixture's
     return parse_progress(doc)
