@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,14 +11,21 @@ import sqlalchemy.orm as so
 from flask import Flask
 
 from monitor.alerts.rulefile import RuleSet, thresholds_of
-from monitor.health.backlog import UNKNOWN, Backlogs, backlog_fields, query_backlog_fields
-from monitor.health.facts import PartitionFacts
+from monitor.health.backlog import (
+    UNKNOWN,
+    Backlog,
+    Backlogs,
+    Verdict,
+    backlog_fields,
+    query_backlog_fields,
+)
+from monitor.health.facts import PartitionFacts, QueryFacts
 from monitor.health.judgment import AlertCounts, partition_status
 from monitor.store.backlog import backlogs
 from monitor.store.batches import rows_dropped
 from monitor.store.isolation import recover, unreadable_reason
 from monitor.store.models import Batch, Query, TimerSnapshotRow
-from monitor.store.partitions import partition_details, partition_states
+from monitor.store.partitions import PartitionState, partition_details, partition_states
 from monitor.store.read_facts import Asked
 from monitor.store.summary import QuerySummary, summaries, summarize, unreadable_summary
 from web.background import evaluation
@@ -193,27 +200,33 @@ def partition_rows(
     future-dated records."""
     facts = summary.facts
     since_ms = now_ms - facts.thresholds.late_window_ms
-    known = {p.name: p for p in facts.partitions}
-    late = {name: p.late_records for name, p in known.items()}
-    rows = []
-    for detail in partition_details(session, batch, since_ms, late, behind):
-        state = detail.state
-        judged = dataclasses.replace(
-            known.get(state.partition, PartitionFacts(state.partition)),
-            idle=state.idle,
-            stalled=state.stalled,
-            rewound=state.rewound,
-            verdict=detail.backlog.verdict,
-        )
-        status = partition_status(judged, facts.thresholds)
-        rows.append(detail.as_dict() | {"status": status.value})
-    return rows
+    late = {p.name: p.late_records for p in facts.partitions}
+    return [
+        detail.as_dict() | {"status": judged(facts, detail.state, detail.backlog.verdict)}
+        for detail in partition_details(session, batch, since_ms, late, behind)
+    ]
 
 
-def batch_events(session: so.Session, batches: Sequence[Batch]) -> list[dict[str, Any]]:
+def judged(facts: QueryFacts, partition: PartitionState, verdict: Verdict | None) -> str:
+    """The status of a partition of one of the query's batches (health.judgment): the batch's
+    own flags and `verdict`, the query's facts' late and future-dated records in the window."""
+    known = next((p for p in facts.partitions if p.name == partition.partition), None)
+    as_of_batch = dataclasses.replace(
+        known or PartitionFacts(partition.partition),
+        idle=partition.idle,
+        stalled=partition.stalled,
+        rewound=partition.rewound,
+        verdict=verdict,
+    )
+    return partition_status(as_of_batch, facts.thresholds).value
+
+
+def batch_events(
+    session: so.Session, batches: Sequence[Batch], facts: QueryFacts
+) -> list[dict[str, Any]]:
     """The live push's `batch` payloads: each batch of one query with its partitions; the
     newest also with its backlog as of its own time (store.backlog: a query that sends batches
-    runs), the partitions' in theirs."""
+    runs), the partitions' in theirs, and their statuses judged on the query's `facts`."""
     if not batches:
         return []
     query_id = batches[0].query_id
@@ -230,11 +243,19 @@ def batch_events(session: so.Session, batches: Sequence[Batch]) -> list[dict[str
                 "query": query_id,
                 "batch": batch_json(batch, dropped.get(batch.batch_id)),
                 "partitions": [
-                    dataclasses.asdict(p)
-                    | (backlog_fields(by_name.get(p.partition, UNKNOWN)) if is_newest else {})
+                    dataclasses.asdict(p) | (_newest(facts, p, by_name) if is_newest else {})
                     for p in partitions[batch.batch_id]
                 ],
                 "backlog": query_backlog_fields(behind.query) if is_newest else None,
             }
         )
     return events
+
+
+def _newest(
+    facts: QueryFacts, partition: PartitionState, behind: Mapping[str, Backlog]
+) -> dict[str, Any]:
+    """What a partition of the newest batch of a live push has besides its figures: its
+    backlog and its status."""
+    backlog = behind.get(partition.partition, UNKNOWN)
+    return backlog_fields(backlog) | {"status": judged(facts, partition, backlog.verdict)}

@@ -85,9 +85,12 @@ class StoreWatch:
         by_query: dict[str, list[Batch]] = {}
         for batch in batches_by_id(session, wanted) if wanted else ():
             by_query.setdefault(batch.query_id, []).append(batch)
-        for query_id, batches in by_query.items():
-            for payload in batch_events(session, batches):
-                events.append(Event("batch", payload, [room(query_id)]))
+        # Their partitions' statuses are judged on the queries' facts, as the API's.
+        watched = queries_by_id(session, list(by_query)) if by_query else []
+        summaries = Lens.of(self.app).summaries(session, watched, overview=False)
+        for summary in summaries:
+            for payload in batch_events(session, by_query[summary.query.id], summary.facts):
+                events.append(Event("batch", payload, [room(summary.query.id)]))
         return set(queries.values())
 
     def _new_timers(self, session: so.Session, ids: Sequence[int], events: list[Event]) -> set[str]:

@@ -26,8 +26,9 @@ from monitor.store.batches import batches_after
 from monitor.store.engine import STORE_FAILURES, unusable
 from monitor.store.leases import acquire, new_holder, release
 from monitor.store.notify import ChangeSignal
+from monitor.store.queries import queries_by_id
 from web import db
-from web.api.payloads import batch_events
+from web.api.payloads import Lens, batch_events
 from web.background.tasks import Periodic
 from web.live.events import Event
 from web.live.fanout import Fanout, LiveUnavailable, LocalFanout
@@ -263,7 +264,12 @@ class Watcher:
             session.close()  # its connection goes back before the wait for the lock
             with self.lock:
                 sent = [batch for batch in newest if self.watch.pushed(batch)]
-            payloads = batch_events(session, sent[::-1])
+            if not sent:
+                return [], complete
+            # The partitions' statuses are judged on the query's facts, as the API's.
+            lens = Lens.of(self.app)
+            [summary] = lens.summaries(session, queries_by_id(session, [query_id]), False)
+            payloads = batch_events(session, sent[::-1], summary.facts)
         return [Event("batch", payload, [sid]) for payload in payloads], complete
 
     def _caught_up(self, answer: dict[str, Any]) -> None:
