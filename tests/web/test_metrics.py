@@ -103,6 +103,10 @@ def test_metrics_export_the_latest_batch_partitions_and_timers(engine, client):
     assert found[("wmon_query_offset_lag", orders)] == 7  # 37 - 30 and 20 - 20
     assert found[("wmon_query_status", (*orders, ("status", "active")))] == 1
     assert found[("wmon_query_status", (*orders, ("status", "terminated")))] == 0
+    # Its health as the pages judge it, one series: 'lagging', for its future-dated records.
+    health = [k for k in found if k[0] == "wmon_query_health" and ("query_id", "q-orders") in k[1]]
+    assert health == [("wmon_query_health", (*orders, ("status", "lagging")))]
+    assert found[health[0]] == 1
     assert found[("wmon_query_pending_timers", orders)] == 7
     assert (
         found[("wmon_query_next_timer_expiry_timestamp_seconds", orders)] == (NOW + 60_000) / 1000

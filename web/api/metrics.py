@@ -127,8 +127,8 @@ def query_families(queries: Iterable[Exported], now_ms: int, families: Families)
     )
     health = families.gauge(
         "wmon_query_health",
-        "1 for the query's health as the dashboard judges it (failed, error, stalled, lagging, "
-        "idle, waiting, healthy, terminated), 0 for the others",
+        "The query's health as the dashboard judges it, in its label (failed, error, stalled, "
+        "lagging, idle, waiting, healthy, terminated): one series a query, always 1",
         [*QUERY_LABELS, "status"],
     )
     unreadable = families.gauge(
@@ -151,8 +151,7 @@ def query_families(queries: Iterable[Exported], now_ms: int, families: Families)
                 samples = Samples()
         for stored in StoredStatus:
             samples.add(status, [*labels, stored.value], query.status == stored)
-        for each in Status:
-            samples.add(health, [*labels, each.label], judged is each)
+        samples.add(health, [*labels, judged.label], 1)
         samples.add(unreadable, labels, why is not None)
         samples.commit()
 
