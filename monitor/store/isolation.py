@@ -41,6 +41,20 @@ def unreadable_reason(error: BaseException) -> str:
     return f"{type(error).__name__}: {error_reason(error)}"
 
 
+class UnreadableRows(Exception):
+    """A query's stored rows that a read cannot handle: why, in its message."""
+
+
+def read_or_say(session: so.Session, read: Callable[[], Read]) -> Read:
+    """What `read` reads of one query; its bad row's error as :class:`UnreadableRows` saying
+    why (the reason its status `error` gives); an outage goes up as it is."""
+    try:
+        return read()
+    except Exception as error:
+        recover(session, error)
+        raise UnreadableRows(unreadable_reason(error)) from error
+
+
 def recover(session: so.Session, error: BaseException) -> None:
     """Make the session usable again after a bad row's error; an outage goes up."""
     if is_outage(error):

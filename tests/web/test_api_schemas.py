@@ -70,7 +70,15 @@ def read_queries(api):
         api.get(f"/api/queries/{query}")
         api.get(f"/api/queries/{query}/timers")
         if row["status"] == "error":
-            continue  # its rows cannot be read: its history neither
+            # Its rows cannot be read: its partitions' history says why, as its page does.
+            for history in ("partitions/history", "history.csv"):
+                status, body = api.call("GET", f"/api/queries/{query}/{history}")
+                assert (
+                    status == 500
+                    and body["error"]
+                    == f"the query's stored rows cannot be read: {row['unreadable']}"
+                )
+            continue
         for ranged in ("batches", "partitions/history", "diagnosis"):
             api.get(f"/api/queries/{query}/{ranged}")
             api.get(f"/api/queries/{query}/{ranged}?{THREE_DAYS}")

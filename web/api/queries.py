@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -29,6 +30,7 @@ from monitor.store.history import (
     resolution,
     rollup_csv_rows,
 )
+from monitor.store.isolation import read_or_say
 from monitor.store.models import Query
 from monitor.store.queries import find_query, list_queries, replaced_by
 from monitor.store.summary import QuerySummary
@@ -179,7 +181,7 @@ def partition_history(ref: str) -> dict[str, Any]:
     fields = choices(request.args, "fields", PARTITION_SERIES)
     wanted = {"time_ms", *(PARTITION_SERIES if fields is None else fields)}
     kept = Kept.of(found)
-    series = partition_series(session, found.id, span, kept)
+    series = read_or_say(session, lambda: partition_series(session, found.id, span, kept))
     return {
         "query": found.id,
         "from_ms": span.from_ms,
@@ -251,8 +253,12 @@ def history_csv(ref: str) -> Response:
         )
     suffix = "" if tier == "batch" else f"-{tier}s"
     name = f"wmon-{found.id}-{from_ms}-{to_ms}{suffix}.csv"
+    # The first 64 KB are read before the answer starts: a bad row among them is a clear
+    # error, not a download cut short.
+    lines = _csv_lines(found.id, from_ms, to_ms, tier)
+    first = read_or_say(session, lambda: next(lines))
     return Response(
-        stream_with_context(_csv_lines(found.id, from_ms, to_ms, tier)),
+        stream_with_context(itertools.chain([first], lines)),
         mimetype="text/csv",
         headers={"Content-Disposition": f'attachment; filename="{name}"'},
     )

@@ -10,6 +10,7 @@ from werkzeug.exceptions import BadRequest, HTTPException, RequestEntityTooLarge
 
 from monitor.numbers import shown
 from monitor.store.engine import STORE_FAILURES, unusable
+from monitor.store.isolation import UnreadableRows
 from monitor.store.queries import QueryNotFound
 from web.guards.hosts import is_trusted
 from web.guards.params import BadParameter
@@ -60,6 +61,12 @@ def query_not_found(error: QueryNotFound) -> tuple[dict[str, str] | str, int]:
     return answer(str(error.args[0]), 404)
 
 
+def unreadable_rows(error: UnreadableRows) -> tuple[dict[str, str] | str, int]:
+    """A query's stored rows that cannot be read: 500, saying why, as its status `error`
+    does on the query's page."""
+    return answer(f"the query's stored rows cannot be read: {error}", 500)
+
+
 # How long a client should wait before it tries again, when the store cannot be used.
 RETRY_AFTER_S = 5
 
@@ -92,6 +99,7 @@ def init_app(app: Flask) -> None:
     app.register_error_handler(RequestEntityTooLarge, too_large)
     app.register_error_handler(BadParameter, bad_parameter)
     app.register_error_handler(QueryNotFound, query_not_found)
+    app.register_error_handler(UnreadableRows, unreadable_rows)
     for failure in STORE_FAILURES:
         app.register_error_handler(failure, store_unavailable)
     app.before_request(check_host)
