@@ -299,22 +299,26 @@ def late_burst(
     late_partition: int = 1,
     burst_records: int = 50,
     burst_at_ms: int | None = None,
-    late_by_ms: int = 20_000,
+    late_by_ms: int = 30_000,
 ) -> Scenario:
     """Steady traffic, plus one burst of ``burst_records`` old records into one partition.
 
-    The burst is sent at ``burst_at_ms`` (default: three quarters of the way through) and its
-    event times lie in ``[burst_at_ms - late_by_ms - max_disorder_ms, burst_at_ms -
-    late_by_ms]``: late for any watermark delay below ``late_by_ms - max_disorder_ms``.
-    Options: maxOffsetsPerPartition, the same for every partition; the burst costs the late
-    partition ``burst_records / per-trigger cap`` extra triggers, which it stays behind by.
+    The burst is sent at ``burst_at_ms`` (default: as the traffic ends, with its last records)
+    and its event times lie in ``[burst_at_ms - late_by_ms - max_disorder_ms, burst_at_ms -
+    late_by_ms]``: late for any watermark delay below ``late_by_ms - max_disorder_ms``, and
+    the only records lost. Options: maxOffsetsPerPartition, the same for every partition, and
+    above the traffic's pace by twice the burst spread over the traffic's triggers: the
+    partitions move through event time together, and the late one works off the burst while
+    the others, done, wait. Played in rounds it is back in step with them before the next
+    round (read at the traffic's pace, it would fall a burst further behind every round, and
+    once that is more than the delay every record it reads would be late).
     ``since_ms`` is ``burst_at_ms``; ``burst`` summarises the burst alone.
     """
     traffic = Traffic(
         topic, partitions, scooters, records, rate, start_ms, seed, max_disorder_ms, trigger_seconds
     )
     check_special("late_partition", late_partition, traffic)
-    at_ms = traffic.at(0.75) if burst_at_ms is None else burst_at_ms
+    at_ms = traffic.at(1.0) if burst_at_ms is None else burst_at_ms
     if not (is_int(burst_records) and burst_records >= 1 and is_int(at_ms)):
         raise ValueError("burst_records must be an int >= 1 and burst_at_ms an int")
     if not (is_int(late_by_ms) and late_by_ms > 0):
@@ -330,7 +334,12 @@ def late_burst(
     for tick in burst:
         burst_summary.add(tick.event_ms)
     roles = assign_roles(partitions, STEADY, {late_partition: LATE})
-    options = traffic.caps()
+    # ceil(2 * burst / triggers), one partition's traffic taking records / partitions /
+    # per_trigger triggers: twice what the burst needs, so that it is still worked off when
+    # the query's triggers run a little late.
+    spare = -(-2 * burst_records * partitions * traffic.per_trigger // records)
+    cap = traffic.per_trigger + spare
+    options = traffic.caps(dict.fromkeys(range(partitions), cap))
     return Scenario("late_burst", topic, seed, written, roles, options, at_ms, burst_summary)
 
 
