@@ -1,30 +1,16 @@
 """Imports stay light where Spark is not run: the dashboard, the store, health, alerts and the
 commands that only read the store never load pyspark or pyarrow."""
 
-import subprocess
-import sys
-
 import pytest
 
-HEAVY = ("pyspark", "pyarrow", "pandas", "py4j")
+from tests.support.imports import loaded_after
 
-REPORT = (
-    "import sys\n"
-    "print('loaded:', *sorted({m.split('.')[0] for m in sys.modules} & " + repr(set(HEAVY)) + "))"
-)
+HEAVY = ("pyspark", "pyarrow", "pandas", "py4j")
 
 
 def heavy_modules_after(code: str) -> list[str]:
     """The heavy packages a fresh interpreter has loaded after running `code`."""
-    done = subprocess.run(
-        [sys.executable, "-c", f"{code}\n{REPORT}"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    [report] = [line for line in done.stdout.splitlines() if line.startswith("loaded:")]
-    return report.split()[1:]
+    return loaded_after(code, HEAVY)
 
 
 @pytest.mark.parametrize(

@@ -2,34 +2,22 @@
 pandas or Spark; each command's implementation is imported only when it runs."""
 
 import argparse
-import subprocess
-import sys
 from collections.abc import Iterator
 from importlib.metadata import version
 from typing import Any
 
 import pytest
 
+from tests.support.imports import loaded_after
 from wmon.main import build_parser, implementation, main
 
 # What only a command's implementation may import.
 HEAVY = ("sqlalchemy", "flask", "pandas", "numpy", "pyspark", "monitor.store", "web")
 
-# A module's import imports its package: the packages alone tell.
-REPORT = f"import sys\nprint('loaded:', *sorted(set(sys.modules) & {set(HEAVY)!r}))"
-
 
 def heavy_after(code: str) -> list[str]:
     """The heavy packages a fresh interpreter has imported after running `code`."""
-    done = subprocess.run(
-        [sys.executable, "-c", f"{code}\n{REPORT}"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    [report] = [line for line in done.stdout.splitlines() if line.startswith("loaded:")]
-    return report.split()[1:]
+    return loaded_after(code, HEAVY)
 
 
 def test_the_check_sees_a_heavy_import():
