@@ -60,11 +60,6 @@ class AlertCounts:
     warning: int = 0
     pending: int = 0
 
-    @property
-    def firing(self) -> int:
-        """How many fire."""
-        return self.critical + self.warning
-
 
 @dataclass(frozen=True)
 class Judgment:
