@@ -1,4 +1,4 @@
-"""Prometheus and Alertmanager (Debian's, as `make setup` installs them) run for tests."""
+"""Prometheus and Alertmanager (Debian's, as `make setup-tests` installs them) run for tests."""
 
 import shutil
 import subprocess
@@ -16,7 +16,9 @@ def installed(program: str, package: str) -> str:
     """The path of `program`; a failure, not a skip, when it is missing."""
     path = shutil.which(program)
     if path is None:
-        pytest.fail(f"{program} is not installed: `make setup` installs Debian's {package} package")
+        pytest.fail(
+            f"{program} is not installed: `make setup-tests` installs Debian's {package} package"
+        )
     return path
 
 
