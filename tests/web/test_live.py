@@ -287,6 +287,27 @@ def test_alert_events_from_another_process_reach_the_overview_the_query_and_the_
     assert everything.events("overview") == [] and everything.events("summary") == []
 
 
+@pytest.mark.parametrize("app_config", [{"POLL_INTERVAL_S": 0.2, "OVERVIEW_REFRESH_S": 3600}])
+def test_an_alert_that_fires_sends_its_querys_summary_at_once(
+    database_url, writer, browsers, server, tmp_path
+):
+    """The query's judgment changes with its alerts: its room hears its summary as the alert
+    fires, not at the next refresh of every query's (an hour away here)."""
+    rules = tmp_path / "rules.yml"
+    rules.write_text("rules:\n  partition_stalled: {for: 0, keep_firing_for: 0}\n")
+    write_stalled(writer)
+    query = browsers()
+    query.subscribe("orders")
+    evaluate_in_another_process(database_url, rules)
+    wait_until(lambda: query.events("alert"), WAIT_S, "the firing alert")
+    judged = wait_until(
+        lambda: [s for _, s in query.events("summary") if s["alerts"]["critical"]],
+        WAIT_S,
+        "a summary that counts the alert",
+    )
+    assert (judged[0]["status"], judged[0]["severity"]) == ("stalled", "critical")
+
+
 def test_the_alerts_room_hears_each_change_to_the_silences_in_force(app, engine, server, browsers):
     now = int(time.time() * 1000)
     browser, overview = browsers(), browsers()

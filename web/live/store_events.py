@@ -64,8 +64,9 @@ class StoreWatch:
         changed = set(queries)
         changed |= self._new_batches(session, batches, heard, events)
         changed |= self._new_timers(session, timers, events)
+        # An alert that fires or resolves changes its query's judgment: its summary goes too.
+        changed |= self._alerts(session, alert_events, events)
         self._summaries(session, changed, heard, events)
-        self._alerts(session, alert_events, events)
         self._silences_changed(session, events)
         return events
 
@@ -127,11 +128,14 @@ class StoreWatch:
             if heard(room(entry["id"])):
                 events.append(Event("summary", entry, [room(entry["id"])]))
 
-    def _alerts(self, session: so.Session, ids: Sequence[int], events: list[Event]) -> None:
+    def _alerts(self, session: so.Session, ids: Sequence[int], events: list[Event]) -> set[str]:
+        """The alert events' events, and the queries they are about."""
         if not ids:
-            return
+            return set()
         silences = list(active_silences(session, self.app.config["CLOCK"]()))
+        about = set()
         for event, alert, name in alert_events_by_id(session, ids):
+            about.add(alert.query_id)
             payload = {
                 "alert": alert_json(alert, name, silences),
                 "transition": event.transition,
@@ -141,6 +145,7 @@ class StoreWatch:
             events.append(
                 Event("alert", payload, [OVERVIEW_ROOM, ALERTS_ROOM, room(alert.query_id)])
             )
+        return about
 
     def _silences_changed(self, session: so.Session, events: list[Event]) -> None:
         # Read afresh each look: a silence ends by time passing as well as by a write.
