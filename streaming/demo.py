@@ -70,7 +70,7 @@ class DemoOptions:
     stall_timeout: float = 30.0
     host: str = "127.0.0.1"
     port: int = 5000
-    database_url: str | None = None
+    database_url: str | None = None  # None: the configured store (`wmon demo` names its own)
     jar: Path | None = None  # wmon-spark.jar: the instrumented operator measures in the JVM
 
     def __post_init__(self) -> None:
@@ -288,10 +288,15 @@ def status_lines(dashboard: Dashboard) -> list[str]:
 def _status_line(entry: dict[str, Any]) -> str:
     skew = entry["skew_ms"]
     return (
-        f"{entry['name']}: {entry['status']}, batch {entry['last_batch_id']}, "
+        f"{entry['name']}: {entry['status']}, batch {_or_dash(entry['last_batch_id'])}, "
         f"skew {'-' if skew is None else f'{skew / 1000:.1f} s'}, "
-        f"late records {entry['late_records']}, offset lag {entry['offset_lag']}"
+        f"late records {entry['late_records']}, offset lag {_or_dash(entry['offset_lag'])}"
     )
+
+
+def _or_dash(value: object) -> str:
+    """A figure, or - before a query has one (no batch yet)."""
+    return "-" if value is None else str(value)
 
 
 def _print_summary(handle: Any, detached: bool) -> None:
@@ -299,6 +304,6 @@ def _print_summary(handle: Any, detached: bool) -> None:
     unwritten = "" if detached else f" ({stats.pending} could not be written)"
     print(f"demo: stored {stats.written} events in {handle.database_url}{unwritten}")
     print(
-        "demo: inspect them with: wmon serve | wmon queries | "
-        f"wmon partitions {QUERY_PREFIX}{DEMO_SCENARIOS[0]}"
+        f"demo: inspect them with: wmon queries --database-url {handle.database_url} "
+        f"(and wmon serve, wmon partitions {QUERY_PREFIX}{DEMO_SCENARIOS[0]} …)"
     )

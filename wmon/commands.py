@@ -218,9 +218,12 @@ def _generate(commands: Any) -> None:
 def _demo(commands: Any) -> None:
     """`wmon demo`."""
     parser = commands.add_parser(
-        "demo",
-        parents=[store_option()],
-        help="play the scenarios into monitored streaming queries, with the dashboard",
+        "demo", help="play the scenarios into monitored streaming queries, with the dashboard"
+    )
+    parser.add_argument(
+        "--database-url",
+        help="store URL (default: $WMON_DATABASE_URL or wmon.db in --workdir, not the default "
+        "store)",
     )
     parser.add_argument(
         "--workdir",

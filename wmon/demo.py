@@ -4,8 +4,10 @@ played into monitored streaming queries with the dashboard."""
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 import threading
+from pathlib import Path
 from typing import Any
 
 from wmon.options import CliError
@@ -64,13 +66,24 @@ def demo(args: argparse.Namespace) -> None:
                 stall_timeout=args.stall_timeout,
                 host=args.host,
                 port=args.port,
-                database_url=args.database_url,
+                database_url=demo_store(args.database_url, args.workdir),
                 jar=jar if jar.is_file() else None,
             ),
             DemoDashboard.serve,
         )
     except DemoError as error:
         raise CliError(str(error)) from error
+
+
+def demo_store(database_url: str | None, workdir: Path) -> str:
+    """The demo's store: --database-url, else $WMON_DATABASE_URL, else wmon.db in its workdir,
+    beside its logs and checkpoints (not the default store, which the demo would fill with
+    its queries)."""
+    return (
+        database_url
+        or os.environ.get("WMON_DATABASE_URL")
+        or f"sqlite:///{(workdir / 'wmon.db').resolve()}"
+    )
 
 
 class DemoDashboard:
@@ -94,7 +107,14 @@ class DemoDashboard:
         _create_store(options.database_url)
         app = create_app(config)
         web.start(app)
-        server = make_server(options.host, options.port, app, threaded=True, fd=listener.fileno())
+        server = make_server(
+            options.host,
+            options.port,
+            app,
+            threaded=True,
+            request_handler=_quiet_requests(),
+            fd=listener.fileno(),
+        )
         threading.Thread(target=server.serve_forever, name="dashboard", daemon=True).start()
         return cls(app, server)
 
@@ -122,6 +142,18 @@ def _create_store(database_url: str | None) -> None:
         migrate.upgrade(engine)
     finally:
         engine.dispose()
+
+
+def _quiet_requests() -> type:
+    """Werkzeug's request handler without its line per request: a browser's polling would
+    drown the demo's status lines (hundreds of lines in ten minutes). Errors are still logged."""
+    from werkzeug.serving import WSGIRequestHandler
+
+    class QuietRequests(WSGIRequestHandler):
+        def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+            """Log nothing for a request served."""
+
+    return QuietRequests
 
 
 def _bound_socket(host: str, port: int) -> socket.socket:

@@ -1,5 +1,6 @@
 """`wmon demo` end to end, as `make demo` runs it: a real job in its own process, its five
-scenarios, the alerts they raise (those docs/alerts.md lists, and no others), Ctrl-C."""
+scenarios, its own store, the alerts they raise (those docs/alerts.md lists, firing or pending,
+and no others), Ctrl-C."""
 
 import json
 import os
@@ -28,19 +29,34 @@ ALERTS_DOC = Path(__file__).parents[2] / "docs" / "alerts.md"
 Alert = tuple[str, str, str, str | None]
 
 
+def demo_tables() -> list[list[list[str]]]:
+    """The tables of docs/alerts.md's "What the demo raises", each a list of rows of cells."""
+    text = ALERTS_DOC.read_text()
+    section = text[text.index("### What the demo raises") :].split("\n## ")[0]
+    tables = [block for block in section.split("\n\n") if block.startswith("|")]
+    return [
+        [
+            [cell.strip().strip("`") for cell in line.strip("|").split("|")]
+            for line in table.splitlines()[2:]
+        ]
+        for table in tables
+    ]
+
+
 def documented_alerts() -> tuple[set[Alert], set[Alert]]:
     """The alerts docs/alerts.md says the demo fires, (query, rule, severity, caused by): those
     it always fires, and those it fires only when the query runs behind."""
-    text = ALERTS_DOC.read_text()
-    table = text[text.index("### What the demo raises") :].split("\n\n")[2]
     always, sometimes = set(), set()
-    for line in table.splitlines()[2:]:
-        query, rule, severity, caused_by, why = (
-            cell.strip().strip("`") for cell in line.strip("|").split("|")
-        )
+    for query, rule, severity, caused_by, why in demo_tables()[0]:
         alert = (query, rule, severity, caused_by or None)
         (sometimes if why.startswith("*when") else always).add(alert)
     return always, sometimes
+
+
+def documented_pending() -> set[tuple[str, str]]:
+    """The alerts docs/alerts.md says the demo raises, firing or only pending, (query, rule)."""
+    fires, pends = demo_tables()
+    return {(row[0], row[1]) for row in fires + pends}
 
 
 def alerts(engine, *, pending: bool = False) -> set[Alert]:
@@ -54,6 +70,16 @@ def alerts(engine, *, pending: bool = False) -> set[Alert]:
             sa.select(Query.name, AlertRow.rule, AlertRow.severity, AlertRow.caused_by)
             .join(Query, Query.id == AlertRow.query_id)
             .where(raised)
+        )
+        return {tuple(row) for row in rows}
+
+
+def raised(engine) -> set[tuple[str, str]]:
+    """Every alert raised, firing, pending or since ended (a pending one cancelled too), as
+    (query, rule)."""
+    with so.Session(engine) as session:
+        rows = session.execute(
+            sa.select(Query.name, AlertRow.rule).join(Query, Query.id == AlertRow.query_id)
         )
         return {tuple(row) for row in rows}
 
@@ -73,7 +99,9 @@ def test_the_demo_plays_its_scenarios_into_monitored_queries_and_raises_the_docu
     # Every scenario, with shorter rounds and stall timeout than make demo's, to be quicker.
     arguments = ["--workdir", str(tmp_path / "demo"), "--port", str(closed_port())]
     arguments += ["--round-seconds", "20", "--stall-timeout", "10"]
-    store = create_engine(f"sqlite:///{tmp_path / 'home' / 'wmon.db'}", may_create=False)
+    # The demo's own store, beside its log and checkpoints: not the default store.
+    store_url = f"sqlite:///{tmp_path / 'demo' / 'wmon.db'}"
+    store = create_engine(store_url, may_create=False)
     always, sometimes = documented_alerts()
     demo = subprocess.Popen(
         [str(wmon), "demo", *arguments],
@@ -116,6 +144,11 @@ def test_the_demo_plays_its_scenarios_into_monitored_queries_and_raises_the_docu
         if demo.poll() is None:
             demo.kill()
     assert any(line.startswith("demo: stopping") for line in lines), lines
+    assert f"demo: queries are monitored in {store_url}\n" in lines
+    assert not (tmp_path / "home" / "wmon.db").exists(), "the default store is left alone"
+    # The test asked the dashboard for its overview every 0.2 s: no line per request.
+    assert "GET /api/queries" not in errors, errors[-3_000:]
+    assert all(": waiting, " in line for line in lines if ", batch -, " in line), lines
     # `make setup` built wmon-spark.jar: the demo's operator measures in the JVM.
     assert any("operator measures in the JVM" in line for line in lines), lines
     assert "[Stage " not in errors + "".join(lines), "Spark's console progress bars are off"
@@ -127,8 +160,10 @@ def test_the_demo_plays_its_scenarios_into_monitored_queries_and_raises_the_docu
     assert "no store at" not in errors, errors[-3_000:]
 
     # Every documented alert was raised (the wait above); a pending one may have been cancelled
-    # since, as the demo's stop ended its query. None fired that the table does not list.
+    # since, as the demo's stop ended its query. None fired that the table does not list, and
+    # none went pending, even if cancelled since, that neither table lists.
     assert alerts(store) <= always | sometimes, "the demo fires no alert undocumented"
+    assert raised(store) <= documented_pending(), "the demo raises no alert undocumented"
     with so.Session(store) as session:
         queries = session.scalars(sa.select(Query)).all()
         assert {(q.name, q.status) for q in queries} == {
