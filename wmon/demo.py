@@ -150,6 +150,8 @@ def _quiet_requests() -> type:
     from werkzeug.serving import WSGIRequestHandler
 
     class QuietRequests(WSGIRequestHandler):
+        """Werkzeug's handler, silent about the requests it serves."""
+
         def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
             """Log nothing for a request served."""
 
