@@ -285,8 +285,17 @@ export function eventTimeChart(figure, palette) {
     lines: [WATERMARK_LINE],
     dynamic: (key) => ({ ...partitionLine(palette)(key), format: "time" }),
     axes: [{ format: "time" }],
-    scales: { y: { time: true } },
+    scales: { y: { time: true, range: standingStill } },
   });
+}
+
+// A watermark that does not move, and nothing else drawn beside it, is a flat line a minute
+// from either edge: over a range of no height uPlot draws nothing at all.
+const STILL_MARGIN_MS = 60_000;
+
+function standingStill(u, min, max) {
+  if (min === null || min !== max) return [min, max];
+  return [min - STILL_MARGIN_MS, max + STILL_MARGIN_MS];
 }
 
 export function partitionChart(figure, palette, format) {
