@@ -14,6 +14,7 @@ from typing import Any
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
+from monitor.collect.documents import Undecodable
 from monitor.collect.progress import ProgressError
 from monitor.collect.spark_events import spark_event
 from monitor.collect.writer import TRANSIENT_ERRORS
@@ -62,6 +63,9 @@ def accept(
     accepted = Accepted()
     readable: list[tuple[int, Event]] = []
     for index, document in enumerate(documents):
+        if isinstance(document, Undecodable):
+            accepted.refused.append((index, document.reason))
+            continue
         try:
             event = spark_event(document, now_ms)
         except ProgressError as error:
@@ -101,10 +105,15 @@ def _keep(
     if not accepted.refused and bookkeeping is None:
         return
     with so.Session(engine) as session, session.begin():
-        refused = [(documents[index], reason) for index, reason in accepted.refused]
+        refused = [(_kept(documents[index]), reason) for index, reason in accepted.refused]
         set_aside(session, now_ms, origin, refused)
         if bookkeeping is not None:
             bookkeeping(session, accepted)
+
+
+def _kept(document: Any) -> Any:
+    """What is set aside of a refused document: itself, or the text of one not decoded."""
+    return document.text if isinstance(document, Undecodable) else document
 
 
 def _within_budget(

@@ -28,7 +28,15 @@ from datetime import datetime, timezone
 from typing import Any
 
 from monitor.collect.progress import ProgressError, parse_progress, parse_time_ms
-from monitor.collect.texts import MAX_ID, MAX_NAME, short_name, storable_document, too_long
+from monitor.collect.texts import (
+    MAX_DEPTH,
+    MAX_ID,
+    MAX_NAME,
+    deeper_than,
+    short_name,
+    storable_document,
+    too_long,
+)
 from monitor.events import (
     BatchProgress,
     BatchRunning,
@@ -156,7 +164,14 @@ def streaming_event(kind: str, doc: Any, fallback_ms: int | None) -> Event:
     its text made storable and its keys checked against what the store keeps."""
     if not isinstance(doc, dict):
         raise ProgressError(f"{kind} must be a JSON object, not {type(doc).__name__}")
-    return within_limits(_event(kind, storable_document(doc), fallback_ms))
+    return within_limits(_event(kind, storable_document(shallow(doc)), fallback_ms))
+
+
+def shallow(doc: dict[str, Any]) -> dict[str, Any]:
+    """The event's document; ProgressError if it nests deeper than is read."""
+    if deeper_than(doc, MAX_DEPTH):
+        raise ProgressError(f"the event nests arrays and objects more than {MAX_DEPTH} levels deep")
+    return doc
 
 
 def _event(kind: str, doc: dict[str, Any], fallback_ms: int | None) -> Event:
@@ -203,7 +218,7 @@ def spark_event(doc: Any, fallback_ms: int | None) -> Event | None:
     (jobs, stages, tasks, and streaming events this version does not know)."""
     name = event_name(doc)
     if name == RUNNING:
-        return within_limits(running_event(storable_document(doc)))
+        return within_limits(running_event(storable_document(shallow(doc))))
     kind = name.removeprefix(STREAMING_EVENT)
     if kind == name or kind not in KINDS:
         return None

@@ -25,7 +25,8 @@ def storable(text: str) -> str:
 
 
 def storable_document(value: Any) -> Any:
-    """A decoded JSON document with every string in it, keys too, made storable."""
+    """A decoded JSON document with every string in it, keys too, made storable (one no
+    deeper than MAX_DEPTH: each level is a call)."""
     if isinstance(value, str):
         return storable(value)
     if isinstance(value, dict):
@@ -33,6 +34,22 @@ def storable_document(value: Any) -> Any:
     if isinstance(value, list):
         return [storable_document(item) for item in value]
     return value
+
+
+# How deeply an event's arrays and objects may nest. Spark's deepest (a progress event's source
+# offsets, an observed metric's nested structs) are a few levels; a document past this is
+# refused alone, before reading it costs a call per level.
+MAX_DEPTH = 64
+
+
+def deeper_than(value: Any, levels: int) -> bool:
+    """Whether `value` nests arrays and objects more than `levels` deep (looked at no deeper)."""
+    if not isinstance(value, (dict, list)):
+        return False
+    if levels == 0:
+        return True
+    items = value.values() if isinstance(value, dict) else value
+    return any(deeper_than(item, levels - 1) for item in items)
 
 
 # Ids are Spark's UUIDs. Names and partitions are indexed, and an index entry has a size

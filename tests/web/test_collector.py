@@ -122,7 +122,7 @@ def test_a_body_that_is_not_json_is_a_400(client):
     response = post(client, b"{")
     assert (response.status_code, response.get_json()) == (
         400,
-        {"error": "the body is not valid JSON (or is nested too deeply)"},
+        {"error": "the body is not valid JSON"},
     )
 
 

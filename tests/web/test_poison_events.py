@@ -132,3 +132,38 @@ def test_an_absurd_lag_fails_no_read_of_any_query(client, engine):
     assert client.get(f"/api/queries/{LONG_NAMED}").status_code == 200
     with so.Session(engine, expire_on_commit=False) as session:
         evaluate(session, load_rules(""), T0)
+
+
+def nested_text(depth):
+    """The JSON text of a value `depth` objects deep (deeper than json.dumps goes)."""
+    return '{"m": ' * depth + "1" + "}" * depth
+
+
+@pytest.mark.parametrize("depth", [500, 2_000])
+def test_a_deep_event_is_set_aside_alone_and_the_rest_stored(client, database_url, depth):
+    """The issue's probe: observedMetrics nested 500 deep failed its whole request (500,
+    RecursionError) and the three valid events posted with it were lost; past about 1,000
+    levels the whole body could not be decoded."""
+    started = {
+        **fixture("started.json"),
+        "id": HEALTHY,
+        "runId": HEALTHY.replace("0000", "1111", 1),
+    }
+    deep = json.dumps(batch(HEALTHY, 1, observedMetrics={"deep": "DEEP"}))
+    deep = deep.replace('"DEEP"', nested_text(depth))
+    body = [json.dumps(event) for event in (named(STARTED, started), batch(HEALTHY, 0))]
+    body = "[" + ", ".join([*body, deep, json.dumps(batch(HEALTHY, 2))]) + "]"
+    response = client.post(
+        "/api/ingest",
+        data=body,
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {INGEST_TOKEN}"},
+    )
+    answer = response.get_json()
+    assert (response.status_code, answer["stored"], answer["rejected"]) == (200, 3, 1)
+    assert [error["event"] for error in answer["errors"]] == [2]
+    [(document,)] = table(database_url, sa.select(RejectedEvent.document))
+    kept = json.loads(document)  # decoded and set aside as it was, or as its text if it was not
+    assert nested_text(depth) in (kept if isinstance(kept, str) else json.dumps(kept))
+    stored = table(database_url, sa.text("SELECT batch_id FROM batches ORDER BY batch_id"))
+    assert [row.batch_id for row in stored] == [0, 2]

@@ -18,7 +18,6 @@ in the store's `senders` table with the counts of events stored from it and refu
 from __future__ import annotations
 
 import functools
-import json
 from typing import Any
 
 import sqlalchemy as sa
@@ -27,6 +26,7 @@ from flask import Blueprint, current_app, request
 from werkzeug.exceptions import UnsupportedMediaType
 
 from monitor.collect.accept import Accepted, accept
+from monitor.collect.documents import decode_events
 from monitor.numbers import INT64_MAX, NumberError, shown, whole
 from monitor.store.models import Sender
 from web import db
@@ -45,10 +45,9 @@ def _documents() -> list[Any]:
     if request.mimetype != "application/json":
         raise UnsupportedMediaType("the body must be JSON, sent as Content-Type: application/json")
     try:
-        body = json.loads(request.get_data(cache=False))
-    except (ValueError, RecursionError):
-        raise BadParameter("the body is not valid JSON (or is nested too deeply)") from None
-    documents = body if isinstance(body, list) else [body]
+        documents = decode_events(request.get_data(cache=False).decode())
+    except ValueError:
+        raise BadParameter("the body is not valid JSON") from None
     if len(documents) > MAX_EVENTS:
         raise BadParameter(f"at most {MAX_EVENTS} events per request, not {len(documents)}")
     return documents
