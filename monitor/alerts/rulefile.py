@@ -13,9 +13,10 @@
 
 Durations take a unit (500ms, 30s, 5m, 2h, 1d) and are at most 365d; counts are whole numbers
 >= 0; shares are percentages with at most two decimals (1%, 0.25%); all in ASCII digits, read
-as monitor.numbers reads every number from outside. A file is at most 256 KiB of UTF-8, nested
-at most 20 deep. Anything else is an error naming the file, the line and the problem; nothing
-of a bad file is used.
+as monitor.numbers reads every number from outside. A file is a regular file (never a FIFO or
+a device, which could block the evaluator for good) of at most 256 KiB of UTF-8, nested at most
+20 deep. Anything else is an error naming the file, the line and the problem; nothing of a bad
+file is used.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from monitor.alerts.receivers import kinds as registered_kinds
 from monitor.alerts.rules import RULES, Kind, thresholds
 from monitor.health.facts import Thresholds
 from monitor.numbers import INT64_MAX, NumberError, shown, whole
+from monitor.regular_files import NotRegularFile, open_regular
 
 # A rules file is a few kilobytes. PyYAML (pure Python, so that nesting is checked below) takes
 # about 20 s and 300 MB to read 1 MiB of `[1,1,1,...]`: this cap keeps the worst to a fifth.
@@ -154,11 +156,13 @@ def load_rules_file(path: str | Path) -> RuleSet:
 
 
 def _read(path: Path) -> str:
-    """The file's text: at most MAX_FILE_BYTES of UTF-8, read without reading more (an endless
-    file such as /dev/zero, or a FIFO, is refused at the cap)."""
+    """The file's text: at most MAX_FILE_BYTES of UTF-8, read without reading more; anything
+    but a regular file (a FIFO, /dev/zero) is refused before a byte is read."""
     try:
-        with path.open("rb") as file:
+        with open_regular(path) as file:
             data = file.read(MAX_FILE_BYTES + 1)
+    except NotRegularFile as error:
+        raise RulesFileError(str(error)) from None
     except OSError as error:
         raise RulesFileError(f"{path}: cannot read it: {error.strerror or error}") from None
     if len(data) > MAX_FILE_BYTES:

@@ -1,13 +1,16 @@
 """The evaluator on a schedule: exactly one of several evaluates; rules files reloaded safely."""
 
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+import sqlalchemy as sa
 
-from monitor.alerts.runner import LEASE, AlertRunner
+from monitor.alerts.runner import LEASE, AlertRunner, now_ms
 from monitor.store.engine import create_engine
 from monitor.store.leases import acquire, release
+from monitor.store.models import Lease
 from tests.support.alert_scenarios import RULES, at, rewrite, stalled
 from tests.support.waiting import wait_until
 
@@ -96,3 +99,45 @@ def test_a_bad_rules_file_at_start_is_an_error(engine, tmp_path):
     path.write_text("rules:\n  no_such_rule: {}\n")
     with pytest.raises(ValueError, match="line 2: no rule named 'no_such_rule'"):
         AlertRunner(engine, path)
+
+
+def test_a_rules_file_replaced_by_a_fifo_is_refused_and_evaluation_goes_on(engine, tmp_path):
+    """The issue's probe: a FIFO that nothing writes to, in place of the rules file, hung the
+    evaluator for good (the lease stopped, no error, not recovered once the file was back)."""
+    path = tmp_path / "rules.yml"
+    path.write_text(RULES)
+    runner = AlertRunner(engine, path, interval_s=0.05)
+    stop = threading.Event()
+    thread = threading.Thread(target=runner.run, args=(stop,), daemon=True)
+    thread.start()
+
+    def evaluated_since(moment_ms):
+        with engine.connect() as connection:
+            done_at = connection.scalar(sa.select(Lease.done_at_ms).where(Lease.name == LEASE))
+        return done_at is not None and done_at > moment_ms
+
+    try:
+        path.unlink()
+        os.mkfifo(path)
+        replaced_at = now_ms()
+        wait_until(
+            lambda: runner.rules_error and evaluated_since(replaced_at),
+            10,
+            "a pass that refuses the FIFO and evaluates",
+        )
+        assert runner.rules_error == f"{path}: is a FIFO, not a regular file"
+        assert runner.rules.for_query("q")["partition_stalled"].timing.for_ms == 3_600_000, "kept"
+
+        path.unlink()
+        rewrite_at = now_ms()
+        path.write_text("rules:\n  partition_stalled: {for: 5s}\n")
+        wait_until(
+            lambda: runner.rules_error is None and evaluated_since(rewrite_at),
+            10,
+            "the restored file to be read",
+        )
+        assert runner.rules.for_query("q")["partition_stalled"].timing.for_ms == 5_000
+    finally:
+        stop.set()
+        thread.join(10)
+    assert not thread.is_alive()
