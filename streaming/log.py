@@ -21,6 +21,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from monitor.regular_files import open_regular
+
 SEGMENT_SUFFIX = ".jsonl"
 _SEGMENT_NAME = re.compile(r"^(\d{20})\.jsonl$")
 # Kafka's legal topic characters; also keeps a topic a single, safe path component.
@@ -192,7 +194,7 @@ class PartitionedLog:
     def _lines(self, topic: str, partition: int, base: int) -> Iterator[bytes]:
         """The complete lines of one segment."""
         path = self._partition_dir(topic, partition) / segment_name(base)
-        with open(path, "rb") as segment:
+        with open_regular(path) as segment:
             for line in segment:
                 if line.endswith(b"\n"):
                     yield line
@@ -221,7 +223,7 @@ class PartitionedLog:
         if tail is None or tail.base != bases[-1] or size < tail.scanned_bytes:
             tail = _Tail(base=bases[-1], scanned_bytes=0, lines=0)
         if size > tail.scanned_bytes:
-            with open(path, "rb") as segment:
+            with open_regular(path) as segment:
                 segment.seek(tail.scanned_bytes)
                 new = segment.read(size - tail.scanned_bytes)
             complete = new.rfind(b"\n") + 1

@@ -20,6 +20,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from monitor.regular_files import NotRegularFile, open_regular
 from wmon.options import CliError
 from wmon.submit import (
     JOINED,
@@ -72,9 +73,10 @@ def pipeline_name(spec: Path) -> str:
     """The `name:` of a pipeline spec."""
     import yaml
 
+    text = read_text(spec, "the pipeline spec")
     try:
-        loaded = yaml.safe_load(spec.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as error:
+        loaded = yaml.safe_load(text)
+    except yaml.YAMLError as error:
         raise CliError(f"cannot read the pipeline spec {spec}: {error}") from error
     name = loaded.get("name") if isinstance(loaded, dict) else None
     if not isinstance(name, str) or not name.strip():
@@ -112,7 +114,7 @@ def read_defaults(path: Path) -> list[tuple[str, str]]:
     """A spark-defaults.conf's settings in order: `key value`, `key=value` or `key: value`
     lines, blank lines and `#` or `!` comments skipped."""
     settings = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in read_text(path, "the Spark settings").splitlines():
         text = line.strip()
         if not text or text.startswith(("#", "!")):
             continue
@@ -128,3 +130,19 @@ def read_defaults(path: Path) -> list[tuple[str, str]]:
 def spark_pipelines() -> Path:
     """pyspark's own `bin/spark-pipelines`."""
     return pyspark_bin("spark-pipelines", "pipelines")
+
+
+def read_text(path: Path, what: str) -> str:
+    """A user's file as UTF-8 text, or a CliError naming it as `what`: a FIFO or a device is
+    refused, never waited on."""
+    try:
+        with open_regular(path) as file:
+            data = file.read()
+    except NotRegularFile as error:
+        raise CliError(f"cannot read {what} {path}: it {error.reason}") from error
+    except OSError as error:
+        raise CliError(f"cannot read {what} {path}: {error.strerror or error}") from error
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise CliError(f"cannot read {what} {path}: not UTF-8 text") from error

@@ -10,9 +10,12 @@ log is read with plain file reads.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from urllib.parse import urlsplit
+
+from monitor.regular_files import open_regular
 
 # Found checkpoints, per Python worker: {(given path, query id): checkpoint}.
 _FOUND: dict[tuple[str, str], str] = {}
@@ -25,9 +28,11 @@ def local_path(location: str) -> str:
 
 
 def query_of(checkpoint: str) -> str | None:
-    """The id of the query whose checkpoint this is, if it is one."""
+    """The id of the query whose checkpoint this is, if it is one (a `metadata` that is not a
+    regular file, such as a FIFO under the location given, is not one, and is not waited on)."""
+    path = os.path.join(checkpoint, "metadata")
     try:
-        with open(os.path.join(checkpoint, "metadata")) as metadata:
+        with io.TextIOWrapper(open_regular(path), encoding="utf-8") as metadata:
             found = json.loads(metadata.readline()).get("id")
     except (OSError, ValueError, AttributeError):
         return None

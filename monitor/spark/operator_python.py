@@ -8,6 +8,7 @@ where a client cannot reach the JVM (see operator_jvm.py).
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ import pyarrow.compute as pc
 
 from monitor.collect.observed import later_record, sample_order
 from monitor.events import OBSERVATION, SAMPLES_PER_PARTITION
+from monitor.regular_files import open_regular
 from monitor.spark.checkpoints import query_checkpoint
 from monitor.spark.measuring import NO_WATERMARK_MS, Measuring, check_columns
 
@@ -33,7 +35,7 @@ def _batch_metadata(checkpoint: str, batch_id: int) -> dict[str, Any] | None:
     path = os.path.join(checkpoint, "offsets", str(batch_id))
     if batch_id < 0 or not os.path.exists(path):
         return None
-    with open(path) as offsets:
+    with io.TextIOWrapper(open_regular(path), encoding="utf-8") as offsets:
         offsets.readline()
         metadata: dict[str, Any] = json.loads(offsets.readline())
         return metadata

@@ -1,10 +1,12 @@
 """The on-disk partitioned log: segments, offsets, partial lines, the tail cache, bad input."""
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
+from monitor.regular_files import NotRegularFile
 from streaming.log import LogRecord, PartitionedLog, segment_name
 
 
@@ -163,3 +165,14 @@ def test_bad_read_ranges_are_rejected(log_dir, start, end, message):
 def test_bad_segment_size_is_rejected(log_dir, segment_records):
     with pytest.raises(ValueError, match="segment_records"):
         PartitionedLog(log_dir, segment_records=segment_records)
+
+
+@pytest.mark.timeout(10)  # a FIFO that nothing writes to blocks a plain open() for good
+def test_a_fifo_in_place_of_a_segment_is_named_not_waited_on(log_dir):
+    log = PartitionedLog(log_dir, segment_records=2)
+    log.append("t", 0, records(4))
+    segment = log_dir / "t" / "0" / segment_name(0)
+    segment.unlink()
+    os.mkfifo(segment)
+    with pytest.raises(NotRegularFile, match=f"^{segment}: is a FIFO, not a regular file$"):
+        list(log.read("t", 0, 0, 4))

@@ -20,7 +20,8 @@ from monitor.store.migrate import upgrade
 from tests.support.real_collector import INGEST_TOKEN, serving_collector
 from tests.support.stores import stored_rows
 from tests.support.waiting import wait_until
-from wmon.pipelines import read_defaults, spec_path, write_conf_dir
+from wmon.options import CliError
+from wmon.pipelines import pipeline_name, read_defaults, spec_path, write_conf_dir
 
 SPEC = """\
 name: telemetry
@@ -238,3 +239,20 @@ def test_the_spec_is_the_one_spark_pipelines_runs(
     assert spec_path(["run", "--spec=b.yaml", "--full-refresh-all"]) == Path("b.yaml")
     (tmp_path / "spark-pipeline.yaml").write_text("name: here\n")
     assert spec_path(["run"]) == Path("spark-pipeline.yaml")
+
+
+@pytest.mark.timeout(10)  # a FIFO that nothing writes to blocks a plain open() for good
+def test_a_fifo_for_a_spec_or_the_users_settings_is_refused_naming_it(tmp_path: Path) -> None:
+    spec = tmp_path / "spark-pipeline.yaml"
+    os.mkfifo(spec)
+    with pytest.raises(CliError) as refused:
+        pipeline_name(spec)
+    assert (
+        str(refused.value)
+        == f"cannot read the pipeline spec {spec}: it is a FIFO, not a regular file"
+    )
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    os.mkfifo(mine / "spark-defaults.conf")
+    with pytest.raises(CliError, match="^cannot read the Spark settings .*: it is a FIFO, not a"):
+        write_conf_dir(tmp_path, mine, [])

@@ -6,6 +6,7 @@ hand from a few rows, so each one can be checked exactly.
 
 import json
 import logging
+import os
 import re
 
 import pyarrow as pa
@@ -14,6 +15,8 @@ import pytest
 from monitor.collect.observed import ObservationError, partition_event_times
 from monitor.collect.progress import parse_progress
 from monitor.events import SAMPLES_PER_PARTITION, PartitionEventTimes
+from monitor.regular_files import NotRegularFile
+from monitor.spark.checkpoints import query_checkpoint
 from monitor.spark.instrument import interval_ms
 from monitor.spark.measuring import NO_WATERMARK_MS, Measuring
 from monitor.spark.operator_python import (
@@ -105,6 +108,19 @@ def test_batch_time_is_that_of_the_batch_itself(tmp_path, batch_id, expected):
     write_offsets(tmp_path, 0, 0)
     write_offsets(tmp_path, 1, T0 + 20_000)
     assert batch_time_ms(str(tmp_path), batch_id) == expected
+
+
+@pytest.mark.timeout(10)  # a FIFO that nothing writes to blocks a plain open() for good
+def test_a_fifo_in_the_checkpoint_is_named_not_waited_on(tmp_path):
+    ours, other = tmp_path / "flows" / "ours", tmp_path / "flows" / "other"
+    write_offsets(ours, 0, 0)
+    (ours / "metadata").write_text(json.dumps({"id": "q-1"}) + "\n")
+    other.mkdir()
+    os.mkfifo(other / "metadata")
+    assert query_checkpoint(str(tmp_path), "q-1") == str(ours), "the FIFO is not a checkpoint"
+    os.mkfifo(ours / "offsets" / "1")
+    with pytest.raises(NotRegularFile, match="offsets/1: is a FIFO, not a regular file$"):
+        late_watermark_ms(str(ours), 2)
 
 
 # partition_keys
