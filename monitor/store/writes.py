@@ -348,20 +348,35 @@ def record(event: object, group: _Group) -> None:
 @record.register
 def _started(event: QueryStarted, group: _Group) -> None:
     query = group.query_row(event.query_id, event.run_id, event.timestamp_ms)
+    run = group.run_row(event.query_id, event.run_id)
+    if run.started_at_ms is not None:
+        _started_again(event, run, group)
+        return
     first_start = query.started_at_ms is None and query.replaces_id is None
     if event.pipeline is not None and event.name is not None and first_start:
         query.replaces_id = _flow_before(group.session, event)
-    run = group.run_row(event.query_id, event.run_id)
     run.name, run.started_at_ms = event.name, event.timestamp_ms
     run.began_at_ms = earlier(run.began_at_ms, event.timestamp_ms)
-    if event.trigger is not None:  # a second way in that cannot tell keeps what the first told
+    if event.trigger is not None:
         run.trigger, run.trigger_interval_ms = event.trigger, event.trigger_interval_ms
-    if group.is_current(query, run):
-        query.name, query.run_id, query.status = event.name, event.run_id, ACTIVE
-        query.started_at_ms = event.timestamp_ms
+    if not group.is_current(query, run):
+        return
+    query.name, query.run_id, query.started_at_ms = event.name, event.run_id, event.timestamp_ms
+    if run.terminated_at_ms is None:  # not the start of a run whose end came first
+        query.status = ACTIVE
         query.updated_at_ms = group.trusted(query, event.timestamp_ms)
         query.terminated_at_ms = query.exception = query.error_class = None
         query.running_batch_id = query.running_since_ms = None
+
+
+def _started_again(event: QueryStarted, run: Run, group: _Group) -> None:
+    """A start of a run that has one (a sender's retry, a replayed log, a second way in): it
+    changes nothing, whatever came since (an ended run stays ended), but a trigger the first
+    way in could not tell."""
+    if event.trigger is None or run.trigger is not None:
+        group.written.repeated += 1
+        return
+    run.trigger, run.trigger_interval_ms = event.trigger, event.trigger_interval_ms
 
 
 def _flow_before(session: so.Session, event: QueryStarted) -> str | None:

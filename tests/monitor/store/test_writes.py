@@ -110,6 +110,41 @@ def test_a_stopped_query_stays_terminated_when_an_old_runs_event_arrives(engine)
     assert query_row(engine).status == "terminated"
 
 
+def test_a_replayed_start_of_an_ended_run_changes_nothing(engine):
+    """The issue's probe: started, batch 0, terminated, then the same start again (a sender's
+    retry) made the query active again, its end forgotten, and was counted as stored."""
+    start = QueryStarted(QUERY, RUN, "q", 1_000)
+    write_event(engine, start)
+    write_event(engine, batch(0))
+    write_event(engine, QueryTerminated(QUERY, RUN, 2_000))
+    before = query_row(engine)
+    written = write_event(engine, start)
+    after = query_row(engine)
+    assert (written.stored, written.repeated) == (0, 1)
+    assert (after.status, after.terminated_at_ms, after.updated_at_ms) == (
+        "terminated",
+        2_000,
+        before.updated_at_ms,
+    )
+
+
+def test_a_start_that_arrives_after_its_runs_batch_is_stored_once(engine):
+    write_event(engine, batch(0))
+    written = write_event(engine, QueryStarted(QUERY, RUN, "q", 1_000))
+    assert (written.stored, written.repeated) == (1, 0)
+    assert write_event(engine, QueryStarted(QUERY, RUN, "q", 1_000)).repeated == 1
+    with so.Session(engine) as session:
+        assert session.get(Run, RUN).started_at_ms == 1_000
+
+
+def test_a_start_that_arrives_after_its_runs_end_leaves_it_ended(engine):
+    write_event(engine, batch(0))
+    write_event(engine, QueryTerminated(QUERY, RUN, 2_000, "boom", None))
+    assert write_event(engine, QueryStarted(QUERY, RUN, "q", 1_000)).stored == 1
+    query = query_row(engine)
+    assert (query.status, query.terminated_at_ms, query.started_at_ms) == ("failed", 2_000, 1_000)
+
+
 def test_find_query_by_id_or_name_and_list(engine):
     write_event(engine, QueryStarted(QUERY, RUN, "telemetry_windows", 1_000))
     write_event(engine, QueryStarted("22222222-2222-2222-2222-222222222222", "r", "other", 5_000))
