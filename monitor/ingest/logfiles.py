@@ -17,11 +17,14 @@ The API::
     Application(app_id, url, rolling, in_progress, files: tuple[LogFile, ...])
     LogFile(url, key, codec, index, compacted, complete)
     LogError(url, reason, line=None)
+    size_of(fs, path, url) -> int; read_range(fs, path, url, start, end) -> bytes
 
 ``url`` may be a local path or any fsspec URL (``file://``, ``s3://``, ``hdfs://``); S3's
 endpoint and credentials come from the standard AWS environment (``AWS_ENDPOINT_URL``,
 ``AWS_ACCESS_KEY_ID``, ...). A ``LogFile.key`` is its URL without ``.inprogress``: it stays
 the same when Spark renames a finished single file, so a stored read position carries over.
+A local file is read only if it is a regular file: a FIFO or a device named like a log is
+refused (a LogError saying what it is), never waited on.
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import fsspec
+from fsspec.implementations.local import LocalFileSystem
+
+from monitor.regular_files import NotRegularFile, open_regular, regular_size
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +154,9 @@ def size_of(fs: fsspec.AbstractFileSystem, path: str, url: str) -> int:
     """The size of a file now (never a cached one), or a LogError."""
     try:
         fs.invalidate_cache(path)
-        size = fs.size(path)
+        size = regular_size(path) if isinstance(fs, LocalFileSystem) else fs.size(path)
+    except NotRegularFile as error:
+        raise LogError(url, error.reason) from error
     except FileNotFoundError as error:
         raise LogError(url, "vanished: the file no longer exists") from error
     except OSError as error:
@@ -156,6 +164,22 @@ def size_of(fs: fsspec.AbstractFileSystem, path: str, url: str) -> int:
     if size is None:
         raise LogError(url, "cannot be read: its file system gives no size")
     return int(size)
+
+
+def read_range(fs: fsspec.AbstractFileSystem, path: str, url: str, start: int, end: int) -> bytes:
+    """The bytes of a file from `start` up to `end` (fewer where it ends), or a LogError."""
+    try:
+        if not isinstance(fs, LocalFileSystem):
+            return bytes(fs.cat_file(path, start=start, end=end))
+        with open_regular(path) as file:
+            file.seek(start)
+            return file.read(max(end - start, 0))
+    except NotRegularFile as error:
+        raise LogError(url, error.reason) from error
+    except FileNotFoundError as error:
+        raise LogError(url, "vanished: the file no longer exists") from error
+    except OSError as error:
+        raise LogError(url, f"cannot be read: {error}") from error
 
 
 def discover(url: str, errors: list[LogError] | None = None) -> list[Application]:

@@ -24,7 +24,14 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 from monitor.ingest.codecs import CodecError, decompressor
-from monitor.ingest.logfiles import LogEndsShort, LogError, LogFile, filesystem, size_of
+from monitor.ingest.logfiles import (
+    LogEndsShort,
+    LogError,
+    LogFile,
+    filesystem,
+    read_range,
+    size_of,
+)
 
 # Compressed bytes read from storage at a time: a 128 MiB rolled file is never held whole.
 CHUNK_SIZE = 1 << 20
@@ -123,12 +130,7 @@ class LogReader:
 
     def _read_chunk(self, size: int) -> bytes:
         end = min(self._offset + self.chunk_size, size)
-        try:
-            chunk = self._fs.cat_file(self._path, start=self._offset, end=end)
-        except FileNotFoundError as error:
-            raise LogError(self.file.url, "vanished: the file no longer exists") from error
-        except OSError as error:
-            raise LogError(self.file.url, f"cannot be read: {error}") from error
+        chunk = read_range(self._fs, self._path, self.file.url, self._offset, end)
         self._offset += len(chunk)
         self.bytes_read += len(chunk)
         return chunk

@@ -19,7 +19,7 @@ from monitor.store.engine import create_engine
 from monitor.store.migrate import upgrade
 from monitor.store.models import Batch, LogPosition, Query, RejectedEvent
 from monitor.store.writes import write_events
-from tests.support.event_logs import read_all
+from tests.support.event_logs import LOG_START, query_run, read_all
 from tests.support.waiting import wait_until
 
 VARIANTS = ("zstd", "lz4", "snappy", "plain")
@@ -349,3 +349,29 @@ def test_a_run_left_running_ends_with_its_application_in_a_later_ingest_too(even
     with engine.connect() as connection:
         query = connection.execute(sa.select(Query)).one()
     assert (query.status, query.exception) == ("failed", UNSTOPPED)
+
+
+def test_wmon_ingest_names_a_fifo_among_the_logs_and_reads_the_rest(tmp_path):
+    """A FIFO named like a log, in the history folder or given itself, is refused and named
+    (an open() of it would wait for a writer for good); the other logs are stored."""
+    history = tmp_path / "history"
+    history.mkdir()
+    log = LOG_START + query_run("q-1", "r-1", [0, 1, 2], 1_700_000_000_000, ended=True)
+    (history / "local-1700000000001").write_text(log)
+    fifos = [history / "local-1700000000002.inprogress", tmp_path / "local-1700000000003"]
+    for fifo in fifos:
+        os.mkfifo(fifo)
+    env = dict(os.environ, WMON_DATABASE_URL=f"sqlite:///{tmp_path / 'wmon.db'}")
+    done = subprocess.run(
+        [WMON, "ingest", str(history), str(fifos[1])],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 1, done.stderr
+    for fifo in fifos:
+        assert (
+            f"wmon: {fifo.as_uri()}: is a FIFO, not a regular file (file skipped)\n" in done.stderr
+        )
+    assert done.stdout.startswith("3 applications, 3 files: 6 lines, 5 events stored"), done.stdout

@@ -1,5 +1,6 @@
 """Reading lines from positions: every codec alike, resumes, growth, renames and failures."""
 
+import os
 from dataclasses import replace
 
 import pytest
@@ -211,12 +212,16 @@ def test_a_file_that_vanished(event_logs, copy_of):
     assert raised.value.url == file.url
 
 
-def test_a_directory_in_place_of_a_file(tmp_path):
-    (tmp_path / "local-1").write_bytes(b"")
+@pytest.mark.parametrize(
+    ("put", "kind"), [(os.mkdir, "a directory"), (os.mkfifo, "a FIFO")], ids=["directory", "fifo"]
+)
+@pytest.mark.timeout(10)  # a FIFO that nothing writes to blocks a plain open() for good
+def test_something_else_in_place_of_a_file_is_named(tmp_path, put, kind):
+    (tmp_path / "local-1").write_bytes(b"{}\n")
     file = only_file(tmp_path / "local-1")
     (tmp_path / "local-1").unlink()
-    (tmp_path / "local-1").mkdir()
-    with pytest.raises(LogError, match="cannot be read"):
+    put(tmp_path / "local-1")
+    with pytest.raises(LogError, match=f": is {kind}, not a regular file$"):
         LogReader(file).read()
 
 
