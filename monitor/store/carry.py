@@ -4,7 +4,9 @@ Each partition of a batch carries figures summed or maxed over every batch so fa
 and future-dated records, the lateness histograms, the max event time and the record at it),
 so any range is read from two batches. The later batches were stored without the late batch;
 this adds its own figures to theirs, as if it had arrived in order, and packs them again
-(store.batch_event_times).
+(store.batch_event_times). Each later batch's watermark driver, named from the running figures
+before it, is then named again from them as they now are (and its skew, which counts the
+driver's partition idle or not).
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ from typing import Any
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
+from monitor.health import predicates as health
 from monitor.health.lateness import summed
-from monitor.store import batch_event_times
+from monitor.store import batch_event_times, batch_offsets, derive
 from monitor.store.batch_event_times import TABLE
-from monitor.store.models import BatchEventTimes
+from monitor.store.models import Batch, BatchEventTimes
 
 Row = dict[str, Any]
 
@@ -60,6 +63,52 @@ def carry_into_later(
                 future_records=stored["future_records"],
             )
         )
+
+
+def drive_later(session: so.Session, query_id: str, batch_id: int, time_rows: list[Row]) -> None:
+    """Name again the watermark driver of the query's batches after `batch_id`, each from the
+    newest running figures before it (batch `batch_id`'s `time_rows`, or a later batch's as
+    carry_into_later left them), and their skew where the driver changed."""
+    if not time_rows:
+        return
+    measured = {batch_id: time_rows}
+    statement = sa.select(TABLE).where(TABLE.c.query_id == query_id, TABLE.c.batch_id > batch_id)
+    for partition in batch_event_times.partitions_in(session, statement):
+        measured.setdefault(partition.batch_id, []).append(partition._asdict())
+    later = session.execute(
+        sa.select(Batch.batch_id, Batch.watermark_driver_partition, Batch.watermark_driver_record)
+        .where(Batch.query_id == query_id, Batch.batch_id > batch_id)
+        .order_by(Batch.batch_id)
+    ).all()
+    for stored in later:
+        before = max(measured_id for measured_id in measured if measured_id < stored.batch_id)
+        named: Row = {}
+        derive.watermark_driver(named, {row["partition"]: row for row in measured[before]})
+        driver = (named["watermark_driver_partition"], named["watermark_driver_record"])
+        if driver != (stored.watermark_driver_partition, stored.watermark_driver_record):
+            named["watermark_skew_ms"] = _skew(
+                session, query_id, stored.batch_id, measured, driver[0]
+            )
+            session.execute(
+                sa.update(Batch)
+                .where(Batch.query_id == query_id, Batch.batch_id == stored.batch_id)
+                .values(named)
+            )
+
+
+def _skew(
+    session: so.Session,
+    query_id: str,
+    batch_id: int,
+    measured: dict[int, list[Row]],
+    driver: str | None,
+) -> int | None:
+    """A batch's skew with `driver` as its watermark's driver."""
+    watermarks = {
+        row["partition"]: row["partition_watermark_ms"] for row in measured.get(batch_id, [])
+    }
+    idle = {p.partition for p in batch_offsets.of_batches(session, query_id, [batch_id]) if p.idle}
+    return health.skew_between(watermarks, idle, driver)
 
 
 def _take_out(row: Row, gone: Row) -> None:

@@ -41,7 +41,7 @@ from monitor.health.predicates import Timeouts
 from monitor.store import batch_event_times, batch_offsets, day_partitions, derive
 from monitor.store.batch_rows import as_stored, batch_rows, earlier, event_time_rows, later
 from monitor.store.bulk import insert_rows
-from monitor.store.carry import carry_into_later
+from monitor.store.carry import carry_into_later, drive_later
 from monitor.store.lineage import Placement, RunSpan, Verdict, place
 from monitor.store.minutes import Minutes
 from monitor.store.models import (
@@ -283,6 +283,7 @@ class _Group:
             self.insert_waiting()
             times = rows[BatchEventTimes]
             carry_into_later(self.session, query_id, batch["batch_id"], times, removed)
+            drive_later(self.session, query_id, batch["batch_id"], times)
             self.minutes.again(query_id, batch["batch_time_ms"])
             self._latest |= _read_latest(self.session, [query_id])
             return

@@ -267,6 +267,25 @@ def test_the_watermark_driver_is_the_record_with_the_largest_event_time_read_bef
     )
 
 
+@pytest.mark.parametrize("order", [(0, 1, 2, 3), (3, 1, 0, 2), (2, 3, 1, 0), (1, 3, 2, 0)])
+def test_the_watermark_driver_does_not_depend_on_the_order_batches_arrive_in(engine, order):
+    """The issue's probe: a batch stored before its predecessor never got a driver."""
+    batches = [
+        batch(0, {"a": part(1, T0, T0 + 30_000, max_record=["a1", T0 + 30_000, 7])}),
+        batch(1, {"b": part(1, T0, T0 + 40_000, max_record=["b1", T0 + 40_000, 3])}, T0),
+        batch(2, {"a": part(1, T0, T0 + 50_000, max_record=["a2", T0 + 50_000, 8])}, T0),
+        batch(3, {"b": part(1, T0, T0, max_record=["b2", T0, 9])}, T0 + 40_000),
+    ]
+    for batch_id in order:
+        write_event(engine, batches[batch_id])
+    assert drivers(engine) == {
+        0: (None, None),
+        1: ("a", ["a1", T0 + 30_000, 7]),
+        2: ("b", ["b1", T0 + 40_000, 3]),
+        3: ("a", ["a2", T0 + 50_000, 8]),
+    }
+
+
 def test_partitions_reaching_the_largest_event_time_in_one_batch_are_named_by_name(engine):
     both = {
         "b": part(1, T0, T0 + 9_000, max_record=["b1", T0 + 9_000, 4]),
