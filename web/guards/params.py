@@ -112,9 +112,10 @@ def epoch_ms(name: str, text: str) -> int:
 
 
 def time_range(args: Mapping[str, str], default_to_ms: int) -> tuple[int, int]:
-    """`from` and `to` as a half-open range; by default the hour up to `default_to_ms`."""
+    """`from` and `to` as a half-open range; by default the hour up to `default_to_ms` (before
+    1970 if a query's clock put its newest batch there: what was stored is read back)."""
     to_ms = epoch_ms("to", args["to"]) if "to" in args else default_to_ms
-    from_ms = epoch_ms("from", args["from"]) if "from" in args else max(0, to_ms - DEFAULT_RANGE_MS)
+    from_ms = epoch_ms("from", args["from"]) if "from" in args else to_ms - DEFAULT_RANGE_MS
     if from_ms >= to_ms:
         raise BadParameter(f"from ({from_ms}) must be before to ({to_ms})")
     return from_ms, to_ms

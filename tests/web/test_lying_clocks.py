@@ -1,0 +1,23 @@
+"""Drivers whose clocks lie: a query's stored times are its job's, whatever they say, and
+every read of it answers."""
+
+from monitor.collect.progress import parse_progress
+from monitor.store.writes import write_event
+from tests.support.progress import progress_doc, stamp
+
+QUERY = "44444444-4444-4444-4444-444444444444"
+
+
+def test_a_query_whose_clock_says_1969_reads_back(client, engine):
+    """The issue's probe: stored with 200, then every read of the query answered 400 'from (0)
+    must be before to (-59999)' with no range asked."""
+    for batch_id, at_ms in enumerate((-120_000, -60_000)):
+        doc = progress_doc(id=QUERY, runId="r", batchId=batch_id, timestamp=stamp(at_ms))
+        write_event(engine, parse_progress(doc))
+    base = f"/api/queries/{QUERY}"
+    batches = client.get(f"{base}/batches")
+    assert batches.status_code == 200, batches.get_json()
+    assert sum(batches.get_json()["series"]["batches"]) == 2
+    for path in ("/partitions/history", "/diagnosis", "/history.csv", "/timers", ""):
+        response = client.get(base + path)
+        assert response.status_code == 200, (path, response.get_data(as_text=True)[:300])
