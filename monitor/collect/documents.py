@@ -50,7 +50,8 @@ def _elements(text: str) -> list[str]:
     ValueError if its brackets do not balance or text follows it."""
     if not text.lstrip().startswith("["):
         return [text]
-    elements, depth, start = [], 0, 0
+    elements: list[str] = []
+    depth, start = 0, 0
     for match in _STRUCTURE.finditer(text):
         mark = match.group()
         if mark in ("[", "{"):
