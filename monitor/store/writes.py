@@ -350,7 +350,7 @@ def record(event: object, group: _Group) -> None:
 def _started(event: QueryStarted, group: _Group) -> None:
     query = group.query_row(event.query_id, event.run_id, event.timestamp_ms)
     run = group.run_row(event.query_id, event.run_id)
-    if run.started_at_ms is not None:
+    if run.started_at_ms is not None and run.query_id == event.query_id:
         _started_again(event, run, group)
         return
     first_start = query.started_at_ms is None and query.replaces_id is None
