@@ -1,9 +1,15 @@
 """Durations as people read them, the same in alert messages, the terminal and the pages
-(web/static/js/format.js writes them the same way)."""
+(web/static/js/format.js writes them the same way), and ages, which are never negative."""
 
 from __future__ import annotations
 
 from decimal import ROUND_HALF_UP, Decimal
+
+
+def age_ms(now_ms: int, then_ms: int | None) -> int | None:
+    """How long before `now_ms` a time was: 0 for one after it (a watermark or a job's clock
+    ahead, told apart by future_event_time and clock_ahead), None for an unknown time."""
+    return None if then_ms is None else max(now_ms - then_ms, 0)
 
 
 def duration(ms: int | float | None) -> str:

@@ -14,6 +14,7 @@ import sqlalchemy.orm as so
 from monitor.alerts.rulefile import RuleSet, RulesFileError, load_rules_file
 from monitor.alerts.runner import now_ms
 from monitor.config import load_settings
+from monitor.durations import age_ms
 from monitor.health.state_growth import state_fields
 from monitor.health.trigger_pace import pace_fields
 from monitor.store.backlog import backlogs
@@ -65,7 +66,7 @@ def _as_listed(row: dict[str, Any]) -> dict[str, Any]:
     the batch in flight and for how long ('batch 12 for 7 min')."""
     since = row["running_since_ms"]
     running = None if since is None else (row["running_batch_id"], row["now_ms"] - since)
-    return row | {"heard_ms": row["now_ms"] - row["updated_at_ms"], "running": running}
+    return row | {"heard_ms": age_ms(row["now_ms"], row["updated_at_ms"]), "running": running}
 
 
 def _rules(path: Path | None) -> RuleSet:

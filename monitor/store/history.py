@@ -93,6 +93,11 @@ def _whole(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
+def _age(value: Any) -> int | None:
+    """The largest of ages that may be negative (a watermark ahead of its batch), as an age."""
+    return None if value is None else max(int(value), 0)
+
+
 def _real(value: Any) -> float | None:
     return None if value is None else float(value)
 
@@ -109,7 +114,7 @@ BATCH_AGGREGATES: tuple[Aggregate, ...] = (
     ("last_batch_id", sa.func.max(Batch.batch_id), int),
     ("watermark_ms", sa.func.max(Batch.watermark_ms), _whole),
     ("flink_watermark_ms", sa.func.max(Batch.flink_watermark_ms), _whole),
-    ("watermark_age_max_ms", sa.func.max(Batch.batch_time_ms - Batch.watermark_ms), _whole),
+    ("watermark_age_max_ms", sa.func.max(Batch.batch_time_ms - Batch.watermark_ms), _age),
     ("skew_avg_ms", sa.func.avg(Batch.watermark_skew_ms), _real),
     ("skew_max_ms", sa.func.max(Batch.watermark_skew_ms), _whole),
     ("duration_avg_ms", sa.func.avg(Batch.trigger_duration_ms), _real),
@@ -331,7 +336,7 @@ def _query_rollup_series(session: so.Session, query_id: str, window: Window, tie
             "last_batch_id": int(row.last_batch_id),
             "watermark_ms": _whole(row.watermark_ms),
             "flink_watermark_ms": _whole(row.flink_watermark_ms),
-            "watermark_age_max_ms": _whole(row.watermark_age_max_ms),
+            "watermark_age_max_ms": _age(row.watermark_age_max_ms),
             "skew_avg_ms": _average(row.skew_sum_ms, row.skew_batches),
             "skew_max_ms": _whole(row.skew_max_ms),
             "duration_avg_ms": _average(row.duration_sum_ms, row.duration_batches),

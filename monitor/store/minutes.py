@@ -27,6 +27,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from monitor.durations import age_ms
 from monitor.health.lateness import summed
 from monitor.numbers import INT64_MAX, INT64_MIN
 from monitor.store import batch_event_times, batch_offsets
@@ -273,7 +274,7 @@ def _batch_figures(batch: Row, operators: Sequence[Row]) -> Row:
         "watermark_min_ms": watermark,
         "watermark_max_ms": watermark,
         "flink_watermark_max_ms": batch.get("flink_watermark_ms"),
-        "watermark_age_max_ms": None if watermark is None else batch["batch_time_ms"] - watermark,
+        "watermark_age_max_ms": age_ms(batch["batch_time_ms"], watermark),
         "skew_sum_ms": skew,
         "skew_batches": int(skew is not None),
         "skew_max_ms": skew,

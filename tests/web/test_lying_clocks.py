@@ -1,11 +1,14 @@
 """Drivers whose clocks lie: a query's stored times are its job's, whatever they say, and
 every read of it answers."""
 
+import time
+
 from monitor.collect.progress import parse_progress
 from monitor.store.writes import write_event
 from tests.support.progress import progress_doc, stamp
 
 QUERY = "44444444-4444-4444-4444-444444444444"
+THREE_YEARS_MS = 3 * 365 * 86_400_000
 
 
 def test_a_query_whose_clock_says_1969_reads_back(client, engine):
@@ -21,3 +24,19 @@ def test_a_query_whose_clock_says_1969_reads_back(client, engine):
     for path in ("/partitions/history", "/diagnosis", "/history.csv", "/timers", ""):
         response = client.get(base + path)
         assert response.status_code == 200, (path, response.get_data(as_text=True)[:300])
+
+
+def test_a_watermark_years_ahead_has_no_negative_age_anywhere(client, engine):
+    """The issue's probe: /metrics exported wmon_query_watermark_age_seconds -94,672,757."""
+    now = int(time.time() * 1000)
+    ahead = stamp(now + THREE_YEARS_MS)
+    doc = progress_doc(id=QUERY, runId="r", batchId=0, timestamp=stamp(now))
+    doc["eventTime"] = {**doc["eventTime"], "watermark": ahead}
+    write_event(engine, parse_progress(doc))
+    scrape = client.get("/metrics").get_data(as_text=True)
+    [age] = [line for line in scrape.splitlines() if line.startswith("wmon_query_watermark_age")]
+    assert age.endswith(" 0.0")
+    overview = client.get("/api/queries").get_json()["queries"]
+    assert [row["watermark_age_ms"] for row in overview] == [0]
+    series = client.get(f"/api/queries/{QUERY}/batches").get_json()["series"]
+    assert series["watermark_age_max_ms"] == [0]

@@ -23,6 +23,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from prometheus_client.utils import floatToGoString
 
 from monitor.alerts.runner import LEASE
+from monitor.durations import age_ms
 from monitor.health.backlog import Verdict
 from monitor.health.facts import StoredStatus
 from monitor.health.status import Status
@@ -301,8 +302,7 @@ class _QueryFamilies:
         if batch is None:
             return
         samples.add(self.watermark, labels, _seconds(batch.watermark_ms))
-        if batch.watermark_ms is not None:
-            samples.add(self.age, labels, (now_ms - batch.watermark_ms) / 1000)
+        samples.add(self.age, labels, _seconds(age_ms(now_ms, batch.watermark_ms)))
         samples.add(self.skew, labels, _seconds(batch.watermark_skew_ms))
         samples.add(self.flink, labels, _seconds(batch.flink_watermark_ms))
         samples.add(self.stalled, labels, batch.watermark_stalled)

@@ -11,6 +11,7 @@ import sqlalchemy.orm as so
 from flask import Flask
 
 from monitor.alerts.rulefile import RuleSet, thresholds_of
+from monitor.durations import age_ms
 from monitor.health.backlog import (
     UNKNOWN,
     Backlog,
@@ -112,10 +113,6 @@ def timers_json(snapshot: TimerSnapshotRow | None) -> dict[str, Any] | None:
     return None if snapshot is None else fields(snapshot, TIMER_FIELDS)
 
 
-def _age(now_ms: int, watermark_ms: int | None) -> int | None:
-    return None if watermark_ms is None else now_ms - watermark_ms
-
-
 def summary_json(summary: QuerySummary, lens: Lens) -> dict[str, Any]:
     """A query as the overview lists it."""
     query, latest, timers, facts = summary.query, summary.latest, summary.timers, summary.facts
@@ -134,7 +131,7 @@ def summary_json(summary: QuerySummary, lens: Lens) -> dict[str, Any]:
         "exception": query.exception,
         "last_batch_id": latest.batch_id if latest else None,
         "watermark_ms": watermark,
-        "watermark_age_ms": _age(lens.now_ms, watermark),
+        "watermark_age_ms": age_ms(lens.now_ms, watermark),
         "skew_ms": latest.watermark_skew_ms if latest else None,
         "late_records": facts.late_records,
         "late_window_ms": facts.thresholds.late_window_ms,
@@ -146,7 +143,7 @@ def summary_json(summary: QuerySummary, lens: Lens) -> dict[str, Any]:
         "trend": {
             "batch_id": [p.batch_id for p in facts.trend],
             "batch_time_ms": [p.batch_time_ms for p in facts.trend],
-            "watermark_age_ms": [_age(p.batch_time_ms, p.watermark_ms) for p in facts.trend],
+            "watermark_age_ms": [age_ms(p.batch_time_ms, p.watermark_ms) for p in facts.trend],
             "offset_lag": [p.offset_lag for p in facts.trend],
         },
         "updated_at_ms": query.updated_at_ms,
