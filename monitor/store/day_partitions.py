@@ -16,14 +16,27 @@ maker at a time, under an advisory lock. Attaching also locks the queries' table
 a moment (the partition gets the foreign key), hence the write path makes partitions before its own
 transaction, holding no lock. A day is dropped by DETACH PARTITION … CONCURRENTLY, which waits for
 the reads that use the partition instead of stopping them, then DROP TABLE.
+
+A writer and the pruner agree on each day under an advisory lock of its own: the writer holds
+the days it writes shared, from the start of its transaction to its end, and finds their
+partitions there (else it makes them, outside its transaction, and begins again); the pruner
+holds a day exclusively from moving its newest batches to dropping its tables. So a batch sent
+into a day while that day expires (a backfill, a replay, a driver whose clock is behind) is
+stored, in the day's partitions made again once the day is gone, and the next expiry takes it
+(its query's newest batch kept); it never finds the day half gone, to be refused, and never
+goes in after its query's newest batch was kept, to be dropped with the day. Only writers into
+the day that is expiring wait, for as long as its expiry takes (bounded as any lock a writer
+waits for, store.turns). A writer that finds a day's partition detached and not dropped, as an
+expiry that was interrupted leaves it, drops it before making the day again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import re
-from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, NamedTuple, TypeVar
 
 import sqlalchemy as sa
 
@@ -35,6 +48,13 @@ KEPT = "kept"
 ESTIMATED_FROM = 100_000
 # Serializes making partitions among writers and pruners (any constant both agree on).
 _MAKER_LOCK = 0x776D6F6E_64617973
+# A day's advisory lock is (this, the day): writers hold it shared, the pruner exclusively. Keys
+# of two integers never meet the single-integer keys above and of store.turns.
+_DAY_LOCK = 0x776D6F6E
+# How many times a write begins before it fails: after the first, which may find a day with no
+# partitions yet, each one finds a day that a prune expired after the partitions were made.
+MAKE_ATTEMPTS = 5
+Written = TypeVar("Written")
 _EPOCH = datetime.date(1970, 1, 1)
 _DAY_NAME = re.compile(r"_(\d{8})$")
 
@@ -109,11 +129,81 @@ def prepare(connection: sa.Connection, times_ms: Iterable[int]) -> None:
 
 def prepare_days(engine: sa.Engine, times_ms: Iterable[int]) -> None:
     """`prepare` in a transaction of its own, so that attaching waits on no writer that waits
-    for this one."""
+    for this one; a partition of these days that an interrupted expiry left detached is dropped
+    first, as the expiry would have."""
     times = list(times_ms)
     if times and in_use(engine):
+        for table, day in _detached(engine, {day_of(time_ms) for time_ms in times}):
+            with expiring(engine, day) as autocommit:
+                drop_day(autocommit, table, day)
         with engine.begin() as connection:
             prepare(connection, times)
+
+
+class DayMissing(Exception):
+    """A day that a write's batches fall on has no partition to hold them in some table."""
+
+
+def hold(connection: sa.Connection, times_ms: Iterable[int]) -> None:
+    """Keep the days of `times_ms` from expiring until the transaction ends, if the store is
+    partitioned; DayMissing if a table has no partition attached for one of them. Before the
+    transaction reads or writes any table: an expiry that holds a day waits for the
+    transactions that use the tables (DETACH … CONCURRENTLY), which must not wait for it."""
+    if not in_use(connection):
+        return
+    days = sorted({day_of(time_ms) for time_ms in times_ms})
+    if not days:
+        return
+    connection.execute(
+        sa.text(
+            "SELECT count(pg_advisory_xact_lock_shared(:kind, day)) "
+            "FROM (SELECT unnest(CAST(:days AS integer[])) AS day ORDER BY 1) AS ordered"
+        ),
+        {"kind": _DAY_LOCK, "days": days},
+    )
+    # A statement of its own: one that had waited for the lock would see the catalog as it was
+    # before the expiry it waited for.
+    attached = set(
+        connection.scalars(
+            sa.text(
+                "SELECT relname FROM pg_class JOIN pg_inherits ON inhrelid = pg_class.oid "
+                "WHERE relname = ANY(CAST(:names AS text[])) AND NOT inhdetachpending "
+                "AND relnamespace = CAST(current_schema() AS regnamespace)"
+            ),
+            {"names": [partition_name(table, day) for day in days for table in TABLES]},
+        )
+    )
+    for day in days:
+        for table in TABLES:
+            name = partition_name(table, day)
+            if name not in attached:
+                raise DayMissing(f"the partition {name} of {table} is not attached")
+
+
+def writing(engine: sa.Engine, times_ms: Sequence[int], write: Callable[[], Written]) -> Written:
+    """What `write()` wrote: a transaction that holds the days of `times_ms` (`hold`), begun
+    again, after their partitions are made, while one of them has none (a day of the store's
+    first batches; of a batch far behind or ahead, ahead of time or replayed; or one just
+    expired)."""
+    for _ in range(MAKE_ATTEMPTS - 1):
+        try:
+            return write()
+        except DayMissing:
+            prepare_days(engine, times_ms)
+    return write()
+
+
+@contextlib.contextmanager
+def expiring(engine: sa.Engine, day: int) -> Iterator[sa.Connection]:
+    """A connection that runs each statement on its own, holding `day` against writers (once
+    those that hold it are done) until the block ends."""
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as autocommit:
+        key = {"kind": _DAY_LOCK, "day": day}
+        autocommit.execute(sa.text("SELECT pg_advisory_lock(:kind, :day)"), key)
+        try:
+            yield autocommit
+        finally:
+            autocommit.execute(sa.text("SELECT pg_advisory_unlock(:kind, :day)"), key)
 
 
 def prepare_ahead(engine: sa.Engine, now_ms: int) -> None:
@@ -134,6 +224,22 @@ def _missing(connection: sa.Connection, names: Sequence[str]) -> list[str]:
             {"names": list(names)},
         )
     )
+
+
+def _detached(engine: sa.Engine, days: Iterable[int]) -> list[tuple[str, int]]:
+    """The tables whose partition for one of `days` is detached or detaching and not dropped."""
+    names = {partition_name(table, day): (table, day) for day in days for table in TABLES}
+    with engine.connect() as connection:
+        found = connection.scalars(
+            sa.text(
+                "SELECT relname FROM pg_class LEFT JOIN pg_inherits ON inhrelid = pg_class.oid "
+                "WHERE relname = ANY(CAST(:names AS text[])) "
+                "AND relnamespace = CAST(current_schema() AS regnamespace) "
+                "AND (inhrelid IS NULL OR inhdetachpending)"
+            ),
+            {"names": list(names)},
+        )
+        return sorted(names[name] for name in found)
 
 
 def days(connection: sa.Connection) -> list[int]:

@@ -20,7 +20,8 @@ however old. A silence that ended before that cutoff goes.
 
 On PostgreSQL batches expire by whole days (store.day_partitions): a day that ended before the
 batches' cutoff has each query's newest batch in it moved to the kept rows' partitions, then its
-partitions dropped; kept batches that are no longer their query's newest go next.
+partitions dropped, while writes into that day wait; kept batches that are no longer their
+query's newest go next.
 
 Each transaction deletes at most `chunk` batches on SQLite (with their rows: a row each of packed
 offsets and event times), `chunk` minutes or hours of rollups, `chunk` timer snapshots, `chunk`
@@ -215,12 +216,13 @@ def _expire_days(engine: sa.Engine, before_ms: int, pruned: Pruned) -> None:
         end_ms = (day + 1) * DAY_MS
         if end_ms > before_ms:
             break
-        with engine.begin() as connection:
-            day_partitions.keep_newest(connection, day)
-            # Every query: no batch of any before the day's end is stored but a kept one.
-            _kept_from(connection, Query.batches_kept_from_ms, None, end_ms)
-        pruned.transactions += 1
-        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as autocommit:
+        # No batch goes into the day from before its newest batches are kept until it is gone.
+        with day_partitions.expiring(engine, day) as autocommit:
+            with engine.begin() as connection:
+                day_partitions.keep_newest(connection, day)
+                # Every query: no batch of any before the day's end is stored but a kept one.
+                _kept_from(connection, Query.batches_kept_from_ms, None, end_ms)
+            pruned.transactions += 1
             for table in day_partitions.TABLES:
                 dropped = day_partitions.drop_day(autocommit, table, day)
                 pruned.deleted[table] += dropped.rows

@@ -83,12 +83,26 @@ def write_events(
     also: Callable[[so.Session, Written], None] | None = None,
 ) -> Written:
     """Write events in order in one transaction; `timeouts` decide what is idle or stalled.
-    `also` writes what must be stored with them or not at all (where a log was read up to)."""
-    day_partitions.prepare_days(
-        engine, (event.batch_time_ms for event in events if isinstance(event, BatchProgress))
+    `also` writes what must be stored with them or not at all (where a log was read up to).
+    The transaction keeps its batches' days from expiring, and begins again once their
+    partitions are made if a day has none (store.day_partitions)."""
+    times = [event.batch_time_ms for event in events if isinstance(event, BatchProgress)]
+    return day_partitions.writing(
+        engine, times, lambda: _write_group(engine, events, timeouts, also, times)
     )
+
+
+def _write_group(
+    engine: sa.Engine,
+    events: Sequence[Event],
+    timeouts: Timeouts,
+    also: Callable[[so.Session, Written], None] | None,
+    times_ms: Sequence[int],
+) -> Written:
+    """`write_events` in one transaction, holding the days of its batches' times."""
     with so.Session(engine) as session, session.begin():
         take_turn(session, {event.query_id for event in events})
+        day_partitions.hold(session.connection(), times_ms)
         group = _Group(session, timeouts, time.time_ns() // 1_000_000)
         group.read_ahead(events)
         for event in events:

@@ -330,6 +330,60 @@ def test_expiry_drops_partitions_on_postgresql_and_leaves_the_newest_batch_of_ev
     assert kept_batches(engine) == []
 
 
+def detach_interrupted(engine, table, day):
+    """Leave `table`'s partition for `day` pending detach, as an expiry stopped while it waited
+    for a reader of the table leaves it."""
+    name = partition_name(table, day)
+    detacher = engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+    pid = detacher.scalar(sa.text("SELECT pg_backend_pid()"))
+    with engine.begin() as reader:
+        reader.execute(sa.text(f"SELECT count(*) FROM {table}"))
+        failed = []
+
+        def detach():
+            try:
+                detacher.exec_driver_sql(
+                    f"ALTER TABLE {table} DETACH PARTITION {name} CONCURRENTLY"
+                )
+            except sa.exc.OperationalError as error:
+                failed.append(error)
+
+        thread = threading.Thread(target=detach)
+        thread.start()
+        wait_until(lambda: waiting_for_lock(engine, pid), 10, "the detach to wait for the reader")
+        reader.execute(sa.text("SELECT pg_cancel_backend(:pid)"), {"pid": pid})
+        thread.join(timeout=10)
+    detacher.close()
+    assert failed and detaching(engine, name)
+
+
+def waiting_for_lock(engine, pid):
+    with engine.connect() as connection:
+        statement = "SELECT wait_event_type FROM pg_stat_activity WHERE pid = :pid"
+        return connection.scalar(sa.text(statement), {"pid": pid}) == "Lock"
+
+
+def detaching(engine, name):
+    """Whether the partition `name` is pending detach."""
+    with engine.connect() as connection:
+        statement = "SELECT inhdetachpending FROM pg_inherits WHERE inhrelid = to_regclass(:name)"
+        return connection.scalar(sa.text(statement), {"name": name})
+
+
+@ONLY_POSTGRESQL
+def test_a_batch_into_a_day_whose_expiry_was_interrupted_is_stored(engine):
+    write_batch(engine, "q", 0, OLD)
+    detach_interrupted(engine, "sources", day_of(OLD))
+
+    write_batch(engine, "q", 1, OLD + 1_000)
+
+    # The partition detaching went as its expiry would have had it, and the day was made again.
+    assert detaching(engine, partition_name("sources", day_of(OLD))) is False
+    assert batch_ids(engine, "q") == dict.fromkeys(BATCH_TABLE_NAMES, [0, 1]) | {"sources": [1]}
+    prune(engine, Cutoffs.at(CUTOFF))
+    assert batch_ids(engine, "q") == dict.fromkeys(BATCH_TABLE_NAMES, [1])
+
+
 def test_a_batch_after_pruning_continues_the_running_figures(engine):
     for batch_id in range(3):
         write_batch(engine, "q", batch_id, OLD + batch_id * 1_000, late=2)

@@ -9,11 +9,11 @@ import sqlalchemy.exc as sa_exc
 
 from monitor.collect.progress import parse_progress
 from monitor.collect.writer import StoreWriter
-from monitor.store import turns
+from monitor.store import day_partitions, turns
 from monitor.store.engine import create_engine
 from monitor.store.models import Batch
 from monitor.store.writes import write_event
-from tests.support.progress import progress_doc
+from tests.support.progress import progress_doc, stamp
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
@@ -73,3 +73,25 @@ def test_the_writer_reports_the_lock_and_stores_each_event_once_after_it(
     with engine.connect() as connection:
         stored = connection.scalars(sa.select(Batch.batch_id).order_by(Batch.batch_id)).all()
     assert stored == [0, 1, 2, 3]
+
+
+def stored_batch_ids(engine, query_id):
+    with engine.connect() as connection:
+        statement = sa.select(Batch.batch_id).where(Batch.query_id == query_id)
+        return sorted(connection.scalars(statement))
+
+
+def test_a_write_into_a_day_expiring_past_the_lock_timeout_fails_as_unavailable(
+    engine, short_lock_timeout
+):
+    write_event(engine, batch(0))
+    expiring_day = day_partitions.day_of(batch(0).batch_time_ms)
+    next_day = stamp((expiring_day + 1) * day_partitions.DAY_MS)
+    with day_partitions.expiring(engine, expiring_day):
+        with pytest.raises(sa_exc.OperationalError, match="lock timeout"):
+            write_event(engine, batch(1))
+        # Writes into other days do not wait.
+        write_event(engine, parse_progress(progress_doc(id="other", timestamp=next_day)))
+    write_event(engine, batch(1))
+    assert stored_batch_ids(engine, batch(0).query_id) == [0, 1]
+    assert stored_batch_ids(engine, "other") == [2]
