@@ -22,10 +22,12 @@ def _size(count: int) -> str:
 
 def _summary(totals: Totals, seconds: float) -> str:
     rate = totals.events / seconds if seconds > 0 else 0.0
+    # Files found rewritten since they were read: each said so on its line, and read again.
+    again = f"; {totals.rewritten:,} rewritten files read again" if totals.rewritten else ""
     return (
         f"{totals.applications:,} applications, {totals.files:,} files: {totals.lines:,} lines, "
         f"{totals.events:,} events stored, {_size(totals.bytes_read)} read in {seconds:,.1f} s "
-        f"({rate:,.0f} events/s); {totals.problems:,} problems"
+        f"({rate:,.0f} events/s){again}; {totals.problems:,} problems"
     )
 
 

@@ -8,6 +8,11 @@ A run the log shows running when its application ends ends with it (Spark logs n
 which runs an application's log showed is kept in the store, so that holds for a new ingest
 process too.
 
+A file is known by its content: its position is stored with a fingerprint of what was read
+(ingest.fingerprint). One rewritten since (truncated and written again, or replaced under its
+name by another) is said to be so, on a line naming it and why, and read again from its start;
+what its new content repeats of what was stored is a repeat to the write path, stored once.
+
 A line that is not JSON is reported with its file and line and skipped; a Spark event that
 cannot be read, or that the store refuses, is reported and set aside (`wmon rejected`) in the
 transaction of its group; a file that cannot be read is reported and left; none of them stops
@@ -37,11 +42,13 @@ from monitor.collect.spark_events import (
 from monitor.collect.writer import TRANSIENT_ERRORS
 from monitor.events import BatchProgress, Event, QueryIdle, QueryStarted, QueryTerminated
 from monitor.health.predicates import Timeouts
+from monitor.ingest.fingerprint import Fingerprint
 from monitor.ingest.logfiles import (
     Application,
     LogEndsShort,
     LogError,
     LogFile,
+    LogRewritten,
     discover,
     filesystem,
     size_of,
@@ -75,6 +82,8 @@ class Totals:
     events: int = 0
     bytes_read: int = 0
     problems: int = 0
+    # Files found rewritten and read again from their start.
+    rewritten: int = 0
 
 
 @dataclass
@@ -202,8 +211,8 @@ class Ingester:
         reader = state.readers.get(file.key)
         try:
             if reader is None:
-                start = Position(stored.bytes_read, stored.lines_read) if stored else Position()
-                reader = state.readers[file.key] = LogReader(file, start)
+                start, known = _resumed(stored)
+                reader = state.readers[file.key] = LogReader(file, start, fingerprint=known)
                 if file.key not in self._counted:
                     self._counted.add(file.key)
                     self.totals.files += 1
@@ -220,6 +229,8 @@ class Ingester:
             bytes_before = reader.bytes_read
             try:
                 lines = reader.read(LINES_PER_WRITE)
+            except LogRewritten as error:
+                return self._read_file(state, self._read_again(state, reader, error))
             except LogEndsShort as error:
                 if not self._following:
                     self._give_up(reader.file.key, str(error))
@@ -235,20 +246,44 @@ class Ingester:
                 self.totals.bytes_read += reader.bytes_read - bytes_before
             if not lines:
                 return reader.done
-            self._store_lines(state, reader.file, lines)
+            self._store_lines(state, reader, lines)
 
-    def _store_lines(self, state: _AppState, file: LogFile, lines: list[LogLine]) -> None:
+    def _read_again(self, state: _AppState, reader: LogReader, error: LogRewritten) -> LogReader:
+        """A new reader of a rewritten file from its start, saying so. The log's clock goes
+        back to what the application's other files showed; the runs it showed running stay
+        (the application's end, if it comes, ends them)."""
+        file = reader.file
+        self.totals.rewritten += 1
+        self._report(f"{error}; reading it again from its start")
+        with so.Session(self._engine) as session:
+            state.clock_ms = session.scalar(
+                sa.select(sa.func.max(LogPosition.clock_ms)).where(
+                    LogPosition.app_id == state.application.app_id, LogPosition.key != file.key
+                )
+            )
+        state.readers[file.key] = LogReader(file)
+        return state.readers[file.key]
+
+    def _store_lines(self, state: _AppState, reader: LogReader, lines: list[LogLine]) -> None:
         """Turn the lines into events and store them with the position after the last one;
         the lines refused are set aside with it."""
+        file = reader.file
         numbered: list[_Read] = []
         refused: list[_Refused] = []
         for line in lines:
             for event, doc in self._events(state, file, line, refused):
                 state.track(event)
                 numbered.append(_Read(line.number, event, doc))
-        end = lines[-1].end
+        end, known = lines[-1].end, reader.fingerprint
         position = ReadPosition(
-            file.key, file.url, state.application.app_id, end.offset, end.line, state.clock_ms
+            file.key,
+            file.url,
+            state.application.app_id,
+            end.offset,
+            end.line,
+            state.clock_ms,
+            known.size,
+            known.digest,
         )
         self._write(position, file, numbered, refused)
         self.totals.lines += len(lines)
@@ -378,6 +413,16 @@ class _Refused:
     origin: str
     doc: Any
     error: str
+
+
+def _resumed(stored: ReadPosition | None) -> tuple[Position, Fingerprint | None]:
+    """Where a file's reading resumes, and the fingerprint of what was read before it."""
+    if stored is None:
+        return Position(), None
+    known = None
+    if stored.fingerprint_bytes is not None and stored.fingerprint is not None:
+        known = Fingerprint(stored.fingerprint_bytes, stored.fingerprint)
+    return Position(stored.bytes_read, stored.lines_read), known
 
 
 def _document(end: QueryTerminated) -> dict[str, Any]:

@@ -16,7 +16,7 @@ The API::
     discover(url: str, errors: list[LogError] | None = None) -> list[Application]
     Application(app_id, url, rolling, in_progress, files: tuple[LogFile, ...])
     LogFile(url, key, codec, index, compacted, complete)
-    LogError(url, reason, line=None)
+    LogError(url, reason, line=None); its subclasses LogEndsShort, LogRewritten
     size_of(fs, path, url) -> int; read_range(fs, path, url, start, end) -> bytes
 
 ``url`` may be a local path or any fsspec URL (``file://``, ``s3://``, ``hdfs://``); S3's
@@ -75,6 +75,11 @@ class LogEndsShort(LogError):
     def __init__(self, url: str, reason: str, line: int, size: int) -> None:
         super().__init__(url, reason, line)
         self.size = size
+
+
+class LogRewritten(LogError):
+    """A file that no longer holds what was read from it: truncated and written again, or
+    replaced by another under its name. It is to be read again from its start."""
 
 
 @dataclass(frozen=True)

@@ -4,18 +4,26 @@ The API::
 
     Position(offset: int = 0, line: int = 0)     # decompressed bytes and lines consumed
     LogLine(text: str, number: int, end: Position)
-    LogReader(file: LogFile, position: Position = START, chunk_size: int = CHUNK_SIZE)
+    LogReader(file: LogFile, position: Position = START, chunk_size: int = CHUNK_SIZE,
+              fingerprint: Fingerprint | None = None)
     LogReader.read(max_lines: int | None = None) -> list[LogLine]
     LogReader.relocate(file: LogFile) -> None     # the same file, renamed or now complete
-    LogReader.position, .bytes_read, .done
+    LogReader.position, .fingerprint, .bytes_read, .done
 
 A line is returned once its ``\\n`` has arrived: a half-written last line waits. Store a
-line's ``end`` with what was made of it; a new reader from that position returns the next
-line, nothing skipped or repeated. An uncompressed file is read from the position on; a
-compressed one is decompressed from its start, skipping to the position. Every failure
-(corrupt or truncated data, a file that is unreadable or gone, an unknown codec) raises
-``LogError`` with the file's URL and, where known, the line number; a complete file that ends
-inside a line or compressed frame raises its subclass ``LogEndsShort``, with the file's size.
+line's ``end`` and the reader's ``fingerprint`` with what was made of it; a new reader from
+that position and fingerprint returns the next line, nothing skipped or repeated. An
+uncompressed file is read from the position on; a compressed one (or one without a
+fingerprint) is read from its start, skipping to the position. Every failure (corrupt or
+truncated data, a file that is unreadable or gone, an unknown codec) raises ``LogError`` with
+the file's URL and, where known, the line number; a complete file that ends inside a line or
+compressed frame raises its subclass ``LogEndsShort``, with the file's size.
+
+The file is known by its content (ingest.fingerprint): a reader resumed from a fingerprint
+checks it before reading on, and a reader that has read to the end checks what it read again
+before reading what was added or finishing the file. A file rewritten since (shorter than what
+was read, or other bytes where they were read) raises ``LogRewritten``: read it again from its
+start with a new reader.
 """
 
 from __future__ import annotations
@@ -24,10 +32,12 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 from monitor.ingest.codecs import CodecError, decompressor
+from monitor.ingest.fingerprint import SPAN, Fingerprint, Prefix
 from monitor.ingest.logfiles import (
     LogEndsShort,
     LogError,
     LogFile,
+    LogRewritten,
     filesystem,
     read_range,
     size_of,
@@ -62,11 +72,16 @@ class LogReader:
 
     The decompression state is kept between calls, so an in-progress file is never read
     twice. Once a complete file (``file.complete``) has been read to its end, leftover
-    partial data is reported as truncation and ``done`` becomes true.
+    partial data is reported as truncation and ``done`` becomes true. `fingerprint` is the
+    one stored with `position`: the file must still hold what it covers.
     """
 
     def __init__(
-        self, file: LogFile, position: Position = START, chunk_size: int = CHUNK_SIZE
+        self,
+        file: LogFile,
+        position: Position = START,
+        chunk_size: int = CHUNK_SIZE,
+        fingerprint: Fingerprint | None = None,
     ) -> None:
         try:
             self._decompressor = decompressor(file.codec)
@@ -80,11 +95,22 @@ class LogReader:
         self.done = False
         self._pending = bytearray()
         self._broken: LogError | None = None
+        self._prefix = Prefix()
+        self._expected = fingerprint
+        self._caught_up = False
         # An uncompressed file is read from the byte before the position: it must be "\n".
-        resume_at = max(position.offset - 1, 0) if file.codec is None else 0
+        # Without a fingerprint (a position stored before there were any), it is read from
+        # its start, as a compressed one is, for the bytes its fingerprint covers.
+        known = file.codec is None and fingerprint is not None
+        resume_at = max(position.offset - 1, 0) if known else 0
         self._offset = resume_at
         self._skip = position.offset - resume_at
         self._skipped_last = b"\n"
+
+    @property
+    def fingerprint(self) -> Fingerprint:
+        """The fingerprint of the file's bytes read so far, to store with the position."""
+        return self._prefix.fingerprint
 
     def relocate(self, file: LogFile) -> None:
         """Follow the same file (same key) to its new URL or completeness."""
@@ -113,24 +139,52 @@ class LogReader:
 
     def _read_more(self, lines: list[LogLine], max_lines: int | None) -> None:
         size = self._size()
+        self._check_content(size)
         while self._offset < size and (max_lines is None or len(lines) < max_lines):
             if not self._feed(self._read_chunk(size)):
                 break
             lines += self._take_lines(None if max_lines is None else max_lines - len(lines))
             if self._broken is not None:
                 return
-        if self._offset >= size and self.file.complete and b"\n" not in self._pending:
-            self._finish(size)
+        if self._offset >= size:
+            self._caught_up = True
+            if self.file.complete and b"\n" not in self._pending:
+                self._finish(size)
 
     def _size(self) -> int:
+        """The file's size now; it cannot be shorter than what was read from it."""
         size = size_of(self._fs, self._path, self.file.url)
-        if size < self._offset:
-            raise self._fail(f"the file is shorter ({size} bytes) than what was read from it")
+        read = max(self._offset, self._prefix.size, self._expected.size if self._expected else 0)
+        if size < read:
+            raise self._rewritten(f"it is shorter ({size:,} bytes) than the {read:,} bytes read")
         return size
+
+    def _check_content(self, size: int) -> None:
+        """Before reading on from a stored fingerprint, or from the end of what was read once
+        more was added or the file completed: the bytes read must be there as they were."""
+        if self._expected is not None:
+            expected = self._expected
+        elif self._caught_up and (size > self._prefix.size or self.file.complete):
+            expected = self._prefix.fingerprint
+        else:
+            return
+        found = self._read_back(expected.size)
+        if found.fingerprint != expected:
+            raise self._rewritten(f"its first {expected.size:,} bytes are not those read from it")
+        self._prefix, self._expected, self._caught_up = found, None, False
+
+    def _read_back(self, size: int) -> Prefix:
+        """The prefix of the file's first `size` bytes as it holds them now."""
+        head = read_range(self._fs, self._path, self.file.url, 0, min(size, SPAN))
+        tail = head
+        if size > SPAN:
+            tail = read_range(self._fs, self._path, self.file.url, size - SPAN, size)
+        return Prefix.read_back(head, tail, size)
 
     def _read_chunk(self, size: int) -> bytes:
         end = min(self._offset + self.chunk_size, size)
         chunk = read_range(self._fs, self._path, self.file.url, self._offset, end)
+        self._prefix.take(self._offset, chunk)
         self._offset += len(chunk)
         self.bytes_read += len(chunk)
         return chunk
@@ -195,6 +249,12 @@ class LogReader:
     def _ends_short(self, size: int, reason: str, cause: Exception | None = None) -> NoReturn:
         self._broken = LogEndsShort(self.file.url, reason, self.position.line + 1, size)
         raise self._broken from cause
+
+    def _rewritten(self, reason: str) -> LogRewritten:
+        """A LogRewritten: what was read is no longer in the file, so the reader stops."""
+        rewritten = LogRewritten(self.file.url, f"rewritten: {reason}")
+        self._broken = rewritten
+        return rewritten
 
     def _fail(self, reason: str) -> LogError:
         """A LogError at the next line; the decompression state is lost, so it sticks."""

@@ -474,6 +474,10 @@ class LogPosition(Base):
     lines_read: so.Mapped[int] = so.mapped_column(sa.BigInteger)
     # The log's own clock there: the latest time its events had shown.
     clock_ms: so.Mapped[int | None] = so.mapped_column(Millis)
+    # What was read of the file, known by its content: the stored (compressed) bytes read and
+    # a digest of their two ends (ingest.fingerprint); none where stored before there were any.
+    fingerprint_bytes: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    fingerprint: so.Mapped[str | None] = so.mapped_column(sa.String(64))
 
 
 class Sender(Base):

@@ -15,7 +15,9 @@ from monitor.store.models import LogPosition, Run
 
 @dataclass(frozen=True)
 class ReadPosition:
-    """How far one event log file (by its stable key) is read, and the log's clock there."""
+    """How far one event log file (by its stable key) is read, and the log's clock there; the
+    stored bytes read, and the digest that knows them by their content (none in positions
+    stored before there were any)."""
 
     key: str
     url: str
@@ -23,6 +25,8 @@ class ReadPosition:
     bytes_read: int
     lines_read: int
     clock_ms: int | None
+    fingerprint_bytes: int | None = None
+    fingerprint: str | None = None
 
 
 def save_position(session: so.Session, position: ReadPosition, runs: Iterable[str] = ()) -> None:
@@ -42,6 +46,7 @@ def save_position(session: so.Session, position: ReadPosition, runs: Iterable[st
     row.url, row.app_id = position.url, position.app_id
     row.bytes_read, row.lines_read = position.bytes_read, position.lines_read
     row.clock_ms = position.clock_ms
+    row.fingerprint_bytes, row.fingerprint = position.fingerprint_bytes, position.fingerprint
 
 
 def stored_positions(engine: sa.Engine, keys: Iterable[str]) -> dict[str, ReadPosition]:
@@ -55,7 +60,14 @@ def stored_positions(engine: sa.Engine, keys: Iterable[str]) -> dict[str, ReadPo
             )
             for row in rows:
                 found[row.key] = ReadPosition(
-                    row.key, row.url, row.app_id, row.bytes_read, row.lines_read, row.clock_ms
+                    row.key,
+                    row.url,
+                    row.app_id,
+                    row.bytes_read,
+                    row.lines_read,
+                    row.clock_ms,
+                    row.fingerprint_bytes,
+                    row.fingerprint,
                 )
     return found
 

@@ -375,3 +375,28 @@ def test_wmon_ingest_names_a_fifo_among_the_logs_and_reads_the_rest(tmp_path):
             f"wmon: {fifo.as_uri()}: is a FIFO, not a regular file (file skipped)\n" in done.stderr
         )
     assert done.stdout.startswith("3 applications, 3 files: 6 lines, 5 events stored"), done.stdout
+
+
+def test_wmon_ingest_says_a_rewritten_log_is_read_again_from_its_start(tmp_path):
+    """The issue's probe: run again over a log rewritten with another query, it went on from
+    the old offset, stored nothing of the new query's start and said '0 problems'."""
+    history = tmp_path / "history"
+    history.mkdir()
+    log = history / "local-1700000000000.inprogress"
+    log.write_text(LOG_START + query_run("q-old", "r-old", [0, 1, 2], 1_700_000_000_000))
+    env = dict(os.environ, WMON_DATABASE_URL=f"sqlite:///{tmp_path / 'wmon.db'}")
+    ingest = [WMON, "ingest", str(history)]
+    assert subprocess.run(ingest, capture_output=True, env=env).returncode == 0
+    read = log.stat().st_size
+    log.write_text(LOG_START + query_run("q-new", "r-new", range(6), 1_700_000_060_000))
+    done = subprocess.run(ingest, capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert (
+        f"wmon: {log.as_uri()}: rewritten: its first {read:,} bytes are not those read from it; "
+        "reading it again from its start\n"
+    ) in done.stderr
+    assert done.stdout.startswith("1 applications, 1 files: 8 lines, 7 events stored, ")
+    assert done.stdout.endswith("; 1 rewritten files read again; 0 problems\n")
+    with store(tmp_path / "wmon.db").connect() as connection:
+        stored = connection.execute(sa.select(Batch.query_id, Batch.batch_id)).all()
+    assert sorted(stored) == [("q-new", n) for n in range(6)] + [("q-old", n) for n in range(3)]
