@@ -17,6 +17,7 @@ from wmon.options import CliError
 from wmon.queries import print_rows
 from wmon.render import ALERT_COLUMNS, evaluation_text, paragraph
 from wmon.runtime import open_store
+from wmon.stopping import sigterm_stops
 
 if TYPE_CHECKING:
     from monitor.alerts.runner import AlertRunner
@@ -43,7 +44,7 @@ def list_alerts(args: argparse.Namespace) -> None:
 
 
 def run_alerts(args: argparse.Namespace) -> None:
-    """Evaluate the alert rules on a schedule until Ctrl-C (or once, with --once)."""
+    """Evaluate the alert rules on a schedule until Ctrl-C or SIGTERM (or once, with --once)."""
     runner = _alert_runner(args)
     if args.once:
         _run_once(runner)
@@ -80,9 +81,12 @@ def _run_once(runner: AlertRunner) -> None:
 
 
 def _run_until_stopped(runner: AlertRunner) -> None:
-    """Say where and with which rules, then evaluate every interval until Ctrl-C."""
+    """Say where and with which rules, then evaluate every interval until Ctrl-C or SIGTERM,
+    which hand the lease on."""
     store = display_url(runner.engine)
     print(f"wmon: evaluating alert rules every {runner.interval_s:g} s in {store}")
     rules = runner.rules_path or "the built-in defaults"
     print(f"wmon: rules from {rules}; Ctrl-C stops", flush=True)
-    runner.run(threading.Event())
+    stop = threading.Event()
+    with sigterm_stops(stop):
+        runner.run(stop)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 import time
+from contextlib import AbstractContextManager, nullcontext
 from typing import TextIO
 
 from monitor.ingest.ingester import Ingester, Totals
@@ -14,6 +16,7 @@ from monitor.store.engine import display_url
 from wmon.options import CliError
 from wmon.render import printable
 from wmon.runtime import configured_timeouts, open_store
+from wmon.stopping import sigterm_stops
 
 
 def _size(count: int) -> str:
@@ -58,7 +61,8 @@ class Progress:
 
 
 def ingest_logs(args: argparse.Namespace) -> None:
-    """Read the logs at the given URLs once, or keep following them."""
+    """Read the logs at the given URLs once, or keep following them until Ctrl-C or SIGTERM
+    (each group of lines is stored with its position: a rerun goes on from there)."""
     engine = open_store(args.database_url, must_exist=False)
     if not migrate.is_current(engine):
         migrate.upgrade(engine)
@@ -76,14 +80,18 @@ def ingest_logs(args: argparse.Namespace) -> None:
 
     print(f"wmon: ingesting into {display_url(engine)}", file=sys.stderr)
     started = time.monotonic()
-    try:
-        ingester.step(on_application=show)
-        while args.follow:
-            time.sleep(args.interval)
-            ingester.step()
-    finally:
-        print(_summary(ingester.totals, time.monotonic() - started))
-        engine.dispose()
+    # Following ends only when stopped, by Ctrl-C or SIGTERM alike (a backfill that SIGTERM
+    # stops ends at once: what it stored is stored with its position).
+    stop = threading.Event()
+    stopping: AbstractContextManager[None] = sigterm_stops(stop) if args.follow else nullcontext()
+    with stopping:
+        try:
+            ingester.step(on_application=show)
+            while args.follow and not stop.wait(args.interval):
+                ingester.step()
+        finally:
+            print(_summary(ingester.totals, time.monotonic() - started))
+            engine.dispose()
     if ingester.totals.problems:
         raise CliError(
             f"{ingester.totals.problems:,} problems, each reported above: what they name is not "

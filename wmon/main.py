@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 from wmon.commands import add_commands
 from wmon.options import CliError, Parser
 from wmon.render import printable
+from wmon.stopping import Terminated
 
 
 class Version(argparse.Action):
@@ -63,6 +64,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     run = implementation(args.func)
     try:
         run(args)
+    except Terminated:
+        return 0  # SIGTERM: the stop a service manager asks for, done as Ctrl-C's
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

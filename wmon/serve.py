@@ -11,6 +11,7 @@ from monitor.config import load_settings
 from monitor.store.engine import display_url
 from wmon.options import CliError
 from wmon.runtime import open_store
+from wmon.stopping import sigterm_stops
 
 if TYPE_CHECKING:
     from flask import Flask
@@ -49,15 +50,16 @@ def serve(args: argparse.Namespace) -> None:
     url = app.config["DATABASE_URL"]
     print(f"wmon: dashboard on http://{address}/ (store {display_url(url)})")
     print("wmon: JSON API at /api/queries; Ctrl-C stops the server", flush=True)
-    stop = start_beside(app)
-    try:
-        # Flask-SocketIO refuses Werkzeug's server when stdin is not a terminal (a service, a
-        # container). In threading mode it is the server, serving each connection and WebSocket
-        # on its own thread, which suits a monitor's few browsers; the default host keeps it
-        # local.
-        socketio.run(app, host=args.host, port=args.port, allow_unsafe_werkzeug=True)
-    finally:
-        stop()
+    with sigterm_stops():
+        stop = start_beside(app)
+        try:
+            # Flask-SocketIO refuses Werkzeug's server when stdin is not a terminal (a service,
+            # a container). In threading mode it is the server, serving each connection and
+            # WebSocket on its own thread, which suits a monitor's few browsers; the default
+            # host keeps it local. Its loop ends quietly on Ctrl-C or SIGTERM.
+            socketio.run(app, host=args.host, port=args.port, allow_unsafe_werkzeug=True)
+        finally:
+            stop()
 
 
 def authority(host: str, port: int) -> str:

@@ -5,30 +5,30 @@ hearing it through Redis (127.0.0.1:6379). Every client gets every batch and eve
 once, whichever process it is connected to; of the processes, exactly one evaluates the alert
 rules, so a receiver hears each alert once."""
 
-import os
-import subprocess
-import sys
 import time
 import uuid
-from contextlib import ExitStack, contextmanager
-from pathlib import Path
+from contextlib import ExitStack
 
 import pytest
-import socketio
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.alerts.runner import LEASE
 from monitor.store.models import AlertEvent, Lease
-from tests.support.network import closed_port
-from tests.support.paths import ROOT
-from tests.support.push_clients import WAIT_S, Browser, Writer
+from tests.support.dashboards import (
+    REDIS,
+    dashboard,
+    gunicorn,
+    live_lease_holder,
+    open_browser,
+    wmon_serve,
+)
+from tests.support.push_clients import WAIT_S, Writer
 from tests.support.receivers import LocalReceiver
 from tests.support.waiting import wait_until
 from web.live.watching import LIVE_LEASE
 
 pytestmark = pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
-REDIS = "redis://127.0.0.1:6379/0"
 RULES = """\
 queries:
   - match: "*"
@@ -38,42 +38,6 @@ queries:
 receivers:
   - {name: ops, kind: webhook, url: "%s/ops"}
 """
-
-
-def wmon_serve(port):
-    return [sys.executable, "-m", "wmon", "serve", "--port", str(port)]
-
-
-def gunicorn(port):
-    """As docs/operations.md runs it."""
-    binary = str(Path(sys.executable).with_name("gunicorn"))
-    return [binary, "--workers", "1", "--threads", "20", "--bind", f"127.0.0.1:{port}"] + [
-        "wmon.wsgi:app"
-    ]
-
-
-@contextmanager
-def dashboard(command, database_url, rules, queue):
-    """A dashboard process made by `command` on the store, evaluating every second, sharing
-    live push through `queue` (settings, or none); its URL and process."""
-    port = closed_port()
-    environ = (
-        os.environ
-        | queue
-        | {
-            "WMON_DATABASE_URL": database_url,
-            "WMON_ALERT_RULES": str(rules),
-            "WMON_ALERT_INTERVAL": "1",
-        }
-    )
-    server = subprocess.Popen(
-        command(port), cwd=ROOT, env=environ, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    try:
-        yield f"http://127.0.0.1:{port}", server
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 @pytest.mark.parametrize("shared", [False, True], ids=["each watching", "through redis"])
@@ -129,13 +93,6 @@ def test_every_client_of_either_server_gets_every_batch_once_and_one_server_eval
     receiver.close()
 
 
-def open_browser(url, stack):
-    """A client of the server at `url`, once it serves; closed with `stack`."""
-    browser = wait_until(lambda: _connected(url), WAIT_S * 3, f"{url} to serve")
-    stack.callback(browser.close)
-    return browser
-
-
 def alerted(browser):
     return [(d["alert"]["rule"], d["transition"]) for _, d in browser.events("alert")]
 
@@ -155,13 +112,6 @@ def check_one_evaluates(database_url, pids, shared):
     assert {holder, _parent(holder)} & set(pids)
     assert len(watching) == (1 if shared else 0)
     assert len(fired) == 1
-
-
-def _connected(url):
-    try:
-        return Browser(url)
-    except socketio.exceptions.ConnectionError:  # not listening yet
-        return None
 
 
 def _parent(pid):
@@ -199,14 +149,3 @@ def test_the_watching_process_pushes_to_rooms_only_others_are_in_and_another_tak
         browser.arrival(3)
         time.sleep(1.0)  # anything sent twice would have arrived by now
         assert browser.batch_ids() == [1, 2, 3]
-
-
-def live_lease_holder(database_url):
-    """The pid of the process that watches the store for all, if one does."""
-    engine = sa.create_engine(database_url)
-    with so.Session(engine) as session:
-        lease = session.get(Lease, LIVE_LEASE)
-        now = time.time_ns() // 1_000_000
-        holder = lease.holder if lease is not None and lease.expires_at_ms > now else None
-    engine.dispose()
-    return None if holder is None else int(holder.split(":")[1])
