@@ -498,6 +498,26 @@ def clock_ahead(facts: QueryFacts, now_ms: int, params: Params) -> Finding | Non
 
 
 @rule(
+    "the time the job last claimed was more than `tolerance` behind its event's arrival",
+    Severity.WARNING,
+    for_ms=60_000,
+    tolerance=(Kind.DURATION, 600_000),
+)
+def clock_behind(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None:
+    """The job's events arrive (through a listener or the collector) more than `tolerance`
+    after the times they claim: its clock runs behind, or its events wait on the way (a sender
+    draining a backlog clears it within `for`). Its liveness is judged by the arrivals."""
+    behind = facts.clock_behind_ms
+    if not facts.active or behind is None or behind <= params["tolerance"]:
+        return None
+    return Finding(
+        behind,
+        f"the job's clock is {duration(behind)} behind the monitor's, "
+        "or its events took that long to arrive",
+    )
+
+
+@rule(
     "the query's stored rows cannot be read or judged: its other rules wait",
     Severity.CRITICAL,
     caused_by=(),

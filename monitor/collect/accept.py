@@ -57,9 +57,10 @@ def accept(
     bookkeeping: Bookkeeping | None = None,
     admit: Admit | None = None,
 ) -> Accepted:
-    """Store the events of Spark's JSON `documents`; set aside (from `origin`) any that cannot
-    be read or stored, and those of new queries past what `admit` lets be created. Raises one
-    of TRANSIENT_ERRORS, having set nothing aside, while the store cannot be reached."""
+    """Store the events of Spark's JSON `documents`, arrived at `now_ms` from a job that sends
+    them as they happen; set aside (from `origin`) any that cannot be read or stored, and those
+    of new queries past what `admit` lets be created. Raises one of TRANSIENT_ERRORS, having
+    set nothing aside, while the store cannot be reached."""
     accepted = Accepted()
     readable: list[tuple[int, Event]] = []
     for index, document in enumerate(documents):
@@ -78,13 +79,14 @@ def accept(
     if admit is not None:
         readable = _within_budget(engine, readable, admit, accepted)
     try:
-        accepted.add(write_events(engine, [event for _, event in readable], timeouts))
+        events = [event for _, event in readable]
+        accepted.add(write_events(engine, events, timeouts, arrived_at_ms=now_ms))
     except TRANSIENT_ERRORS:
         raise
     except Exception:
         # Something in the group was refused: each event alone finds which.
         for index, event in readable:
-            reason = _write_alone(engine, event, timeouts, accepted)
+            reason = _write_alone(engine, event, timeouts, now_ms, accepted)
             if reason is not None:
                 accepted.refused.append((index, reason))
     accepted.refused.sort()
@@ -144,11 +146,12 @@ TOO_MANY_NEW_QUERIES = (
 
 
 def _write_alone(
-    engine: sa.Engine, event: Event, timeouts: Timeouts, accepted: Accepted
+    engine: sa.Engine, event: Event, timeouts: Timeouts, now_ms: int, accepted: Accepted
 ) -> str | None:
-    """Write one event, counting it; why the store refused it, if it did."""
+    """Write one event that arrived at `now_ms`, counting it; why the store refused it, if it
+    did."""
     try:
-        accepted.add(write_events(engine, [event], timeouts))
+        accepted.add(write_events(engine, [event], timeouts, arrived_at_ms=now_ms))
     except TRANSIENT_ERRORS:
         raise
     except Exception as error:

@@ -25,7 +25,7 @@ from monitor.events import Event
 from monitor.store.engine import error_reason
 from monitor.store.migrate import is_current, upgrade
 from monitor.store.rejected import set_aside
-from monitor.store.writes import write_events
+from monitor.store.writes import Written, write_events
 
 log = logging.getLogger(__name__)
 
@@ -235,6 +235,11 @@ class BufferedWriter:
         nothing more (a collector sets refused events aside itself)."""
 
 
+def write_arriving(engine: sa.Engine, events: Sequence[Event]) -> Written:
+    """Write events as they come from the job, which was heard of as they are written."""
+    return write_events(engine, events, arrived_at_ms=time.time_ns() // 1_000_000)
+
+
 class StoreWriter(BufferedWriter):
     """Writes submitted events to the store, migrating it first if it is behind. An item is
     one of Spark's events in its JSON form (as the listener submits them), turned into ours
@@ -245,7 +250,7 @@ class StoreWriter(BufferedWriter):
         self,
         engine: sa.Engine,
         capacity: int,
-        write: Callable[[sa.Engine, Sequence[Event]], object] = write_events,
+        write: Callable[[sa.Engine, Sequence[Event]], object] = write_arriving,
         group_size: int = 100,
         prepare: Callable[[sa.Engine], None] = _ensure_schema,
         max_backoff: float = 5.0,

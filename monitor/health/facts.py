@@ -118,6 +118,8 @@ class QueryFacts:
     alerting: frozenset[str] = frozenset()
     # How far ahead of the store's clock the job's last claimed time was (None: not known).
     clock_ahead_ms: int | None = None
+    # How far behind their arrival the job's last claimed time was (None: not known).
+    clock_behind_ms: int | None = None
     # The batch in flight as the driver last told, and since when (None: none, or no one
     # tells: only `monitor.attach` does).
     running_batch_id: int | None = None

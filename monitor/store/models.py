@@ -47,6 +47,10 @@ class Query(Base):
     # How far the time its job last claimed was ahead of when the event was stored (0 when
     # it was not; None before any was stored with this kept): a driver's clock running ahead.
     clock_ahead_ms: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
+    # How far behind when its event arrived the time its job last claimed was, for events
+    # that arrive as they happen (a listener, the collector; None for events read from a log):
+    # a driver's clock running behind, or events that waited on the way.
+    clock_behind_ms: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)
     # The batch in flight, as the driver last said, and since when: None once it is stored,
     # or when no driver tells (the JVM listener and event logs do not).
     running_batch_id: so.Mapped[int | None] = so.mapped_column(sa.BigInteger)

@@ -104,6 +104,7 @@ def _stored(asked: Asked, **figures: Any) -> QueryFacts:
         ended_at_ms=query.terminated_at_ms,
         exception=query.exception,
         clock_ahead_ms=query.clock_ahead_ms,
+        clock_behind_ms=query.clock_behind_ms,
         running_batch_id=query.running_batch_id,
         running_since_ms=query.running_since_ms,
         thresholds=asked.thresholds,

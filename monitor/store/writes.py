@@ -81,14 +81,19 @@ def write_events(
     timeouts: Timeouts = DEFAULT_TIMEOUTS,
     *,
     also: Callable[[so.Session, Written], None] | None = None,
+    arrived_at_ms: int | None = None,
 ) -> Written:
     """Write events in order in one transaction; `timeouts` decide what is idle or stalled.
     `also` writes what must be stored with them or not at all (where a log was read up to).
+    `arrived_at_ms`: when events that come as they happen (a listener, the collector) arrived,
+    which is when their query was heard of; None for events read later (a log, a replay).
     The transaction keeps its batches' days from expiring, and begins again once their
     partitions are made if a day has none (store.day_partitions)."""
     times = [event.batch_time_ms for event in events if isinstance(event, BatchProgress)]
     return day_partitions.writing(
-        engine, times, lambda: _write_group(engine, events, timeouts, also, times)
+        engine,
+        times,
+        lambda: _write_group(engine, events, timeouts, also, times, arrived_at_ms),
     )
 
 
@@ -98,12 +103,13 @@ def _write_group(
     timeouts: Timeouts,
     also: Callable[[so.Session, Written], None] | None,
     times_ms: Sequence[int],
+    arrived_at_ms: int | None,
 ) -> Written:
     """`write_events` in one transaction, holding the days of its batches' times."""
     with so.Session(engine) as session, session.begin():
         take_turn(session, {event.query_id for event in events})
         day_partitions.hold(session.connection(), times_ms)
-        group = _Group(session, timeouts, time.time_ns() // 1_000_000)
+        group = _Group(session, timeouts, time.time_ns() // 1_000_000, arrived_at_ms)
         group.read_ahead(events)
         for event in events:
             record(event, group)
@@ -135,8 +141,11 @@ class _Group:
     """One transaction's events: rows wait to be inserted together, table by table, and each
     query's latest state is read from the store once, then carried from batch to batch."""
 
-    def __init__(self, session: so.Session, timeouts: Timeouts, stored_at_ms: int) -> None:
+    def __init__(
+        self, session: so.Session, timeouts: Timeouts, stored_at_ms: int, arrived_at_ms: int | None
+    ) -> None:
         self.session, self.timeouts, self.stored_at_ms = session, timeouts, stored_at_ms
+        self.arrived_at_ms = arrived_at_ms
         self.written = Written()
         self.minutes = Minutes()
         self._waiting: dict[type[Base], list[Row]] = {table: [] for table in _INSERT_ORDER}
@@ -166,20 +175,28 @@ class _Group:
         """The query's row, as read ahead, or a new one, active since `at_ms`."""
         if query_id not in self._queries:
             query = Query(
-                id=query_id,
-                run_id=run_id,
-                status=ACTIVE,
-                updated_at_ms=min(at_ms, self.stored_at_ms),
+                id=query_id, run_id=run_id, status=ACTIVE, updated_at_ms=self._heard(at_ms)
             )
             self.session.add(query)
             self._queries[query_id] = query
         return self._queries[query_id]
 
-    def trusted(self, query: Query, at_ms: int) -> int:
-        """A time `query`'s job claims, but never later than the write that stores it: a
-        driver whose clock runs ahead must not look alive after it has gone silent. How far
-        ahead the claim was is kept on the query, to be shown and alerted on."""
+    def heard(self, query: Query, at_ms: int) -> int:
+        """When `query` was heard of by an event claiming the time `at_ms`, keeping on the
+        query how far ahead of the write, or behind the arrival, the claim was (to be shown
+        and alerted on)."""
         query.clock_ahead_ms = max(at_ms - self.stored_at_ms, 0)
+        if self.arrived_at_ms is not None:
+            query.clock_behind_ms = max(self.arrived_at_ms - at_ms, 0)
+        return self._heard(at_ms)
+
+    def _heard(self, at_ms: int) -> int:
+        """An event that comes as it happens was heard when it arrived, whatever the job's
+        clock says (a driver years behind that reports every second is live); one read later,
+        at the time it claims, but never later than the write that stores it: a driver whose
+        clock runs ahead must not look alive after it has gone silent."""
+        if self.arrived_at_ms is not None:
+            return self.arrived_at_ms
         return min(at_ms, self.stored_at_ms)
 
     def run_row(self, query_id: str, run_id: str) -> Run:
@@ -379,7 +396,7 @@ def _started(event: QueryStarted, group: _Group) -> None:
     query.name, query.run_id, query.started_at_ms = event.name, event.run_id, event.timestamp_ms
     if run.terminated_at_ms is None:  # not the start of a run whose end came first
         query.status = ACTIVE
-        query.updated_at_ms = group.trusted(query, event.timestamp_ms)
+        query.updated_at_ms = group.heard(query, event.timestamp_ms)
         query.terminated_at_ms = query.exception = query.error_class = None
         query.running_batch_id = query.running_since_ms = None
 
@@ -411,7 +428,7 @@ def _idle(event: QueryIdle, group: _Group) -> None:
     query = group.query_row(event.query_id, event.run_id, event.timestamp_ms)
     if query.run_id == event.run_id and query.status == ACTIVE:
         query.status = IDLE
-    query.updated_at_ms = max(query.updated_at_ms, group.trusted(query, event.timestamp_ms))
+    query.updated_at_ms = max(query.updated_at_ms, group.heard(query, event.timestamp_ms))
     group.run_row(event.query_id, event.run_id).last_idle_at_ms = event.timestamp_ms
 
 
@@ -419,7 +436,7 @@ def _idle(event: QueryIdle, group: _Group) -> None:
 def _running(event: BatchRunning, group: _Group) -> None:
     """A batch in flight: the query is heard from, and the batch noted until it is stored."""
     query = group.query_row(event.query_id, event.run_id, event.timestamp_ms)
-    query.updated_at_ms = max(query.updated_at_ms, group.trusted(query, event.timestamp_ms))
+    query.updated_at_ms = max(query.updated_at_ms, group.heard(query, event.timestamp_ms))
     if query.run_id != event.run_id or query.status not in (ACTIVE, IDLE):
         return
     last = -1 if query.last_batch_id is None else query.last_batch_id
@@ -439,7 +456,7 @@ def _terminated(event: QueryTerminated, group: _Group) -> None:
         query.running_batch_id = query.running_since_ms = None
         query.status = FAILED if event.exception else TERMINATED
         query.terminated_at_ms = event.timestamp_ms
-        query.updated_at_ms = group.trusted(query, event.timestamp_ms)
+        query.updated_at_ms = group.heard(query, event.timestamp_ms)
         query.exception, query.error_class = event.exception, event.error_class
     run = group.run_row(event.query_id, event.run_id)
     run.terminated_at_ms = event.timestamp_ms
@@ -497,7 +514,7 @@ def _batch(event: BatchProgress, group: _Group) -> None:
         query.running_batch_id = query.running_since_ms = None
     if run.terminated_at_ms is None and group.is_current(query, run):
         query.run_id, query.status, query.name = event.run_id, ACTIVE, event.name
-    query.updated_at_ms = max(query.updated_at_ms, group.trusted(query, event.batch_time_ms))
+    query.updated_at_ms = max(query.updated_at_ms, group.heard(query, event.batch_time_ms))
 
 
 @record.register

@@ -1,6 +1,7 @@
 """The HTTP collector: Spark's events posted in the event log's form, stored exactly as the
 in-process listener stores them; what cannot be read or stored is set aside alone."""
 
+import functools
 import json
 
 import pytest
@@ -11,6 +12,7 @@ from monitor.collect.writer import StoreWriter
 from monitor.spark.listener import WatermarkListener
 from monitor.store.engine import create_engine
 from monitor.store.models import Batch, Query, RejectedEvent, Sender
+from monitor.store.writes import write_events
 from tests.support.progress import fixture, progress_doc
 from tests.support.stores import stored_rows
 
@@ -54,7 +56,9 @@ def test_posted_events_are_stored_as_the_listener_stores_them(client, database_u
     }
 
     by_listener = create_engine(f"sqlite:///{tmp_path / 'listener.db'}")
-    writer = StoreWriter(by_listener, capacity=100)
+    # Both hear the job when its events arrive: the collector by the app's clock, so this too.
+    arriving = functools.partial(write_events, arrived_at_ms=NOW_MS)
+    writer = StoreWriter(by_listener, capacity=100, write=arriving)
     listener = WatermarkListener(writer.submit, clock=lambda: NOW_MS / 1000)
     for kind, doc in lifecycle():
         listener.handle(kind, lambda doc=doc: doc)

@@ -1,14 +1,29 @@
 """Drivers whose clocks lie: a query's stored times are its job's, whatever they say, and
 every read of it answers."""
 
+import json
 import time
 
+import pytest
+import sqlalchemy as sa
+import sqlalchemy.orm as so
+
+from monitor.alerts.evaluate import evaluate
+from monitor.alerts.rulefile import load_rules
 from monitor.collect.progress import parse_progress
+from monitor.collect.spark_events import PROGRESS, STARTED, named
+from monitor.store.models import AlertRow
 from monitor.store.writes import write_event
-from tests.support.progress import progress_doc, stamp
+from tests.support.progress import fixture, progress_doc, stamp
+from tests.support.real_collector import INGEST_TOKEN
 
 QUERY = "44444444-4444-4444-4444-444444444444"
 THREE_YEARS_MS = 3 * 365 * 86_400_000
+
+
+@pytest.fixture
+def app_config():
+    return {"TESTING": True, "INGEST_TOKEN": INGEST_TOKEN}
 
 
 def test_a_query_whose_clock_says_1969_reads_back(client, engine):
@@ -40,3 +55,33 @@ def test_a_watermark_years_ahead_has_no_negative_age_anywhere(client, engine):
     assert [row["watermark_age_ms"] for row in overview] == [0]
     series = client.get(f"/api/queries/{QUERY}/batches").get_json()["series"]
     assert series["watermark_age_max_ms"] == [0]
+
+
+def post(client, events):
+    response = client.post(
+        "/api/ingest",
+        data=json.dumps(events),
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {INGEST_TOKEN}"},
+    )
+    assert response.status_code == 200, response.get_json()
+
+
+def test_a_driver_years_behind_that_reports_every_second_is_live(client, engine):
+    """The issue's probe: three years behind, the live query showed stalled, 'heard 1095 d
+    18 h ago', and paged critical no_progress while it reported every second."""
+    now = int(time.time() * 1000)
+    claimed = now - THREE_YEARS_MS
+    started = {**fixture("started.json"), "id": QUERY, "runId": "r", "timestamp": stamp(claimed)}
+    post(client, [named(STARTED, started)])
+    for batch_id in range(3):
+        doc = progress_doc(id=QUERY, runId="r", batchId=batch_id, timestamp=stamp(claimed))
+        post(client, [named(PROGRESS, {"progress": doc})])
+    query = client.get(f"/api/queries/{QUERY}").get_json()["query"]
+    assert query["status"] not in ("stalled", "failed", "error")
+    assert now <= query["updated_at_ms"] <= int(time.time() * 1000)
+    assert abs(query["clock_behind_ms"] - THREE_YEARS_MS) < 60_000
+    with so.Session(engine, expire_on_commit=False) as session:
+        evaluate(session, load_rules(""), int(time.time() * 1000))
+        raised = {alert.rule for alert in session.scalars(sa.select(AlertRow))}
+    assert "no_progress" not in raised and "clock_behind" in raised

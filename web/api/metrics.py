@@ -219,6 +219,12 @@ class _QueryFamilies:
             "How far ahead of the monitor's clock the time the job last claimed was",
             QUERY_LABELS,
         )
+        self.clock_behind = gauge(
+            "wmon_query_clock_behind_seconds",
+            "How far behind its arrival the time the job last claimed was (events that arrive "
+            "as they happen)",
+            QUERY_LABELS,
+        )
         self.pending = gauge(
             "wmon_query_pending_timers", "Timers registered and not yet fired", QUERY_LABELS
         )
@@ -295,6 +301,7 @@ class _QueryFamilies:
         state, timers = summary.facts, summary.timers
         samples.add(self.progress, labels, _seconds(summary.query.updated_at_ms))
         samples.add(self.clock_ahead, labels, _seconds(summary.query.clock_ahead_ms))
+        samples.add(self.clock_behind, labels, _seconds(summary.query.clock_behind_ms))
         if timers is not None:
             samples.add(self.pending, labels, timers.pending)
             samples.add(self.next_expiry, labels, _seconds(timers.next_expiry_ms))

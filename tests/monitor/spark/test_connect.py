@@ -21,8 +21,9 @@ from wmon.submit import PACKAGED_JAR
 
 pytestmark = pytest.mark.spark
 REPOSITORY = Path(__file__).resolve().parents[3]
-# Each way stamps a run's end by its own clock; only the server can read the trigger.
-WHEN_ENDED = ("terminated_at_ms", "updated_at_ms")
+# Each way stamps a run's end, and when its events arrived, by its own clock; only the server
+# can read the trigger.
+WHEN_ENDED = ("terminated_at_ms", "updated_at_ms", "clock_behind_ms")
 TRIGGER = ("trigger", "trigger_interval_ms")
 
 
