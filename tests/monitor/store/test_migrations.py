@@ -1,3 +1,4 @@
+import dataclasses
 import json
 
 import sqlalchemy as sa
@@ -11,7 +12,7 @@ from monitor.store.day_partitions import comparison_options, day_of, partition_n
 from monitor.store.engine import create_engine
 from monitor.store.models import Base
 from monitor.store.writes import write_events
-from tests.support.group_events import A, B, events
+from tests.support.group_events import T0, A, B, events, progress
 from tests.support.stores import stored_rows
 
 
@@ -344,3 +345,55 @@ def _rates_rounded(stored):
         ]
         for table, rows in stored.items()
     }
+
+
+def first_batches(query_id, against_1970):
+    """A query's batches 0 to 5, 20 s apart; no watermark yet in batches 0 and 1, so batches 1
+    and 2 are judged against Spark's 1970 placeholder: their records' slack measured against it
+    (bucket 41), as the operators measured it before 2026-11-27, or none, as now."""
+    written = []
+    for batch_id in range(6):
+        batch = progress(query_id, f"{query_id}-run", batch_id, T0 + batch_id * 20_000)
+        if batch_id < 2:
+            batch = dataclasses.replace(batch, watermark_ms=None)
+        if batch_id in (1, 2):
+            judged = [
+                dataclasses.replace(
+                    times,
+                    late_watermark_ms=0,
+                    late_buckets={},
+                    slack_buckets={"41": times.records} if against_1970 else {},
+                )
+                for times in batch.event_times
+            ]
+            batch = dataclasses.replace(batch, event_times=tuple(judged))
+        written.append(batch)
+    return written
+
+
+def against_1970(rows, table):
+    """Whether any of a query's rows of `table` counts slack in bucket 41 (35 to 70 years)."""
+    slack = ("slack_buckets", "slack_buckets_total")
+    return any("41" in (row.get(name) or {}) for row in rows[table] for name in slack)
+
+
+def test_migration_0031_takes_the_records_judged_against_1970_out_of_the_histograms(engine):
+    write_events(engine, first_batches("old", against_1970=True))
+    write_events(engine, first_batches("new", against_1970=False))
+    cleaned = ("batch_event_times", "partition_minutes", "partition_hours")
+    old = stored_rows(engine, "old")
+    assert all(against_1970(old, table) for table in cleaned)
+    new = stored_rows(engine, "new")
+    _to(engine, "0031-1", "downgrade")
+    _to(engine, "head")
+
+    # What the write path stores now, but for which query it is.
+    assert stored_rows(engine, "old", ("query_id",), cleaned) == stored_rows(
+        engine, "new", ("query_id",), cleaned
+    )
+    assert not any(against_1970(stored_rows(engine, "old"), table) for table in cleaned)
+    assert stored_rows(engine, "new") == new
+    kept = {
+        table: rows for table, rows in stored_rows(engine, "old").items() if table not in cleaned
+    }
+    assert kept == {table: rows for table, rows in old.items() if table not in cleaned}
