@@ -248,7 +248,7 @@ def test_a_position_stored_before_fingerprints_resumes_and_gets_one(
     path, encode = LAYOUTS[layout](history)
     path.write_bytes(encode(OLD))
     Ingests(engine, history, following=False).step()
-    with engine.begin() as connection:  # as migration 0032 leaves a position stored before it
+    with engine.begin() as connection:  # as migration 0031 leaves a position stored before it
         connection.execute(sa.update(LogPosition).values(fingerprint_bytes=None, fingerprint=None))
     path.write_bytes(encode(OLD_ON))
     again = Ingests(engine, history, following=False)

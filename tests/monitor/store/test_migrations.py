@@ -377,14 +377,14 @@ def against_1970(rows, table):
     return any("41" in (row.get(name) or {}) for row in rows[table] for name in slack)
 
 
-def test_migration_0031_takes_the_records_judged_against_1970_out_of_the_histograms(engine):
+def test_migration_0033_takes_the_records_judged_against_1970_out_of_the_histograms(engine):
     write_events(engine, first_batches("old", against_1970=True))
     write_events(engine, first_batches("new", against_1970=False))
     cleaned = ("batch_event_times", "partition_minutes", "partition_hours")
     old = stored_rows(engine, "old")
     assert all(against_1970(old, table) for table in cleaned)
     new = stored_rows(engine, "new")
-    _to(engine, "0031-1", "downgrade")
+    _to(engine, "0033-1", "downgrade")
     _to(engine, "head")
 
     # What the write path stores now, but for which query it is.

@@ -3,7 +3,7 @@ of their two ends, kept with its position, so that a log rewritten or replaced u
 name is read again from its start (monitor/ingest/fingerprint.py). Positions stored before have
 none: their file is read from its start, skipping to the position, and gets one when next saved.
 
-Revision ID: 0032
+Revision ID: 0031
 Revises: 0030
 Create Date: 2026-12-02 10:00:00.000000
 """
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0032"
+revision: str = "0031"
 down_revision: str | None = "0030"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None

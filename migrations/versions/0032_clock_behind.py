@@ -2,8 +2,8 @@
 collector) judges a query's liveness by when its events arrive, and keeps how far behind that
 the time the job claimed was, to be shown and alerted on (`clock_behind`).
 
-Revision ID: 0033
-Revises: 0032
+Revision ID: 0032
+Revises: 0031
 Create Date: 2026-12-07 03:00:00.000000
 """
 
@@ -12,8 +12,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0033"
-down_revision: str | None = "0032"
+revision: str = "0032"
+down_revision: str | None = "0031"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

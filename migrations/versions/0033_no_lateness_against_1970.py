@@ -16,8 +16,8 @@ none, migration 0015). Packed values are read and written in store.packing's lay
 version 1, written out again here (the cells in a JSON header, the numbers after it, which are
 left as they are). A downgrade leaves the histograms as they are: what went meant nothing.
 
-Revision ID: 0031
-Revises: 0033
+Revision ID: 0033
+Revises: 0032
 Create Date: 2026-12-07 04:00:00.000000
 """
 
@@ -32,8 +32,8 @@ from typing import Any
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0031"
-down_revision: str | None = "0033"
+revision: str = "0033"
+down_revision: str | None = "0032"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
@@ -208,7 +208,7 @@ def upgrade() -> None:
         if time.monotonic() - shown >= PROGRESS_EVERY_S:
             shown = time.monotonic()
             print(
-                f"0031: {written:,} batches' histograms cleaned in {shown - started:.0f} s",
+                f"0033: {written:,} batches' histograms cleaned in {shown - started:.0f} s",
                 file=sys.stderr,
             )
 
