@@ -394,11 +394,13 @@ def _started(event: QueryStarted, group: _Group) -> None:
     if not group.is_current(query, run):
         return
     query.name, query.run_id, query.started_at_ms = event.name, event.run_id, event.timestamp_ms
-    if run.terminated_at_ms is None:  # not the start of a run whose end came first
-        query.status = ACTIVE
-        query.updated_at_ms = group.heard(query, event.timestamp_ms)
-        query.terminated_at_ms = query.exception = query.error_class = None
-        query.running_batch_id = query.running_since_ms = None
+    if run.terminated_at_ms is not None:  # the start of a run whose end came first
+        _ended(query, run)
+        return
+    query.status = ACTIVE
+    query.updated_at_ms = group.heard(query, event.timestamp_ms)
+    query.terminated_at_ms = query.exception = query.error_class = None
+    query.running_batch_id = query.running_since_ms = None
 
 
 def _started_again(event: QueryStarted, run: Run, group: _Group) -> None:
@@ -452,15 +454,23 @@ def _running(event: BatchRunning, group: _Group) -> None:
 @record.register
 def _terminated(event: QueryTerminated, group: _Group) -> None:
     query = group.query_row(event.query_id, event.run_id, event.timestamp_ms)
-    if query.run_id == event.run_id:
-        query.running_batch_id = query.running_since_ms = None
-        query.status = FAILED if event.exception else TERMINATED
-        query.terminated_at_ms = event.timestamp_ms
-        query.updated_at_ms = group.heard(query, event.timestamp_ms)
-        query.exception, query.error_class = event.exception, event.error_class
     run = group.run_row(event.query_id, event.run_id)
+    if run.terminated_at_ms is not None and run.query_id == event.query_id:
+        group.written.repeated += 1  # a run ends once: a replay of its end changes nothing
+        return
     run.terminated_at_ms = event.timestamp_ms
     run.exception, run.error_class = event.exception, event.error_class
+    if query.run_id == event.run_id:
+        _ended(query, run)
+        query.updated_at_ms = group.heard(query, event.timestamp_ms)
+
+
+def _ended(query: Query, run: Run) -> None:
+    """The query as its current run `run` left it: terminated, or failed if it says why."""
+    query.running_batch_id = query.running_since_ms = None
+    query.status = FAILED if run.exception else TERMINATED
+    query.terminated_at_ms = run.terminated_at_ms
+    query.exception, query.error_class = run.exception, run.error_class
 
 
 def _placement(event: BatchProgress, run: Run, group: _Group) -> Placement:
@@ -512,8 +522,12 @@ def _batch(event: BatchProgress, group: _Group) -> None:
     query.last_batch_id = None if newest is None else newest["batch_id"]
     if query.running_batch_id is not None and query.running_batch_id <= event.batch_id:
         query.running_batch_id = query.running_since_ms = None
-    if run.terminated_at_ms is None and group.is_current(query, run):
-        query.run_id, query.status, query.name = event.run_id, ACTIVE, event.name
+    if group.is_current(query, run):
+        query.run_id, query.name = event.run_id, event.name
+        if run.terminated_at_ms is None:
+            query.status = ACTIVE
+        else:  # a batch of the newest run that arrives after the run's end
+            _ended(query, run)
     query.updated_at_ms = max(query.updated_at_ms, group.heard(query, event.batch_time_ms))
 
 

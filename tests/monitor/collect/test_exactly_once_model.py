@@ -9,7 +9,8 @@ and late records are functions of its id too, so a batch id read again by a late
 what it read before. The steps: a run's next batch, delivered, or held back and delivered
 later, out of order; an identical replay of a delivered batch; a restart, a new run going on
 after the last batch, re-running it (Spark's restart after a crash) or rewinding one or three
-batches (a restore from an older checkpoint), its first batch delivered or held back; a poison
+batches (a restore from an older checkpoint), its first batch delivered or held back; each
+run's start and end, delivered, held back or replayed like its batches; a poison
 event (a partition name past what the store keeps, a progress without batchId, a document
 that is not an object), alone or in a group; a group of these at once; and two groups of one
 query from two threads on two engines, the second arriving while the first holds the query's
@@ -20,10 +21,14 @@ The model (`Lineage.deliver`) says: a batch is stale if a run that began later h
 batch at or below it; otherwise it is stored in place of what older runs stored from its id
 on (superseded: the only way a batch leaves the store), and flagged rewound (its watermark and
 partitions) when the newest batch it supersedes is above it, as it then starts before where
-that one started. After every step the store must hold exactly the model's batches, each once,
+that one started. A query is the newest run the store knows the start of by a start or a batch
+(the run of the first event it heard, until then), ended if that run's end has come, whatever
+came after it. One query's driver keeps a clock three years behind the other's. After every
+step the store must hold exactly the model's batches, each once,
 from the newest run that reported it, with its two partitions, its late records counted once
 in the running totals, only the modelled rewinds flagged, and each poison event set aside
-once; and each write must say what the model says became of its events. Not modelled: runs
+once, and each query its run and end; and each write must say what the model says became of
+its events (a replayed start or end is unchanged, like a replayed batch). Not modelled: runs
 that began within the clock skew of each other, ordered by when the store first heard of them.
 Every example starts on a fresh store.
 """
@@ -54,11 +59,18 @@ from hypothesis.stateful import (
 )
 
 from monitor.collect.accept import accept
-from monitor.collect.spark_events import PROGRESS, named, spark_event, timestamp_text
+from monitor.collect.spark_events import (
+    PROGRESS,
+    STARTED,
+    TERMINATED,
+    named,
+    spark_event,
+    timestamp_text,
+)
 from monitor.health.predicates import Timeouts
 from monitor.store.engine import create_engine
 from monitor.store.lineage import CLOCK_SKEW_MS
-from monitor.store.models import Batch, RejectedEvent
+from monitor.store.models import Batch, Query, RejectedEvent
 from monitor.store.writes import write_events
 from tests.support.progress import progress_doc
 from tests.support.stores import emptied, stored_event_times, stored_partitions
@@ -67,6 +79,9 @@ QUERY_IDS = ("q1", "q2")
 PARTITIONS = (0, 1)
 T0 = 1_795_316_400_000  # 2026-11-22T03:00:00Z
 NOW_MS = T0
+# Where each query's driver clock begins: q2's runs three years behind (a driver whose clock
+# is wrong must cost nothing but its own times).
+CLOCKS = {"q1": T0, "q2": T0 - 3 * 365 * 86_400_000}
 TIMEOUTS = Timeouts()
 # A restart begins this long after the run before: far enough apart that the store orders the
 # runs by their clocks, not by when it first heard of each (store.lineage).
@@ -137,6 +152,35 @@ class Report:
         )
 
 
+@dataclasses.dataclass(frozen=True)
+class Start:
+    """A run's start, at `at_ms`."""
+
+    query_id: str
+    run_id: str
+    at_ms: int
+
+    def document(self) -> dict[str, Any]:
+        doc = {"id": self.query_id, "runId": self.run_id, "name": self.query_id}
+        return named(STARTED, doc | {"timestamp": timestamp_text(self.at_ms)})
+
+
+@dataclasses.dataclass(frozen=True)
+class End:
+    """A run's end, at `at_ms`."""
+
+    query_id: str
+    run_id: str
+    at_ms: int
+
+    def document(self) -> dict[str, Any]:
+        doc = {"id": self.query_id, "runId": self.run_id, "exception": None}
+        return named(TERMINATED, doc | {"timestamp": timestamp_text(self.at_ms)})
+
+
+Lifecycle = Start | End
+
+
 def _long_partition(report: Report, serial: int) -> Any:
     progress = report.progress()
     progress["sources"][0]["endOffset"] = {f"{serial}" + "t" * 501: {"0": 5}}
@@ -178,7 +222,7 @@ class Poison:
     document: Any
 
 
-Item = Report | Poison
+Item = Report | Lifecycle | Poison
 
 
 @dataclasses.dataclass
@@ -199,14 +243,56 @@ class Lineage:
     runs: list[str] = dataclasses.field(default_factory=list)
     next_batch: int = 0
     clock_ms: int = T0
-    held: list[Report] = dataclasses.field(default_factory=list)
-    delivered: list[Report] = dataclasses.field(default_factory=list)
+    held: list[Report | Lifecycle] = dataclasses.field(default_factory=list)
+    delivered: list[Report | Lifecycle] = dataclasses.field(default_factory=list)
     firsts: dict[str, int] = dataclasses.field(default_factory=dict)
     stored: dict[int, str] = dataclasses.field(default_factory=dict)
     rewound: set[int] = dataclasses.field(default_factory=set)
+    # The first run's start until it is made; runs whose start the store knows by a start or
+    # a batch; the run of the first event it heard of the query; the delivered ends by run;
+    # the runs given an end.
+    first_start: Start | None = None
+    known: set[str] = dataclasses.field(default_factory=set)
+    first_heard: str | None = None
+    ended: dict[str, int] = dataclasses.field(default_factory=dict)
+    over: set[str] = dataclasses.field(default_factory=set)
 
     def __post_init__(self) -> None:
+        self.clock_ms = CLOCKS[self.query_id]
         self.runs.append(f"{self.query_id}-r1")
+        self.first_start = self.start()
+
+    def start(self) -> Start:
+        """The current run's start."""
+        return Start(self.query_id, self.runs[-1], self.clock_ms)
+
+    def end(self) -> End | None:
+        """The current run's end, once (None if it has one)."""
+        run = self.runs[-1]
+        if run in self.over:
+            return None
+        self.over.add(run)
+        self.clock_ms += 500
+        return End(self.query_id, run, self.clock_ms)
+
+    def deliver_lifecycle(self, event: Lifecycle) -> str:
+        """Apply a delivered start or end: 'stored' the first time, else 'repeated'."""
+        self.first_heard = self.first_heard or event.run_id
+        repeated = event in self.delivered
+        self.delivered.append(event)
+        if isinstance(event, Start):
+            self.known.add(event.run_id)
+        elif not repeated:
+            self.ended[event.run_id] = event.at_ms
+        return "repeated" if repeated else "stored"
+
+    def state(self) -> tuple[str, str, int | None] | None:
+        """The query as the store must show it: its run and when that run ended (None while
+        it runs); None before anything of it was delivered."""
+        if self.first_heard is None:
+            return None
+        current = max(self.known, key=self.runs.index) if self.known else self.first_heard
+        return (self.query_id, current, self.ended.get(current))
 
     def upcoming(self) -> Report:
         """The current run's next batch, not yet generated."""
@@ -219,14 +305,16 @@ class Lineage:
         return report
 
     def restart(self, step: int) -> Report:
-        """A new run, from `step` past the last run's last batch: its first batch."""
+        """A new run, from `step` past the last run's last batch: its start and first batch."""
         self.runs.append(f"{self.query_id}-r{len(self.runs) + 1}")
         self.next_batch = max(0, self.next_batch - 1 + step)
         self.clock_ms += RESTART_AFTER_MS
-        return self.generate()
+        return self.start(), self.generate()
 
     def deliver(self, report: Report) -> str:
         """Apply a delivered batch: 'stored', 'repeated' or 'stale'."""
+        self.first_heard = self.first_heard or report.run_id
+        self.known.add(report.run_id)
         age = self.runs.index(report.run_id)
         newer_firsts = [first for run, first in self.firsts.items() if self.runs.index(run) > age]
         self.firsts[report.run_id] = min(
@@ -261,6 +349,7 @@ class Snapshot:
     rewound_partitions: list[tuple[str, int, str]]
     late_totals: list[tuple[str, int, str, int]]
     set_aside: list[str]
+    queries: list[tuple[str, str, int | None]]
 
 
 # What each part of the snapshot checks.
@@ -272,6 +361,7 @@ INVARIANTS = {
     "rewound_partitions": "a partition is flagged rewound only where the model rewound",
     "late_totals": "each stored batch's late records are counted once in the running totals",
     "set_aside": "each poison event is set aside once",
+    "queries": "each query is its newest known run, ended if that run's end has come",
 }
 
 
@@ -289,7 +379,13 @@ class Model:
             if isinstance(item, Poison):
                 tally.refused.append(index)
                 self.set_aside.append(json.dumps(item.document, ensure_ascii=True))
-            elif self.lineages[item.query_id].deliver(item) == "stored":
+                continue
+            lineage = self.lineages[item.query_id]
+            if isinstance(item, Report):
+                became = lineage.deliver(item)
+            else:
+                became = lineage.deliver_lifecycle(item)
+            if became == "stored":
                 tally.stored += 1
             else:
                 tally.unchanged += 1
@@ -315,6 +411,9 @@ class Model:
                 for p in PARTITIONS
             ],
             set_aside=sorted(self.set_aside),
+            queries=sorted(
+                state for lineage in self.lineages.values() if (state := lineage.state())
+            ),
         )
 
 
@@ -334,7 +433,16 @@ def read_store(engine: sa.Engine) -> Snapshot:
                 (t.query_id, t.batch_id, t.partition, t.late_records_total) for t in times
             ),
             set_aside=sorted(d for (d,) in rows(RejectedEvent.document)),
+            queries=[
+                (query_id, run_id, ended_at if status in ENDED else None)
+                for query_id, run_id, status, ended_at in rows(
+                    Query.id, Query.run_id, Query.status, Query.terminated_at_ms
+                )
+            ],
         )
+
+
+ENDED = ("terminated", "failed")
 
 
 def _rows(connection: sa.Connection, *columns: Any, where: Any = True) -> list[tuple[Any, ...]]:
@@ -360,7 +468,7 @@ def through_writer(engine: sa.Engine, items: list[Item]) -> Tally:
 
 
 def _document(item: Item) -> Any:
-    return item.document() if isinstance(item, Report) else item.document
+    return item.document if isinstance(item, Poison) else item.document()
 
 
 # What a writer runs once it holds its queries' turn (monitor.store.turns), on either store.
@@ -388,7 +496,7 @@ PATHS = {"collector": through_collector, "writer": through_writer}
 paths = st.sampled_from(sorted(PATHS))
 queries = st.sampled_from(QUERY_IDS)
 picks = st.integers(min_value=0, max_value=7)
-MOVES = ("next batch", "held batch", "replay", "poison")
+MOVES = ("next batch", "held batch", "replay", "poison", "end")
 moves = st.lists(st.tuples(st.sampled_from(MOVES), queries, picks), min_size=2, max_size=5)
 one_querys_moves = st.lists(st.tuples(st.sampled_from(MOVES), picks), min_size=2, max_size=5)
 
@@ -461,8 +569,8 @@ class ExactlyOnce(RuleBasedStateMachine):
         return Poison(kind, make(self.model.lineages[query_id].upcoming(), self.poisoned))
 
     def move(self, name: str, query_id: str, pick: int) -> Item | None:
-        """One item of a group: a next, held back or delivered batch, or poison (None when
-        the query has nothing of the kind)."""
+        """One item of a group: a next batch, a held back or delivered event, poison or the
+        current run's end (None when the query has nothing of the kind)."""
         lineage = self.model.lineages[query_id]
         if name == "next batch":
             return lineage.generate()
@@ -470,18 +578,20 @@ class ExactlyOnce(RuleBasedStateMachine):
             return lineage.held.pop(pick % len(lineage.held)) if lineage.held else None
         if name == "replay":
             return lineage.delivered[pick % len(lineage.delivered)] if lineage.delivered else None
+        if name == "end":
+            return lineage.end()
         return self.poison(query_id, pick)
 
     def group(self, planned: list[tuple[str, str, int]], path: str) -> list[Item]:
         items = [self.move(name, query_id, pick) for name, query_id, pick in planned]
         # The in-process writer builds its events from Spark's own: it is never sent poison.
-        kept = (Report, Poison) if path == "collector" else (Report,)
+        kept = (Report, Start, End, Poison) if path == "collector" else (Report, Start, End)
         return [item for item in items if isinstance(item, kept)]
 
-    def held(self) -> list[Report]:
+    def held(self) -> list[Report | Lifecycle]:
         return [report for lineage in self.model.lineages.values() for report in lineage.held]
 
-    def delivered(self) -> list[Report]:
+    def delivered(self) -> list[Report | Lifecycle]:
         return [r for lineage in self.model.lineages.values() for r in lineage.delivered]
 
     @rule(query_id=queries, hold=st.booleans(), path=paths)
@@ -504,13 +614,30 @@ class ExactlyOnce(RuleBasedStateMachine):
     def replay_delivered_batch(self, pick: int, path: str) -> None:
         self.post([self.delivered()[pick % len(self.delivered())]], path)
 
-    @rule(query_id=queries, how=st.sampled_from(sorted(RESTARTS)), hold=st.booleans(), path=paths)
-    def restart_query(self, query_id: str, how: str, hold: bool, path: str) -> None:
-        report = self.model.lineages[query_id].restart(RESTARTS[how])
+    @rule(
+        query_id=queries,
+        how=st.sampled_from(sorted(RESTARTS)),
+        hold=st.sampled_from(("neither", "start", "batch", "both")),
+        path=paths,
+    )
+    def restart_query(self, query_id: str, how: str, hold: str, path: str) -> None:
+        start, report = self.model.lineages[query_id].restart(RESTARTS[how])
+        held = {"neither": [], "start": [start], "batch": [report], "both": [start, report]}
+        self.model.lineages[query_id].held.extend(held[hold])
+        self.post([event for event in (start, report) if event not in held[hold]], path)
+
+    @rule(query_id=queries, hold=st.booleans(), path=paths)
+    def start_or_end_run(self, query_id: str, hold: bool, path: str) -> None:
+        """The first run's start (once), or the current run's end (once)."""
+        lineage = self.model.lineages[query_id]
+        event: Lifecycle | None = lineage.first_start or lineage.end()
+        lineage.first_start = None
+        if event is None:
+            return
         if hold:
-            self.model.lineages[query_id].held.append(report)
+            lineage.held.append(event)
         else:
-            self.post([report], path)
+            self.post([event], path)
 
     @rule(query_id=queries, pick=picks)
     def post_poison(self, query_id: str, pick: int) -> None:

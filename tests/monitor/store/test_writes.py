@@ -145,6 +145,20 @@ def test_a_start_that_arrives_after_its_runs_end_leaves_it_ended(engine):
     assert (query.status, query.terminated_at_ms, query.started_at_ms) == ("failed", 2_000, 1_000)
 
 
+def test_the_newest_runs_end_stands_whatever_order_its_events_arrive_in(engine):
+    """A restart's run ends before its start and batch reach the store: the query is the
+    new run, ended, and a replay of the end is a repeat."""
+    write_event(engine, QueryStarted(QUERY, RUN, "q", 1_000))
+    write_event(engine, batch(0))
+    end = QueryTerminated(QUERY, RUN2, 900_000, "boom", "X_ERROR")
+    write_event(engine, end)
+    assert query_row(engine).status == "active", "the run it ends is not known to be newer yet"
+    write_event(engine, batch(1, run_id=RUN2, timestamp="2026-11-22T03:10:00.000Z"))
+    query = query_row(engine)
+    assert (query.run_id, query.status, query.terminated_at_ms) == (RUN2, "failed", 900_000)
+    assert write_event(engine, end).repeated == 1
+
+
 def test_find_query_by_id_or_name_and_list(engine):
     write_event(engine, QueryStarted(QUERY, RUN, "telemetry_windows", 1_000))
     write_event(engine, QueryStarted("22222222-2222-2222-2222-222222222222", "r", "other", 5_000))
