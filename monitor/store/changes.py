@@ -5,6 +5,10 @@ SQLite gives a replayed latest batch the primary key of the row it replaced (the
 plus one, and the largest was just deleted), so a growing maximum id alone would miss it.
 The rows a look reports are then read in full by their entity's reader (`batches_by_id`,
 `timer_snapshots_by_id`, `alert_events_by_id`).
+
+What a watch has seen can be handed to another process as JSON (`seen_rows`, `go_on_from`),
+which then reports exactly what the first had not: the dashboard's watcher hands the live push
+on this way when it stops.
 """
 
 from __future__ import annotations
@@ -82,6 +86,21 @@ class RowWatch:
         """Whether a row with this content was already there at the last accepted look."""
         settled = self._floor is not None and key <= self._floor
         return settled or self._known.get(key) == fingerprint
+
+    def seen_rows(self) -> dict[str, Any]:
+        """What the accepted looks have seen, as JSON."""
+        return {
+            "primed": self._primed,
+            "floor": self._floor,
+            "known": [[key, list(content)] for key, content in self._known.items()],
+        }
+
+    def go_on_from(self, seen: dict[str, Any]) -> None:
+        """Take what another watch of the same rows had seen (its `seen_rows`) as seen here:
+        the next look reports what that one had not."""
+        self._primed, self._floor = seen["primed"], seen["floor"]
+        self._known = {key: tuple(content) for key, content in seen["known"]}
+        self._looked = None
 
     def fingerprint(self, row: Any) -> Fingerprint:
         """The content of a mapped row, as the looks compare it."""

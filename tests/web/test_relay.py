@@ -1,6 +1,6 @@
 """web.live.relay against a real Redis (127.0.0.1:6379): what one process sends every process
-hears, once and in order (a message after the events sent before it); what cannot be handled
-is skipped; without Redis a message is refused, and once Redis is back it is heard again."""
+hears, once and in order, events and messages alike; what cannot be handled is skipped;
+without Redis a message is refused, and once Redis is back it is heard again."""
 
 import logging
 import uuid
@@ -67,8 +67,9 @@ def test_every_process_hears_each_event_and_message_once_in_the_order_sent(relay
         wait_until(lambda heard=heard: len(said(heard)) == len(messages), WAIT_S, "all")
         wait_until(lambda heard=heard: len(heard.events) == len(events), WAIT_S, "all")
         assert heard.events == events
-        # Each message is handed over once every event sent before it has been delivered.
-        handed = sorted(said(heard), key=lambda message: message[2])
+        # Each message is handed over in order, once every event sent before it has been
+        # delivered.
+        handed = said(heard)
         assert [(m, p) for m, p, _ in handed] == [(m, p) for m, p, _ in messages]
         assert all(seen >= sent for (*_, seen), (*_, sent) in zip(handed, messages, strict=True))
 

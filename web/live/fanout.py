@@ -30,7 +30,8 @@ class Delivery(Protocol):
         """Send `event` to the connections here in its rooms."""
 
     def told(self, message: str, payload: dict[str, Any]) -> None:
-        """Handle a message that a process (maybe this one) sent to all."""
+        """Handle a message that a process (maybe this one) sent to all, soon: the next is
+        handed over once it returns."""
 
 
 class Fanout(Protocol):

@@ -150,26 +150,14 @@ class Relay:
             pubsub.close()
 
     def _hear(self, data: str) -> None:
-        """Hand what came on the channel to this process: an event at once, a message on a
-        thread of its own (serving a catch-up takes a while, and the channel goes on being
-        heard meanwhile; what came before it has been delivered). One that cannot be handled
-        is logged, and the next is heard."""
+        """Hand what came on the channel to this process, in the order it came: an event or a
+        message (the delivery does what takes a while, serving a catch-up, on a thread of its
+        own). One that cannot be handled is logged, and the next is heard."""
         try:
             message = json.loads(data)
             if "event" in message:
                 self._delivery.deliver(Event(message["event"], message["payload"], message["to"]))
             else:
-                threading.Thread(
-                    target=self._tell_here,
-                    args=(message["message"], message["payload"]),
-                    name="wmon-relay-message",
-                    daemon=True,
-                ).start()
-        except Exception:
-            log.exception("wmon live: a message from the message queue could not be handled")
-
-    def _tell_here(self, message: str, payload: dict[str, Any]) -> None:
-        try:
-            self._delivery.told(message, payload)
+                self._delivery.told(message["message"], message["payload"])
         except Exception:
             log.exception("wmon live: a message from the message queue could not be handled")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from typing import Any
 
 from web.live.events import BatchKey, Event
 from web.sockets import socketio
@@ -38,6 +39,8 @@ class Joining:
         self.answered = threading.Event()
         self.caught_up: tuple[int, bool] = (0, True)
         self.error: str | None = None
+        # The catch-up asked for, once it is, to ask again of a new watcher.
+        self.request: dict[str, Any] | None = None
 
 
 class Rooms:
@@ -109,6 +112,16 @@ class Rooms:
                 if joining.id == join_id:
                     return joining
         return None
+
+    def unanswered(self) -> list[dict[str, Any]]:
+        """The catch-ups asked for by the connections on their way into a room that have not
+        been answered."""
+        return [
+            joining.request
+            for joinings in self._joining.values()
+            for joining in joinings
+            if joining.request is not None and not joining.answered.is_set()
+        ]
 
     def forget(self, sid: str) -> None:
         """Connection `sid` has ended (the server took it out of its rooms): whatever room it

@@ -18,7 +18,13 @@ from flask import Flask
 from monitor.alerts.silences import active_silences
 from monitor.store.alerts import alert_events_by_id
 from monitor.store.batches import batches_by_id
-from monitor.store.changes import alert_event_watch, batch_watch, query_watch, timer_watch
+from monitor.store.changes import (
+    RowWatch,
+    alert_event_watch,
+    batch_watch,
+    query_watch,
+    timer_watch,
+)
 from monitor.store.models import Batch
 from monitor.store.queries import list_queries, queries_by_id
 from monitor.store.timers import timer_snapshots_by_id
@@ -44,9 +50,26 @@ class StoreWatch:
         self._alert_events = alert_event_watch()
         self._silences: list[dict[str, Any]] | None = None
 
+    def handed(self) -> dict[str, Any]:
+        """What the live push has sent, as JSON, for another process's watch to go on from."""
+        return {
+            "watches": [watch.seen_rows() for watch in self._watches()],
+            "silences": self._silences,
+        }
+
+    def go_on_from(self, handed: dict[str, Any]) -> None:
+        """Watch the store from where another process's watch stopped (its `handed`): the
+        next look sends what that one had not."""
+        for watch, seen in zip(self._watches(), handed["watches"], strict=True):
+            watch.go_on_from(seen)
+        self._silences = handed["silences"]
+
+    def _watches(self) -> tuple[RowWatch, ...]:
+        return (self._queries, self._batches, self._timers, self._alert_events)
+
     def prime(self, session: so.Session) -> None:
         """Unless a look already did, take the store as it is as sent."""
-        for watch in (self._batches, self._timers, self._queries, self._alert_events):
+        for watch in self._watches():
             if not watch.primed:
                 watch.prime(session)
         if self._silences is None:
@@ -58,8 +81,7 @@ class StoreWatch:
 
     def look(self, session: so.Session, heard: Heard) -> list[Event]:
         """The events of what changed since the last accepted look, for the rooms `heard`."""
-        watches = (self._queries, self._batches, self._timers, self._alert_events)
-        queries, batches, timers, alert_events = (watch.look(session) for watch in watches)
+        queries, batches, timers, alert_events = (watch.look(session) for watch in self._watches())
         events: list[Event] = []
         changed = set(queries)
         changed |= self._new_batches(session, batches, heard, events)
@@ -73,7 +95,7 @@ class StoreWatch:
     def accept(self) -> None:
         """The last look's events were sent: its rows count as sent (if sending failed, the
         next look finds the same rows again)."""
-        for watch in (self._queries, self._batches, self._timers, self._alert_events):
+        for watch in self._watches():
             watch.accept()
 
     def _new_batches(

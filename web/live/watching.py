@@ -6,6 +6,15 @@ SQLite's data version) and at least every POLL_INTERVAL_S (0.25 s by default), s
 written by any listener, in this process or on another machine. With several processes
 (web.live.relay), the one holding the live lease in the store looks for all, and a catch-up is
 asked of it; alone, this process looks and answers itself, through the same steps.
+
+A process that stops (Ctrl-C, SIGTERM, the end of gunicorn's worker) hands the watching on:
+it answers the catch-ups it took on, gives the lease up and says so with what its looks had
+sent ("released"), and another process takes the lease at its next look rather than once it
+expires, and goes on from there: its first look sends what was stored meanwhile, so a client
+misses nothing. (One that takes over from a process that died takes the store as it finds
+it.) The one that takes it says so ("watching"), and every process asks again for the
+catch-ups of its joining connections that no one answered: a subscribe during a hand-over
+waits for the new watcher.
 """
 
 from __future__ import annotations
@@ -42,6 +51,9 @@ LIVE_LEASE = "live-watch"
 LEASE_TTL_MS = 5_000
 LEASE_RENEW_S = 1.0
 CATCH_UP_TIMEOUT_S = 15.0
+# How long the watching process remembers a catch-up it served, so that the same one asked
+# again (by a process that heard of a new watcher before the answer) is served once.
+SERVED_KEPT_S = 2 * CATCH_UP_TIMEOUT_S
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +83,12 @@ class Watcher:
         self.holder = new_holder()
         self._leading = not self.fanout.shared
         self._renew_at = 0.0
+        # The catch-ups being served, counted under `_serving`, and those served lately.
+        self._serving = threading.Condition()
+        self._in_flight = 0
+        self._served: dict[str, float] = {}
+        # What the process that last gave the watching up had sent, until one takes it.
+        self._handed: dict[str, Any] | None = None
         self._changes = ChangeSignal(lambda: db.engine(app))
         self._task = Periodic(
             self.look,
@@ -91,10 +109,26 @@ class Watcher:
         """Stop looking and hearing, and hand the watching on."""
         self._task.stop(timeout)
         self._changes.close()
-        self.fanout.stop()
         if self.fanout.shared and self._leading:
-            with contextlib.suppress(sa.exc.DBAPIError):
-                release(db.engine(self.app), LIVE_LEASE, self.holder)
+            self._hand_over(timeout)
+        self.fanout.stop()
+
+    def _hand_over(self, timeout: float) -> None:
+        """Serve no more catch-ups and finish those begun (their answers go out before any
+        new watcher's word), give the lease up and tell the others they may take it now, and
+        what the looks had sent."""
+        with self._serving:
+            self._leading = False
+            self._serving.wait_for(lambda: self._in_flight == 0, timeout)
+        with self.lock:
+            handed = self.watch.handed()
+        try:
+            release(db.engine(self.app), LIVE_LEASE, self.holder)
+            self.fanout.tell("released", {"watch": handed})
+        except sa.exc.DBAPIError:
+            pass  # the lease expires by itself
+        except redis.RedisError as error:
+            log.warning("wmon live: cannot say the watching is handed on: %s", error)
 
     def look(self) -> None:
         """One look at the store, if this process watches it, sending what changed to the
@@ -128,10 +162,18 @@ class Watcher:
             self._renew_at = now + LEASE_RENEW_S
             clock = self.app.config["CLOCK"]
             leading = acquire(db.engine(self.app), LIVE_LEASE, self.holder, clock(), LEASE_TTL_MS)
-            if leading and not self._leading:
+            taken = leading and not self._leading
+            if taken:
                 with self.lock:
-                    self.watch.fresh()
-            self._leading = leading
+                    handed, self._handed = self._handed, None
+                    if handed is None:
+                        self.watch.fresh()
+                    else:
+                        self.watch.go_on_from(handed)
+            with self._serving:
+                self._leading = leading
+            if taken:
+                self.fanout.tell("watching", {})
         return self._leading
 
     def deliver(self, event: Event) -> None:
@@ -145,11 +187,30 @@ class Watcher:
             self.rooms.send(event)
 
     def told(self, message: str, payload: dict[str, Any]) -> None:
-        """A process asked for a catch-up, or sent one (the fan-out hands it over)."""
+        """A process asked for a catch-up or sent one, gave the watching up or took it (the
+        fan-out hands them over in the order they came)."""
         if message == "catch_up":
-            self._serve_catch_up(payload)
+            if not self._begin_serving(payload["join"]):
+                return
+            if not self.fanout.shared:
+                self._serve_catch_up(payload)  # on the asker's thread, which waits for it
+                return
+            # Heard on the channel's listener: served on a thread of its own, so that what
+            # comes after it is heard meanwhile.
+            threading.Thread(
+                target=self._serve_catch_up, args=(payload,), name="wmon-catch-up", daemon=True
+            ).start()
         elif message == "caught_up":
             self._caught_up(payload)
+        elif message == "released":
+            with self.lock:
+                if not self._leading:
+                    self._handed = payload["watch"]
+            self._renew_at = 0.0  # take the lease at the next look
+        elif message == "watching":
+            with self.lock:
+                self._handed = None  # taken, by this process or another
+            self._ask_again()
 
     @contextlib.contextmanager
     def joining(self, sid: str, name: str) -> Iterator[Joining]:
@@ -215,6 +276,8 @@ class Watcher:
             "query": query_id,
             "after_batch": after_batch,
         }
+        with self.lock:
+            joining.request = request
         try:
             self.fanout.tell("catch_up", request)
         except redis.RedisError as error:
@@ -227,11 +290,28 @@ class Watcher:
             raise LiveUnavailable(joining.error)
         return joining.caught_up
 
+    def _begin_serving(self, join: str) -> bool:
+        """Whether this process serves the catch-up `join` now: it watches the store and has
+        not served it already. If it does, the catch-up counts as in flight until served."""
+        with self._serving:
+            if not self._leading or join in self._served:
+                return False
+            now = time.monotonic()
+            self._served = {key: at for key, at in self._served.items() if now - at < SERVED_KEPT_S}
+            self._served[join] = now
+            self._in_flight += 1
+            return True
+
     def _serve_catch_up(self, request: dict[str, Any]) -> None:
-        """A process asked for a joining connection's catch-up: if this one watches the store,
-        send it (the batches, then the answer)."""
-        if not self._leading:
-            return
+        """Send a joining connection's catch-up (the batches, then the answer)."""
+        try:
+            self._send_catch_up(request)
+        finally:
+            with self._serving:
+                self._in_flight -= 1
+                self._serving.notify_all()
+
+    def _send_catch_up(self, request: dict[str, Any]) -> None:
         answer: dict[str, Any] = {"join": request["join"], "host": request["host"]}
         try:
             with self.lock, so.Session(db.engine(self.app)) as session:
@@ -271,6 +351,14 @@ class Watcher:
             [summary] = lens.summaries(session, queries_by_id(session, [query_id]), False)
             payloads = batch_events(session, sent[::-1], summary.facts)
         return [Event("batch", payload, [sid]) for payload in payloads], complete
+
+    def _ask_again(self) -> None:
+        """A process took the watching over: ask it for the catch-ups of the connections here
+        that no one answered (the watcher before may have stopped without them)."""
+        with self.lock:
+            requests = self.rooms.unanswered()
+        for request in requests:
+            self.fanout.tell("catch_up", request)
 
     def _caught_up(self, answer: dict[str, Any]) -> None:
         """The watching process sent a joining connection's catch-up: if the connection is

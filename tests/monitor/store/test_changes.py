@@ -1,5 +1,7 @@
 """Noticing what was written to the store: new batches, replayed ones, timers, query rows."""
 
+import json
+
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
@@ -81,3 +83,22 @@ def test_timer_snapshots_and_query_rows(engine):
     assert len(looked(engine, timers)) == 1 and looked(engine, queries) == []
     write_event(engine, QueryTerminated("q", "run-1", T0 + 2, "boom"))
     assert looked(engine, queries) == ["q"] and looked(engine, timers) == []
+
+
+def test_a_watch_goes_on_from_what_another_had_seen(engine):
+    """As the dashboard's watcher hands the live push on: through JSON, to a new watch that
+    reports exactly what the first had not."""
+    write_event(engine, batch_event("q", 0, T0))
+    batches, queries = batch_watch(), query_watch()
+    assert looked(engine, batches) == [] and looked(engine, queries) == []
+    write_event(engine, batch_event("q", 1, T0 + 1_000))
+    assert len(looked(engine, batches)) == 1 and looked(engine, queries) == ["q"]
+    write_event(engine, batch_event("q", 2, T0 + 2_000))
+    write_event(engine, QueryTerminated("q", "run-1", T0 + 3_000, "boom"))
+
+    batches_after, queries_after = batch_watch(), query_watch()
+    batches_after.go_on_from(json.loads(json.dumps(batches.seen_rows())))
+    queries_after.go_on_from(json.loads(json.dumps(queries.seen_rows())))
+    assert looked(engine, batches_after) == [batch_row_ids(engine)[2]]
+    assert looked(engine, queries_after) == ["q"]
+    assert looked(engine, batches_after) == [] and looked(engine, queries_after) == []
