@@ -230,6 +230,7 @@ def test_an_overview_entry_has_the_latest_figures_and_a_trend(engine, client):
         },
         "updated_at_ms": NOW - 10_000,
         "clock_ahead_ms": 0,
+        "clock_behind_ms": None,
         "running_batch_id": None,
         "running_since_ms": None,
         "unreadable": None,
