@@ -67,8 +67,8 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     none), MESSAGE_QUEUE_CHANNEL (their channel on it; default: WMON_MESSAGE_QUEUE_CHANNEL, else
     "wmon") and FUTURE_TOLERANCE_S (how far ahead of its batch's time a record's event time may be
     before the diagnosis calls it future-dated; default: WMON_FUTURE_TOLERANCE) and
-    NEW_QUERIES_PER_HOUR (how many new queries one sender may create through the collector in an
-    hour; default: WMON_NEW_QUERIES_PER_HOUR).
+    NEW_QUERIES_PER_HOUR (how many new queries one sender, and one address, may create through
+    the collector in an hour; default: WMON_NEW_QUERIES_PER_HOUR).
     """
     app = Flask(__name__)
     settings = load_settings()

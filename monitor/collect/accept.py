@@ -140,8 +140,8 @@ def _within_budget(
 
 
 TOO_MANY_NEW_QUERIES = (
-    "this sender created as many new queries this hour as it may "
-    "(WMON_NEW_QUERIES_PER_HOUR); replay later with `wmon rejected --replay`"
+    "this sender, or another from its address, created as many new queries this hour as "
+    "it may (WMON_NEW_QUERIES_PER_HOUR); replay later with `wmon rejected --replay`"
 )
 
 

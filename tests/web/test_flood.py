@@ -1,5 +1,6 @@
 """A flood of new query ids from one sender: its new queries past the hour's budget are set
-aside, while its known queries and every other sender go on being stored."""
+aside, while its known queries and every other sender go on being stored; renaming itself
+gets it no more from the same address."""
 
 import pytest
 import sqlalchemy as sa
@@ -43,9 +44,12 @@ def batch(n, batch_id=0):
     return named(PROGRESS, {"progress": doc})
 
 
-def post(client, body, sender):
+def post(client, body, sender, address="10.0.0.1"):
     headers = {"Authorization": f"Bearer {INGEST_TOKEN}", "Wmon-Sender": sender}
-    return client.post("/api/ingest", json=body, headers=headers).get_json()
+    answer = client.post(
+        "/api/ingest", json=body, headers=headers, environ_base={"REMOTE_ADDR": address}
+    )
+    return answer.get_json()
 
 
 def count(database_url, table):
@@ -60,18 +64,44 @@ def test_new_queries_past_the_budget_are_set_aside_and_the_rest_go_on(client, da
     assert "WMON_NEW_QUERIES_PER_HOUR" in answer["errors"][0]["error"]
     # The flooding sender's known queries, and another sender's new one, are stored.
     assert post(client, [batch(0, 1), batch(1, 1)], "flood")["stored"] == 2
-    assert post(client, [batch(100)], "job")["stored"] == 1
+    assert post(client, [batch(100)], "job", address="10.0.0.2")["stored"] == 1
     assert (count(database_url, Query), count(database_url, RejectedEvent)) == (4, 7)
     clock.ms += HOUR_MS
     assert post(client, [batch(n) for n in range(10, 15)], "flood")["stored"] == 3
 
 
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_sender_renamed_gets_no_more_from_its_address(client, database_url):
+    assert post(client, [batch(n) for n in range(3)], "flood")["stored"] == 3
+    renamed = post(client, [batch(n) for n in range(3, 6)], "flood-2")
+    assert (renamed["stored"], renamed["rejected"]) == (0, 3)
+    # Another address gets its own budget, whatever the name; the spent name gets none.
+    elsewhere = post(client, [batch(n) for n in range(6, 9)], "flood-3", address="10.0.0.2")
+    assert elsewhere["stored"] == 3
+    assert post(client, [batch(9)], "flood", address="10.0.0.3")["stored"] == 0
+    assert count(database_url, Query) == 6
+
+
 @pytest.mark.parametrize(
     ("asks", "admitted"),
-    [([2, 2, 2], [2, 1, 0]), ([5], [3]), ([0, 3], [0, 3])],
-    ids=["until-spent", "cut-to-the-budget", "nothing-asked"],
+    [
+        ([("a", "x", 2), ("a", "x", 2), ("a", "x", 2)], [2, 1, 0]),
+        ([("a", "x", 5)], [3]),
+        ([("a", "x", 0), ("a", "x", 3)], [0, 3]),
+        ([("a", "x", 2), ("b", "x", 2), ("b", "y", 2)], [2, 1, 2]),
+        ([("a", "x", 3), ("b", "y", 3), (None, "z", 3), (None, "w", 3)], [3, 3, 3, 0]),
+    ],
+    ids=["until-spent", "cut-to-the-budget", "nothing-asked", "renamed", "nameless-share"],
 )
-def test_a_budget_admits_up_to_its_size_each_hour(asks, admitted):
+def test_a_budget_admits_up_to_its_size_for_each_name_and_address(asks, admitted):
     budget = NewQueryBudget(3, lambda: NOW_MS)
-    assert [budget.admit("a", ask) for ask in asks] == admitted
-    assert budget.admit("b", 3) == 3
+    assert [budget.admit(*ask) for ask in asks] == admitted
+    assert budget.admit("c", "v", 3) == 3
+
+
+def test_a_budget_starts_again_each_hour():
+    clock = Clock()
+    budget = NewQueryBudget(3, clock)
+    assert budget.admit("a", "x", 3) == 3
+    clock.ms += HOUR_MS
+    assert budget.admit("b", "x", 5) == 3

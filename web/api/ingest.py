@@ -7,7 +7,8 @@ cannot be read or stored is refused alone: set aside with why (`wmon rejected`),
 answer, and the rest are stored (monitor.collect.accept). A body that is not JSON is a 400;
 a store that cannot be reached now, a 503 with Retry-After, and nothing is stored. Spark's
 events about other things (jobs, stages) are counted as ignored; a batch already stored, or
-superseded by a later run, as unchanged.
+superseded by a later run, as unchanged. The new queries a sender may create in an hour are
+counted by its name and by its address (web.guards.budget).
 
 Posting needs INGEST_TOKEN as `Authorization: Bearer <token>`. A sender may name itself in
 `Wmon-Sender` and say in `Wmon-Dropped` how many events it has dropped so far; both are kept
@@ -101,7 +102,7 @@ def ingest() -> tuple[dict[str, Any], int]:
     bookkeeping = None
     if name is not None:
         bookkeeping = functools.partial(note_sender, name=name, now_ms=now_ms, dropped=dropped)
-    admit = functools.partial(new_queries(current_app).admit, name)
+    admit = functools.partial(new_queries(current_app).admit, name, request.remote_addr)
     accepted = accept(
         db.engine(), documents, now_ms, current_app.config["TIMEOUTS"], name, bookkeeping, admit
     )
