@@ -2,9 +2,11 @@
 of history, with the pruner's pauses between its transactions and without them.
 
 Each run fills a fresh store in bulk (benchmarks/bulk_history.py) with one query's 1-second
-batches, all older than the cutoff; while `prune` deletes them, a writer stores another query's
-batches through the real write path, ten a second, on an engine of its own, as a listener in
-another process would. A write's time runs from its start to its commit.
+batches, all older than the cutoff; while `prune` deletes them (with the cutoffs of a prune at
+that time, which keeps a batch stored since whatever its time: the filled ones have no stored
+time), a writer stores another query's batches through the real write path, ten a second, on an
+engine of its own, as a listener in another process would. A write's time runs from its start to
+its commit.
 """
 
 from __future__ import annotations
@@ -55,7 +57,8 @@ def prune_beside_a_writer(database_url: str, hours: int, partitions: int, pause:
     sleep: Callable[[float], None] = time.sleep if pause else _no_pause
     with _writing(database_url, partitions, cutoff_ms, 1) as writes:
         started = time.perf_counter()
-        pruned = prune(engine, Cutoffs.at(cutoff_ms), sleep=sleep)
+        cutoffs = Cutoffs(cutoff_ms, cutoff_ms, cutoff_ms, stored_ms=cutoff_ms)
+        pruned = prune(engine, cutoffs, sleep=sleep)
         seconds = time.perf_counter() - started
     engine.dispose()
     during = _begun_within(writes, started, seconds)
@@ -78,7 +81,7 @@ def expire_a_fleet_day(
     with _writing(database_url, partitions, int(time.time() * 1000), writers) as writes:
         time.sleep(BEFORE_S)
         started = time.perf_counter()
-        pruned = prune(engine, Cutoffs(day_start + day_ms, 0, 0))
+        pruned = prune(engine, Cutoffs(day_start + day_ms, 0, 0, stored_ms=day_start + day_ms))
         seconds = time.perf_counter() - started
     engine.dispose()
     before = min(seconds, BEFORE_S)

@@ -3,9 +3,13 @@ tables instead of deleting its rows (SQLite keeps one table each, pruned in chun
 
 Each per-batch table (TABLES) is partitioned by range of (kept, batch_time_ms): a partition per
 UTC day of batch times, named after its table and day (`batches_20261128`), and one, `…_kept`,
-for the rows of queries' newest batches that outlived their day. Before a day goes, each
-query's newest batch in it moves there (`kept` set): the overview shows it and the query's next
-batch is derived from it. A kept batch goes once its query has a newer one.
+for the rows of batches that outlived their day. Before a day goes, each query's newest batch in
+it moves there (`kept` set): the overview shows it and the query's next batch is derived from
+it. So do the day's batches stored within the retention, whatever their time says (a driver
+whose clock is behind, a backfill): they are found by a scan of the day's `batches` partition by
+`stored_at_ms` (the day's rows of the other tables then by their keys), which costs a read of
+that one table's rows of the day, not of the partitions' rows. A kept batch goes once its
+query has a newer one and it was stored before the retention.
 
 A day's partitions are made before rows of that day are inserted: ahead of time by the pruner
 (today and the next AHEAD_DAYS days), otherwise by the write path, before its transaction, for a
@@ -267,6 +271,31 @@ def keep_newest(connection: sa.Connection, day: int) -> None:
         )
 
 
+def keep_stored(connection: sa.Connection, day: int, stored_ms: int) -> None:
+    """Move the batches of `day` stored at `stored_ms` or later (with their rows in every table)
+    to the kept rows' partitions: the day's batches read by when they were stored, then each
+    other table's rows of those batches looked up by its keys."""
+    day_range = {"start": day * DAY_MS, "end": (day + 1) * DAY_MS, "stored": stored_ms}
+    connection.execute(
+        sa.text(
+            "UPDATE batches SET kept = true WHERE NOT kept AND stored_at_ms >= :stored "
+            "AND batch_time_ms >= :start AND batch_time_ms < :end"
+        ),
+        day_range,
+    )
+    for table in TABLES[1:]:
+        connection.execute(
+            sa.text(
+                f"UPDATE {table} SET kept = true FROM batches WHERE batches.kept "
+                f"AND batches.stored_at_ms >= :stored AND batches.batch_time_ms >= :start "
+                f"AND batches.batch_time_ms < :end AND {table}.query_id = batches.query_id "
+                f"AND {table}.batch_id = batches.batch_id AND NOT {table}.kept "
+                f"AND {table}.batch_time_ms >= :start AND {table}.batch_time_ms < :end"
+            ),
+            day_range,
+        )
+
+
 class Dropped(NamedTuple):
     """How many rows a dropped partition held: counted, or estimated from its statistics and
     size when that comes to ESTIMATED_FROM rows or more (counting would read all of it)."""
@@ -305,16 +334,24 @@ def drop_day(autocommit: sa.Connection, table: str, day: int) -> Dropped:
     return dropped
 
 
-def drop_kept(connection: sa.Connection) -> dict[str, int]:
-    """Delete the kept rows of batches that are no longer their query's newest; how many
-    rows went from each table."""
+def drop_kept(connection: sa.Connection, stored_ms: int | None) -> dict[str, int]:
+    """Delete the kept batches that are no longer their query's newest, but those stored at
+    `stored_ms` or later (if not None), then each other table's kept rows whose batch is gone;
+    how many rows went from each table."""
+    stored_before = "" if stored_ms is None else "AND (stored_at_ms IS NULL OR stored_at_ms < :ms)"
+    batch_gone = (
+        "NOT EXISTS (SELECT 1 FROM batches WHERE batches.kept "
+        "AND batches.query_id = {table}.query_id AND batches.batch_id = {table}.batch_id)"
+    )
     return {
         table: connection.execute(
             sa.text(
                 f"DELETE FROM {table} WHERE kept AND NOT EXISTS (SELECT 1 FROM queries "
                 f"WHERE queries.id = {table}.query_id "
-                f"AND queries.last_batch_id = {table}.batch_id)"
-            )
+                f"AND queries.last_batch_id = {table}.batch_id) "
+                + (stored_before if table == "batches" else f"AND {batch_gone.format(table=table)}")
+            ),
+            {"ms": stored_ms},
         ).rowcount
         for table in TABLES
     }

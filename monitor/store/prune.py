@@ -11,6 +11,16 @@ Queries and runs are never deleted, nor a query's newest batch (its rows are wha
 shows, and the next batch's running event times and health are derived from them) and its
 newest timer snapshot (its pending timers).
 
+Nor is a batch stored within the batches' retention (`stored_at_ms`, by the store's clock),
+whatever its time says: a driver whose clock is behind, a backfill or a replay has its batches
+dated before the cutoff as they arrive, and they stay until they were stored that long ago. Its
+query's rollups stay with them: the rollups are keyed by the minute of batch time and carry no
+stored time, so a query's minutes and hours from the span of its oldest batch before the tier's
+cutoff that was stored within the retention on are kept (a look-up by the query's batch times,
+where the batches before a rollup's cutoff still stored are the few that expiry kept). That spares
+every rollup of those batches, and those of any batch of the query between them. Batches stored
+before the retention (or before stored times were recorded) expire by their time as before.
+
 An alert that ended (resolved or cancelled) before the per-minute cutoff goes with its events, their
 deliveries and those deliveries' attempts, unless one of its notifications is still queued (neither
 delivered nor abandoned): it stays until the notifier is done with it, which takes a day at most,
@@ -109,11 +119,15 @@ Step = Callable[[sa.Connection, Pruned], int]
 @dataclass(frozen=True)
 class Cutoffs:
     """The times before which each tier is pruned: every batch with its rows and the timer
-    snapshots; the per-minute rollups, ended alerts and silences; the per-hour rollups."""
+    snapshots; the per-minute rollups, ended alerts and silences; the per-hour rollups. A
+    batch stored at `stored_ms` or later stays whatever its time, and so do its query's rollups
+    from its minute and hour on; None judges batches by their time alone (a prune at a time of
+    its own choosing, whose clock is not the one the store stamped its batches with)."""
 
     batches_ms: int
     minutes_ms: int
     hours_ms: int
+    stored_ms: int | None = None
 
     @classmethod
     def at(cls, before_ms: int) -> Cutoffs:
@@ -134,11 +148,14 @@ class Retention:
     hours_days: int = DEFAULT_RETENTION_HOURS_DAYS
 
     def cutoffs(self, now_ms: int) -> Cutoffs:
-        """The cutoffs of each tier at `now_ms`."""
+        """The cutoffs of each tier at `now_ms`, by the clock that stamps stored batches: a
+        batch stored within the batches' retention stays."""
+        batches_ms = now_ms - min(self.batches_hours * HOUR_MS, self.days * DAY_MS)
         return Cutoffs(
-            now_ms - min(self.batches_hours * HOUR_MS, self.days * DAY_MS),
+            batches_ms,
             now_ms - self.days * DAY_MS,
             now_ms - max(self.hours_days, self.days) * DAY_MS,
+            stored_ms=batches_ms,
         )
 
 
@@ -153,7 +170,7 @@ def prune(
     pruned = Pruned()
     by_day = day_partitions.in_use(engine)
     if by_day:
-        _expire_days(engine, cutoffs.batches_ms, pruned)
+        _expire_days(engine, cutoffs, pruned)
     for step in _steps(engine, cutoffs, chunk, by_day):
         deleted = chunk
         while deleted == chunk:
@@ -166,11 +183,12 @@ def _steps(engine: sa.Engine, cutoffs: Cutoffs, chunk: int, by_day: bool) -> lis
     then the alerts and the silences."""
     with engine.connect() as connection:
         query_ids = connection.scalars(sa.select(Query.id).order_by(Query.id)).all()
+    stored_ms = cutoffs.stored_ms
     deletes: list[tuple[Callable[..., int], int]] = [
-        *([] if by_day else [(_delete_batches, cutoffs.batches_ms)]),
+        *([] if by_day else [(functools.partial(_delete_batches, stored_ms), cutoffs.batches_ms)]),
         *[
             (
-                functools.partial(_delete_rollups, tier),
+                functools.partial(_delete_rollups, tier, stored_ms),
                 cutoffs.minutes_ms if tier.width_ms == MINUTE_MS else cutoffs.hours_ms,
             )
             for tier in TIERS
@@ -204,10 +222,11 @@ def _transaction(
     return deleted
 
 
-def _expire_days(engine: sa.Engine, before_ms: int, pruned: Pruned) -> None:
+def _expire_days(engine: sa.Engine, cutoffs: Cutoffs, pruned: Pruned) -> None:
     """PostgreSQL: make the days ahead's partitions, drop the days that ended before the
-    cutoff (each query's newest batch kept), then the kept batches that are no longer their
-    query's newest."""
+    cutoff (each query's newest batch kept, and the batches stored within the retention), then
+    the kept batches that are neither their query's newest nor stored within it."""
+    before_ms = cutoffs.batches_ms
     day_partitions.prepare_ahead(engine, int(time.time() * 1000))
     pruned.transactions += 1
     with engine.connect() as connection:
@@ -220,6 +239,8 @@ def _expire_days(engine: sa.Engine, before_ms: int, pruned: Pruned) -> None:
         with day_partitions.expiring(engine, day) as autocommit:
             with engine.begin() as connection:
                 day_partitions.keep_newest(connection, day)
+                if cutoffs.stored_ms is not None:
+                    day_partitions.keep_stored(connection, day, cutoffs.stored_ms)
                 # Every query: no batch of any before the day's end is stored but a kept one.
                 _kept_from(connection, Query.batches_kept_from_ms, None, end_ms)
             pruned.transactions += 1
@@ -229,22 +250,32 @@ def _expire_days(engine: sa.Engine, before_ms: int, pruned: Pruned) -> None:
                 if dropped.estimated:
                     pruned.estimated.add(table)
     with engine.begin() as connection:
-        for table, deleted in day_partitions.drop_kept(connection).items():
+        for table, deleted in day_partitions.drop_kept(connection, cutoffs.stored_ms).items():
             pruned.deleted[table] += deleted
     pruned.transactions += 1
 
 
 def _delete_batches(
-    query_id: str, before_ms: int, chunk: int, connection: sa.Connection, pruned: Pruned
+    stored_ms: int | None,
+    query_id: str,
+    before_ms: int,
+    chunk: int,
+    connection: sa.Connection,
+    pruned: Pruned,
 ) -> int:
-    """Delete the query's oldest `chunk` batches before the cutoff and their rows."""
+    """Delete the query's oldest `chunk` batches before the cutoff, but those stored from
+    `stored_ms` on, and their rows."""
     newest = sa.select(sa.func.max(Batch.batch_id)).where(Batch.query_id == query_id)
+    stored_before: sa.ColumnElement[bool] = sa.true()
+    if stored_ms is not None:
+        stored_before = sa.or_(Batch.stored_at_ms.is_(None), Batch.stored_at_ms < stored_ms)
     oldest = (
         sa.select(Batch.id)
         .where(
             Batch.query_id == query_id,
             Batch.batch_time_ms < before_ms,
             Batch.batch_id != newest.scalar_subquery(),
+            stored_before,
         )
         .order_by(Batch.batch_time_ms)
         .limit(chunk)
@@ -265,6 +296,7 @@ def _delete_batches(
 
 def _delete_rollups(
     tier: Tier,
+    stored_ms: int | None,
     query_id: str,
     before_ms: int,
     chunk: int,
@@ -272,11 +304,17 @@ def _delete_rollups(
     pruned: Pruned,
 ) -> int:
     """Delete the rollups of the query's oldest `chunk` minutes or hours that ended before
-    the cutoff."""
+    the cutoff, and before the span of its oldest batch stored from `stored_ms` on."""
     column, query = tier.column(tier.start), tier.column("query_id")
+    ended_ms = before_ms - tier.width_ms
+    kept_ms = (
+        None if stored_ms is None else _oldest_stored(connection, query_id, before_ms, stored_ms)
+    )
+    if kept_ms is not None:
+        ended_ms = min(ended_ms, kept_ms - kept_ms % tier.width_ms - 1)
     spans = connection.scalars(
         sa.select(column)
-        .where(query == query_id, column <= before_ms - tier.width_ms)
+        .where(query == query_id, column <= ended_ms)
         .distinct()
         .order_by(column)
         .limit(chunk)
@@ -286,6 +324,25 @@ def _delete_rollups(
         if tier.width_ms == MINUTE_MS:
             _kept_from(connection, Query.minutes_kept_from_ms, query_id, before_ms)
     return len(spans)
+
+
+def _oldest_stored(
+    connection: sa.Connection, query_id: str, before_ms: int, stored_ms: int
+) -> int | None:
+    """The time of the query's oldest batch before `before_ms` that was stored from
+    `stored_ms` on: the first such in the query's batch times (the batches before a rollup's
+    cutoff that are still stored are few, those that expiry kept, and the oldest of them
+    usually is one)."""
+    return connection.scalar(
+        sa.select(Batch.batch_time_ms)
+        .where(
+            Batch.query_id == query_id,
+            Batch.batch_time_ms < before_ms,
+            Batch.stored_at_ms >= stored_ms,
+        )
+        .order_by(Batch.batch_time_ms)
+        .limit(1)
+    )
 
 
 def _kept_from(

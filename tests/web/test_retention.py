@@ -1,7 +1,9 @@
 """The dashboard server prunes history on a schedule, from its first request on, and what
 its collector is sent meanwhile is stored, even into the day being expired."""
 
+import dataclasses
 import functools
+import json
 import logging
 import threading
 import time
@@ -13,13 +15,17 @@ import web
 from benchmarks.serving import served
 from monitor.collect.sender import HttpSender
 from monitor.collect.spark_events import PROGRESS, named
+from monitor.store.day_partitions import TABLES
+from monitor.store.minutes import TIERS
 from monitor.store.models import Batch, QueryMinute, RejectedEvent, TimerSnapshotRow
 from monitor.store.prune import Retention, prune
-from tests.support.progress import progress_doc, stamp
+from monitor.store.writes import write_events
+from tests.support.progress import batch_event, progress_doc, stamp
 from tests.support.real_collector import INGEST_TOKEN
 from tests.support.retention import CUTOFF, DAY, NEW, NOW, OLD, write_batch, write_snapshot
 from tests.support.waiting import wait_until
 from web import create_app
+from wmon.main import main
 
 
 @pytest.fixture
@@ -130,7 +136,10 @@ def test_batches_sent_into_the_day_being_expired_are_stored(database_url, engine
             for _ in range(PRUNES):
                 than = sum(rolled_up_batches(engine).values()) + len(BACKFILLS)
                 wait_until(functools.partial(more_stored, engine, than), 30, "more batches")
-                pruned.append(prune(engine, BACKFILL_RETENTION.cutoffs(NOW)))
+                # By the batches' times alone: sent now, the backfill is stored within the
+                # retention, and would stay whatever its time.
+                cutoffs = BACKFILL_RETENTION.cutoffs(NOW)
+                pruned.append(prune(engine, dataclasses.replace(cutoffs, stored_ms=None)))
 
         pruning = threading.Thread(target=prune_as_batches_come)
         pruning.start()
@@ -156,3 +165,74 @@ def test_batches_sent_into_the_day_being_expired_are_stored(database_url, engine
             .group_by(Batch.query_id)
         ).all()
     assert dict(newest) == dict.fromkeys(BACKFILLS, sent - 1)
+
+
+THREE_YEARS = 3 * 365 * DAY
+
+
+def history_of(engine, query_id):
+    """The query's batch ids in each per-batch table and its spans in each rollup tier."""
+    with engine.connect() as connection:
+        batches = {
+            table: sorted(
+                connection.scalars(
+                    sa.text(f"SELECT batch_id FROM {table} WHERE query_id = :q"), {"q": query_id}
+                )
+            )
+            for table in TABLES
+        }
+        spans = {
+            tier.model.__tablename__: sorted(
+                connection.scalars(
+                    sa.select(tier.column(tier.start)).where(tier.column("query_id") == query_id)
+                )
+            )
+            for tier in TIERS
+        }
+    return batches | spans
+
+
+# A driver whose clock is three years behind, reporting as it happens: before batches were kept
+# by when they were stored, the next `wmon prune` deleted all of its batches but the newest, and
+# all of its minutes and hours, seconds after they were acknowledged.
+def test_batches_stored_within_the_retention_stay_whatever_their_time(
+    database_url, engine, capsys, monkeypatch
+):
+    for tier in ("BATCHES_HOURS", "DAYS", "HOURS_DAYS"):
+        monkeypatch.delenv(f"WMON_RETENTION_{tier}", raising=False)
+    now = time.time_ns() // 1_000_000
+    times = [now - THREE_YEARS + batch_id * 1_000 for batch_id in range(6)]
+    event_times = {0: (5, times[0] - 3_000, times[0], 0)}
+    behind = [
+        batch_event("behind", batch_id, at_ms, dropped=1, event_times=event_times)
+        for batch_id, at_ms in enumerate(times)
+    ]
+    write_events(engine, behind, arrived_at_ms=now)
+    old = now - 40 * DAY
+    for batch_id, at_ms in enumerate([old, old + 1_000, old + 60_000, now]):
+        write_batch(engine, "old", batch_id, at_ms)
+    kept, old_before = history_of(engine, "behind"), history_of(engine, "old")
+
+    assert main(["prune", "--database-url", database_url]) == 0
+
+    assert history_of(engine, "behind") == kept
+    assert all(kept.values()), kept
+    # The old query's batches go but its newest, and its 40-day-old minutes (hours are kept
+    # 400 days).
+    assert history_of(engine, "old") == old_before | dict.fromkeys(TABLES, [3]) | {
+        table: [minute]
+        for table, minute in (
+            ("partition_minutes", now - now % 60_000),
+            ("query_minutes", now - now % 60_000),
+        )
+    }
+    # Its reads find them: its history in the API, `wmon batches`.
+    app = create_app({"DATABASE_URL": database_url})
+    try:
+        series = app.test_client().get("/api/queries/behind/batches").get_json()["series"]
+    finally:
+        web.stop(app)
+    assert sum(series["batches"]) == 6, series
+    capsys.readouterr()
+    assert main(["batches", "behind", "--json", "--database-url", database_url]) == 0
+    assert [row["batch_id"] for row in json.loads(capsys.readouterr().out)] == list(range(6))

@@ -259,6 +259,28 @@ def test_a_query_keeps_its_newest_batch_and_timer_snapshot(engine):
     assert (count(engine, Query), count(engine, Run)) == queries_and_runs
 
 
+def test_batches_stored_within_the_retention_go_once_stored_before_it(engine):
+    # A driver three years behind, its batches stored now: kept (on PostgreSQL beside their
+    # dropped day) with their rollups while they were stored after the cutoff, then gone.
+    now = time.time_ns() // 1_000_000
+    behind = now - 3 * 365 * DAY
+    for batch_id in range(3):
+        write_batch(engine, "behind", batch_id, behind + batch_id * 1_000)
+    with engine.begin() as connection:
+        connection.execute(sa.update(Batch).values(stored_at_ms=now))
+    before = (batch_ids(engine, "behind"), minutes(engine, "behind"), hours(engine, "behind"))
+
+    kept = prune(engine, Cutoffs(now - DAY, now - DAY, now - DAY, stored_ms=now - DAY))
+    assert (batch_ids(engine, "behind"), minutes(engine, "behind"), hours(engine, "behind")) == (
+        before
+    )
+    assert kept.deleted["batches"] == 0 and kept.deleted["partition_minutes"] == 0
+
+    prune(engine, Cutoffs(now - DAY, now - DAY, now - DAY, stored_ms=now + 1))
+    assert batch_ids(engine, "behind") == dict.fromkeys(BATCH_TABLE_NAMES, [2])
+    assert (minutes(engine, "behind"), hours(engine, "behind")) == ([], [])
+
+
 def partitions_of(engine, table):
     """The names of a PostgreSQL table's partitions."""
     with engine.connect() as connection:
