@@ -306,19 +306,20 @@ def _delete_rollups(
     """Delete the rollups of the query's oldest `chunk` minutes or hours that ended before
     the cutoff, and before the span of its oldest batch stored from `stored_ms` on."""
     column, query = tier.column(tier.start), tier.column("query_id")
-    ended_ms = before_ms - tier.width_ms
-    kept_ms = (
-        None if stored_ms is None else _oldest_stored(connection, query_id, before_ms, stored_ms)
-    )
-    if kept_ms is not None:
-        ended_ms = min(ended_ms, kept_ms - kept_ms % tier.width_ms - 1)
     spans = connection.scalars(
         sa.select(column)
-        .where(query == query_id, column <= ended_ms)
+        .where(query == query_id, column <= before_ms - tier.width_ms)
         .distinct()
         .order_by(column)
         .limit(chunk)
     ).all()
+    # Looked up only where there is something to delete (a prune mostly finds nothing in a
+    # query's tier): the spans are in order, so those spared are the last, and so are all after.
+    kept_ms = None
+    if spans and stored_ms is not None:
+        kept_ms = _oldest_stored(connection, query_id, before_ms, stored_ms)
+    if kept_ms is not None:
+        spans = [span for span in spans if span < kept_ms - kept_ms % tier.width_ms]
     if spans:
         _delete(connection, pruned, tier.model, sa.and_(query == query_id, column.in_(spans)))
         if tier.width_ms == MINUTE_MS:
