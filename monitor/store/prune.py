@@ -16,10 +16,11 @@ whatever its time says: a driver whose clock is behind, a backfill or a replay h
 dated before the cutoff as they arrive, and they stay until they were stored that long ago. Its
 query's rollups stay with them: the rollups are keyed by the minute of batch time and carry no
 stored time, so a query's minutes and hours from the span of its oldest batch before the tier's
-cutoff that was stored within the retention on are kept (a look-up by the query's batch times,
-where the batches before a rollup's cutoff still stored are the few that expiry kept). That spares
-every rollup of those batches, and those of any batch of the query between them. Batches stored
-before the retention (or before stored times were recorded) expire by their time as before.
+cutoff that was stored within the retention on are kept (looked up by the query's batch times,
+only for a chunk of its minutes or hours to delete; the batches before a rollup's cutoff still
+stored are the few that expiry kept). That spares every rollup of those batches, and those of
+any batch of the query between them. Batches stored before the retention (or before stored times
+were recorded) expire by their time as before.
 
 An alert that ended (resolved or cancelled) before the per-minute cutoff goes with its events, their
 deliveries and those deliveries' attempts, unless one of its notifications is still queued (neither
