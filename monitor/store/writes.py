@@ -394,7 +394,7 @@ def _started(event: QueryStarted, group: _Group) -> None:
     if not group.is_current(query, run):
         return
     query.name, query.run_id, query.started_at_ms = event.name, event.run_id, event.timestamp_ms
-    if run.terminated_at_ms is not None:  # the start of a run whose end came first
+    if _has_ended(run, event.query_id):  # the start of a run whose end came first
         _ended(query, run)
         return
     query.status = ACTIVE
@@ -455,7 +455,7 @@ def _running(event: BatchRunning, group: _Group) -> None:
 def _terminated(event: QueryTerminated, group: _Group) -> None:
     query = group.query_row(event.query_id, event.run_id, event.timestamp_ms)
     run = group.run_row(event.query_id, event.run_id)
-    if run.terminated_at_ms is not None and run.query_id == event.query_id:
+    if _has_ended(run, event.query_id):
         group.written.repeated += 1  # a run ends once: a replay of its end changes nothing
         return
     run.terminated_at_ms = event.timestamp_ms
@@ -463,6 +463,12 @@ def _terminated(event: QueryTerminated, group: _Group) -> None:
     if query.run_id == event.run_id:
         _ended(query, run)
         query.updated_at_ms = group.heard(query, event.timestamp_ms)
+
+
+def _has_ended(run: Run, query_id: str) -> bool:
+    """Whether `run` of the query `query_id` has ended. A run id is one query's (Spark's are
+    UUIDs): a run row of another query's says nothing of this one."""
+    return run.terminated_at_ms is not None and run.query_id == query_id
 
 
 def _ended(query: Query, run: Run) -> None:
@@ -524,10 +530,10 @@ def _batch(event: BatchProgress, group: _Group) -> None:
         query.running_batch_id = query.running_since_ms = None
     if group.is_current(query, run):
         query.run_id, query.name = event.run_id, event.name
-        if run.terminated_at_ms is None:
-            query.status = ACTIVE
-        else:  # a batch of the newest run that arrives after the run's end
+        if _has_ended(run, event.query_id):  # a batch of the run that arrives after its end
             _ended(query, run)
+        else:
+            query.status = ACTIVE
     query.updated_at_ms = max(query.updated_at_ms, group.heard(query, event.batch_time_ms))
 
 

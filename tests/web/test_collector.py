@@ -74,8 +74,11 @@ def test_a_terminated_event_is_at_its_timestamp_or_else_when_it_arrived(client, 
     assert post(client, [started, named(TERMINATED, fixture("terminated.json"))]).status_code == 200
     with engine.connect() as connection:
         assert connection.scalar(sa.select(Query.terminated_at_ms)) == NOW_MS
-    stamped = {**fixture("terminated.json"), "timestamp": "2026-11-22T03:00:00.000Z"}
-    assert post(client, [started, named(TERMINATED, stamped)]).status_code == 200
+    # A run ends once: the end stamped with its time is another run's.
+    again = {**fixture("started.json"), "runId": "run-2"}
+    stamped = {**fixture("terminated.json"), "runId": "run-2"}
+    stamped["timestamp"] = "2026-11-22T03:00:00.000Z"
+    assert post(client, [named(STARTED, again), named(TERMINATED, stamped)]).status_code == 200
     with engine.connect() as connection:
         assert connection.scalar(sa.select(Query.terminated_at_ms)) == 1_795_316_400_000
 
