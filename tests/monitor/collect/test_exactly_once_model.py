@@ -23,12 +23,13 @@ on (superseded: the only way a batch leaves the store), and flagged rewound (its
 partitions) when the newest batch it supersedes is above it, as it then starts before where
 that one started. A query is the newest run the store knows the start of by a start or a batch
 (the run of the first event it heard, until then), ended if that run's end has come, whatever
-came after it. One query's driver keeps a clock three years behind the other's. After every
-step the store must hold exactly the model's batches, each once,
-from the newest run that reported it, with its two partitions, its late records counted once
-in the running totals, only the modelled rewinds flagged, and each poison event set aside
-once, and each query its run and end; and each write must say what the model says became of
-its events (a replayed start or end is unchanged, like a replayed batch). Not modelled: runs
+came after it. One query's driver keeps a clock three years behind the other's, and a prune
+by the default retention may run between any two steps. After every step the store must hold
+exactly the model's batches, each once, from the newest run that reported it, with its two
+partitions, its late records counted once in the running totals, only the modelled rewinds
+flagged, and each poison event set aside once, and each query its run and end; and each write
+must say what the model says became of its events (a replayed start or end is unchanged, like
+a replayed batch). Not modelled: runs
 that began within the clock skew of each other, ordered by when the store first heard of them.
 Every example starts on a fresh store.
 """
@@ -41,6 +42,7 @@ import functools
 import json
 import shutil
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -71,6 +73,7 @@ from monitor.health.predicates import Timeouts
 from monitor.store.engine import create_engine
 from monitor.store.lineage import CLOCK_SKEW_MS
 from monitor.store.models import Batch, Query, RejectedEvent
+from monitor.store.prune import Retention, prune
 from monitor.store.writes import write_events
 from tests.support.progress import progress_doc
 from tests.support.stores import emptied, stored_event_times, stored_partitions
@@ -642,6 +645,13 @@ class ExactlyOnce(RuleBasedStateMachine):
     @rule(query_id=queries, pick=picks)
     def post_poison(self, query_id: str, pick: int) -> None:
         self.post([self.poison(query_id, pick)], "collector")
+
+    @rule()
+    def prune_now(self) -> None:
+        """The server's prune, by its default retention, now: every batch here was stored
+        moments ago, whatever its driver's clock says (q1's two weeks ago, q2's three years),
+        so none goes, nor anything else the model holds."""
+        prune(self.engines[0], Retention().cutoffs(time.time_ns() // 1_000_000))
 
     @rule(planned=moves, path=paths)
     def post_group(self, planned: list[tuple[str, str, int]], path: str) -> None:
