@@ -1,7 +1,7 @@
 """`python -m benchmarks`: the listener's time per progress event, the store's sustained ingest
 rate, the instrumented operator's overhead, writes beside a prune, the three ways in (the JVM
 listener, the collector over HTTP, an event-log backfill), the dashboard's latency and history, a
-fleet and a flood of queries.
+fleet, a flood of queries and a flood of senders.
 
 The benchmarks wire Spark, the store and the dashboard together and need the `dev` extra's
 packages, so they run from a checkout and are not part of the installed package; each module is
@@ -130,6 +130,14 @@ def _add_selection(parser: argparse.ArgumentParser) -> None:
         "/metrics and an evaluation pass",
     )
     only.add_argument(
+        "--senders",
+        type=fleet_sizes,
+        metavar="N[,N…]",
+        help="measure only a flood of N senders posting to the collector at once (several "
+        "numbers, comma-separated), on a fresh SQLite store and, unless --no-postgres, a scratch "
+        "PostgreSQL database: each POST's time and the overview's meanwhile",
+    )
+    only.add_argument(
         "--storage",
         action="store_true",
         help="measure only what the history costs on disk: --events instrumented batches of "
@@ -221,6 +229,7 @@ def run(args: argparse.Namespace) -> None:
     from benchmarks.operator import operator_figures
     from benchmarks.prune import prune_figures
     from benchmarks.push import live_figures
+    from benchmarks.senders import sender_figures
     from benchmarks.spark import spark_figures
     from benchmarks.storage import storage_figures
     from benchmarks.ways_in import ways_in_figures
@@ -229,6 +238,7 @@ def run(args: argparse.Namespace) -> None:
         "ways_in": ways_in_figures,
         "fleet": fleet_figures,
         "flood": flood_figures,
+        "senders": sender_figures,
         "operator": operator_figures,
         "storage": storage_figures,
         "backlog": backlog_figures,

@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import json
 import multiprocessing
+import os
 import socket
 import statistics
 import subprocess
@@ -21,7 +22,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing.synchronize import Event as EventType
@@ -84,13 +85,16 @@ def store_batch(engine: Any, batch_id: int, partitions: int) -> float:
     return time.time()
 
 
-def _serve(database_url: str, port: int, log: IO[bytes]) -> subprocess.Popen[bytes]:
+def _serve(
+    database_url: str, port: int, log: IO[bytes], environ: Mapping[str, str]
+) -> subprocess.Popen[bytes]:
     """`wmon serve` on the store, once it answers; what it prints goes to `log`."""
     server = subprocess.Popen(
         [sys.executable, "-m", "wmon", "serve", "--port", str(port)]
         + ["--database-url", database_url],
         stdout=log,
         stderr=log,
+        env=environ,
     )
     deadline = time.monotonic() + START_S
     while not _answers(port):
@@ -158,11 +162,12 @@ def measure(
 
 
 @contextmanager
-def served(database_url: str) -> Iterator[str]:
-    """`wmon serve` on the store in a process of its own, for a with-block; its address."""
+def served(database_url: str, environ: Mapping[str, str] | None = None) -> Iterator[str]:
+    """`wmon serve` on the store in a process of its own (with `environ` added to this
+    process's environment), for a with-block; its address."""
     port = free_port()
     with tempfile.TemporaryFile() as log:
-        server = _serve(database_url, port, log)
+        server = _serve(database_url, port, log, {**os.environ, **(environ or {})})
         try:
             yield f"http://127.0.0.1:{port}"
         finally:
