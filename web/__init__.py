@@ -107,6 +107,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     retention.init_app(app)
     evaluation.init_app(app)
     budget.init_app(app)
+    ingest.init_app(app)
     app.register_blueprint(queries.bp)
     app.register_blueprint(alerts.bp)
     app.register_blueprint(ingest.bp)

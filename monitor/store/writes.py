@@ -68,11 +68,13 @@ Row = dict[str, Any]
 @dataclasses.dataclass
 class Written:
     """What a group of events did: how many were stored, and how many batches were repeats
-    of stored ones or stale (superseded by a later run) and changed nothing."""
+    of stored ones or stale (superseded by a later run) and changed nothing; and, event by
+    event, whether it was stored (for a caller that wrote several senders' events as one)."""
 
     stored: int = 0
     repeated: int = 0
     stale: int = 0
+    each_stored: list[bool] = dataclasses.field(default_factory=list)
 
 
 def write_events(
@@ -112,7 +114,11 @@ def _write_group(
         group = _Group(session, timeouts, time.time_ns() // 1_000_000, arrived_at_ms)
         group.read_ahead(events)
         for event in events:
+            unchanged = group.written.repeated + group.written.stale
             record(event, group)
+            group.written.each_stored.append(
+                group.written.repeated + group.written.stale == unchanged
+            )
         group.insert_waiting()
         group.minutes.write(session.connection())
         group.written.stored = len(events) - group.written.repeated - group.written.stale

@@ -4,11 +4,13 @@
 form, named by `"Event"`), as the JVM listener and `monitor.attach(spark, "http://…")` send
 them, and stores them through the same write path as the in-process listener. An event that
 cannot be read or stored is refused alone: set aside with why (`wmon rejected`), named in the
-answer, and the rest are stored (monitor.collect.accept). A body that is not JSON is a 400;
-a store that cannot be reached now, a 503 with Retry-After, and nothing is stored. Spark's
-events about other things (jobs, stages) are counted as ignored; a batch already stored, or
-superseded by a later run, as unchanged. The new queries a sender may create in an hour are
-counted by its name and by its address (web.guards.budget).
+answer, and the rest are stored (monitor.collect.accept). Posts that arrive while others are
+being written wait and are written together, in one transaction (monitor.collect.group_commit):
+fifty senders at once cost the store a few transactions, not fifty that take turns. A body
+that is not JSON is a 400; a store that cannot be reached now, a 503 with Retry-After, and
+nothing is stored. Spark's events about other things (jobs, stages) are counted as ignored; a
+batch already stored, or superseded by a later run, as unchanged. The new queries a sender may
+create in an hour are counted by its name and by its address (web.guards.budget).
 
 Posting needs INGEST_TOKEN as `Authorization: Bearer <token>`. A sender may name itself in
 `Wmon-Sender` and say in `Wmon-Dropped` how many events it has dropped so far; both are kept
@@ -22,12 +24,11 @@ import functools
 from typing import Any
 
 import sqlalchemy as sa
-import sqlalchemy.orm as so
-from flask import Blueprint, current_app, request
+from flask import Blueprint, Flask, current_app, request
 from werkzeug.exceptions import UnsupportedMediaType
 
-from monitor.collect.accept import Accepted, accept
 from monitor.collect.documents import decode_events
+from monitor.collect.group_commit import GroupCommit
 from monitor.numbers import INT64_MAX, NumberError, shown, whole
 from monitor.store.models import Sender
 from web import db
@@ -39,6 +40,18 @@ bp = Blueprint("collector", __name__, url_prefix="/api")
 
 MAX_INGEST_BYTES = 16 * 1024 * 1024
 MAX_EVENTS = 10_000
+
+
+def init_app(app: Flask) -> None:
+    """Give the app the group commit its posts are written through, with TIMEOUTS."""
+    app.extensions["wmon.group_commit"] = GroupCommit(
+        functools.partial(db.engine, app), app.config["TIMEOUTS"]
+    )
+
+
+def _group_commit(app: Flask) -> GroupCommit:
+    found: GroupCommit = app.extensions["wmon.group_commit"]
+    return found
 
 
 def _documents() -> list[Any]:
@@ -68,21 +81,6 @@ def _sender() -> tuple[str | None, int]:
     return name, dropped
 
 
-def note_sender(
-    session: so.Session, accepted: Accepted, name: str, now_ms: int, dropped: int
-) -> None:
-    """Count the events stored from sender `name` (a repeat of stored ones is not counted
-    again) and those refused, with the drop count it reported."""
-    sender = session.get(Sender, name)
-    if sender is None:
-        sender = Sender(id=name, first_seen_ms=now_ms, events=0, dropped=0, rejected=0)
-        session.add(sender)
-    sender.last_seen_ms = now_ms
-    sender.events += accepted.stored
-    sender.rejected += len(accepted.refused)
-    sender.dropped = max(sender.dropped, dropped)
-
-
 # How many of the refused events an answer names; all of them are set aside.
 ERRORS_NAMED = 10
 
@@ -99,12 +97,9 @@ def ingest() -> tuple[dict[str, Any], int]:
     now_ms: int = current_app.config["CLOCK"]()
     name, dropped = _sender()
     documents = _documents()
-    bookkeeping = None
-    if name is not None:
-        bookkeeping = functools.partial(note_sender, name=name, now_ms=now_ms, dropped=dropped)
     admit = functools.partial(new_queries(current_app).admit, name, request.remote_addr)
-    accepted = accept(
-        db.engine(), documents, now_ms, current_app.config["TIMEOUTS"], name, bookkeeping, admit
+    accepted = _group_commit(current_app).accept(
+        documents, now_ms, name, None if name is None else dropped, admit
     )
     answer = {
         "stored": accepted.stored,
