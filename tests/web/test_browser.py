@@ -527,11 +527,11 @@ def write_dashboard(engine):
     write_events(
         engine,
         [
-            QueryStarted(FAILED_ID, "run-1", "payments_dedup", NOW - 600_000),
-            batch_event(FAILED_ID, 0, NOW - 300_000, name="payments_dedup"),
+            QueryStarted(FAILED_ID, "run-9f1c", "payments_dedup", NOW - 600_000),
+            batch_event(FAILED_ID, 0, NOW - 300_000, name="payments_dedup", run_id="run-9f1c"),
             QueryTerminated(
                 FAILED_ID,
-                "run-1",
+                "run-9f1c",
                 NOW - 240_000,
                 "org.apache.spark.sql.streaming.StreamingQueryException: [STREAM_FAILED] "
                 f"Query [id = {FAILED_ID}, runId = 9f1c] terminated with exception: Job "
