@@ -74,7 +74,11 @@ def test_every_client_of_either_server_gets_every_batch_once_and_one_server_eval
         writer.close()
         for browser in browsers:
             # Two servers' watchers and eight clients on two loaded cores: a wider wait.
-            wait_until(lambda b=browser: b.batch_ids() == [1, 2, 3, 4, 5, 6], 3 * WAIT_S, "batches")
+            wait_until(
+                lambda b=browser: b.batch_ids() == [1, 2, 3, 4, 5, 6],
+                3 * WAIT_S,
+                lambda b=browser: f"batches 1-6 (it has {b.batch_ids()} of {[e for e, _, _ in b.received]})",
+            )
             wait_until(lambda b=browser: ("query_failed", "firing") in alerted(b), 30, "the alert")
         wait_until(lambda: receiver.received, WAIT_S, "the notification")
         time.sleep(3.0)  # three evaluations and many looks: anything sent twice is here now
