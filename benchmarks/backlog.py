@@ -23,10 +23,10 @@ import sqlalchemy.orm as so
 
 from benchmarks.bulk_history import fill
 from benchmarks.scratch import fresh_stores
-from monitor.store.backlog import backlogs, fleet_backlogs
-from monitor.store.batches import latest_batches
-from monitor.store.engine import create_engine
-from monitor.store.migrate import upgrade
+from monitor.store.read.backlog import backlogs, fleet_backlogs
+from monitor.store.read.batches import latest_batches
+from monitor.store.schema.engine import create_engine
+from monitor.store.schema.migrate import upgrade
 
 PARTITIONS = 64
 START_MS = 1_795_000_000_000

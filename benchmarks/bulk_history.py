@@ -14,10 +14,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from monitor.health.facts import StoredStatus
-from monitor.store import day_partitions
-from monitor.store.batch_rows import as_stored
-from monitor.store.minutes import Minutes
-from monitor.store.models import (
+from monitor.store.schema.models import (
     Base,
     Batch,
     BatchEventTimes,
@@ -27,6 +24,9 @@ from monitor.store.models import (
     Source,
     StateOperator,
 )
+from monitor.store.tiers import day_partitions
+from monitor.store.tiers.minutes import Minutes
+from monitor.store.write.batch_rows import as_stored
 
 DELAY_MS = 10_000
 RECORDS = 100

@@ -17,8 +17,8 @@ from monitor.collect.progress import parse_progress
 from monitor.collect.spark_events import PROGRESS
 from monitor.collect.writer import StoreWriter
 from monitor.spark.listener import WatermarkListener
-from monitor.store.engine import create_engine
-from monitor.store.migrate import upgrade
+from monitor.store.schema.engine import create_engine
+from monitor.store.schema.migrate import upgrade
 
 
 def milliseconds(samples: Sequence[float]) -> str:

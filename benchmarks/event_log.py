@@ -22,8 +22,8 @@ from benchmarks.synthetic import synthetic_progress
 from monitor.collect.spark_events import PROGRESS, STARTED, TERMINATED, named, timestamp_text
 from monitor.health.predicates import Timeouts
 from monitor.ingest.ingester import Ingester
-from monitor.store.engine import create_engine
-from monitor.store.migrate import upgrade
+from monitor.store.schema.engine import create_engine
+from monitor.store.schema.migrate import upgrade
 
 FLUSH_LINES = 100
 SPARK_VERSION = "4.3.0"

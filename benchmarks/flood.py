@@ -28,9 +28,9 @@ from monitor.alerts.evaluate import evaluate
 from monitor.alerts.rulefile import RuleSet
 from monitor.alerts.runner import now_ms as wall_clock_ms
 from monitor.collect.progress import parse_progress
-from monitor.store.engine import create_engine
-from monitor.store.migrate import upgrade
-from monitor.store.writes import write_events
+from monitor.store.schema.engine import create_engine
+from monitor.store.schema.migrate import upgrade
+from monitor.store.write.writes import write_events
 from web import create_app
 from web.background import retention
 

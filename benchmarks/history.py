@@ -19,9 +19,9 @@ import sqlalchemy as sa
 from benchmarks.bulk_history import fill
 from benchmarks.scratch import scratch_database
 from benchmarks.serving import fetched, served
-from monitor.store.engine import create_engine, display_url
-from monitor.store.migrate import upgrade
-from monitor.store.prune import Retention
+from monitor.store.schema.engine import create_engine, display_url
+from monitor.store.schema.migrate import upgrade
+from monitor.store.tiers.prune import Retention
 
 QUERY = "bench-history"
 START_MS = 1_795_000_000_000

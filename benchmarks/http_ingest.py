@@ -14,8 +14,8 @@ from contextlib import contextmanager
 from benchmarks.serving import served
 from benchmarks.synthetic import synthetic_progress
 from monitor.collect.spark_events import PROGRESS, named
-from monitor.store.engine import create_engine
-from monitor.store.migrate import upgrade
+from monitor.store.schema.engine import create_engine
+from monitor.store.schema.migrate import upgrade
 
 TOKEN = "wmon-bench-ingest-token"
 SENDER = "wmon-bench"

@@ -24,10 +24,10 @@ from benchmarks.bulk_history import fill
 from benchmarks.scratch import scratch_database
 from benchmarks.synthetic import synthetic_progress
 from monitor.collect.progress import parse_progress
-from monitor.store.engine import create_engine
-from monitor.store.migrate import upgrade
-from monitor.store.prune import Cutoffs, prune
-from monitor.store.writes import write_event
+from monitor.store.schema.engine import create_engine
+from monitor.store.schema.migrate import upgrade
+from monitor.store.tiers.prune import Cutoffs, prune
+from monitor.store.write.writes import write_event
 
 OLD, LIVE = "bench-prune-old", "bench-prune-live"
 START_MS = 1_795_000_000_000

@@ -31,9 +31,9 @@ from typing import IO, Any
 from benchmarks.scratch import scratch_database
 from benchmarks.synthetic import synthetic_progress
 from monitor.collect.progress import parse_progress
-from monitor.store.engine import create_engine
-from monitor.store.migrate import upgrade
-from monitor.store.writes import write_events
+from monitor.store.schema.engine import create_engine
+from monitor.store.schema.migrate import upgrade
+from monitor.store.write.writes import write_events
 
 QUERY = "bench-live"
 START_S = 30.0

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from monitor.store.engine import parse_url
+from monitor.store.schema.engine import parse_url
 
 
 def _admin(server_url: str) -> sa.Engine:

@@ -33,11 +33,11 @@ from benchmarks.prune import (
 from benchmarks.scratch import fresh_stores, scratch_database
 from benchmarks.synthetic import synthetic_progress
 from monitor.collect.progress import parse_progress
-from monitor.store.engine import create_engine
-from monitor.store.migrate import upgrade
-from monitor.store.models import Base
-from monitor.store.prune import Retention
-from monitor.store.writes import write_events
+from monitor.store.schema.engine import create_engine
+from monitor.store.schema.migrate import upgrade
+from monitor.store.schema.models import Base
+from monitor.store.tiers.prune import Retention
+from monitor.store.write.writes import write_events
 
 GROUP_SIZE = 50  # batches stored in one transaction
 BATCH_EVERY_MS = 10_000

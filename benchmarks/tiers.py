@@ -20,9 +20,11 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from benchmarks.bulk_history import fill
-from monitor.store.bulk import insert_rows
-from monitor.store.history import Kept, Window, batch_series, partition_series, resolution
-from monitor.store.minutes import (
+from monitor.store.packed.packing import pack
+from monitor.store.read.history import Kept, Window, batch_series, partition_series, resolution
+from monitor.store.schema.bulk import insert_rows
+from monitor.store.schema.models import Base, Query
+from monitor.store.tiers.minutes import (
     HOUR_MS,
     MINUTE_MS,
     PARTITION_HOURS,
@@ -31,8 +33,6 @@ from monitor.store.minutes import (
     QUERY_MINUTES,
     Tier,
 )
-from monitor.store.models import Base, Query
-from monitor.store.packing import pack
 
 QUERY = "bench-tiers"
 BATCH_EVERY_MS = 10_000
@@ -162,7 +162,7 @@ def _query_figures(span_ms: int, batches: int) -> dict[str, Any]:
 
 def open_times(database_url: str, now_ms: int) -> Iterator[tuple[str, str, float, float]]:
     """Each range ending at `now_ms`: its label, the resolution read, seconds cold and warm."""
-    from monitor.store.engine import create_engine
+    from monitor.store.schema.engine import create_engine
 
     for label, span_ms in RANGES:
         window = Window(now_ms - span_ms, now_ms, POINTS)

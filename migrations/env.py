@@ -1,11 +1,12 @@
-"""Alembic environment: runs against the connection or URL that monitor.store.migrate hands in."""
+"""Alembic environment: runs against the connection or URL that monitor.store.schema.migrate
+hands in."""
 
 from alembic import context
 
 from monitor.config import load_settings
-from monitor.store.day_partitions import comparison_options
-from monitor.store.engine import create_engine
-from monitor.store.models import Base
+from monitor.store.schema.engine import create_engine
+from monitor.store.schema.models import Base
+from monitor.store.tiers.day_partitions import comparison_options
 
 config = context.config
 target_metadata = Base.metadata

@@ -94,7 +94,7 @@ def postgres_template() -> Iterator[str]:
     import sqlalchemy.exc
 
     from benchmarks.scratch import create_database, drop_database
-    from monitor.store.engine import parse_url
+    from monitor.store.schema.engine import parse_url
 
     try:
         url = migrated(create_database(POSTGRES_SERVER, "wmon_template"))
@@ -148,7 +148,7 @@ def empty_database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterat
 @pytest.fixture
 def engine(database_url: str):
     """An engine on the migrated store."""
-    from monitor.store.engine import create_engine
+    from monitor.store.schema.engine import create_engine
 
     engine = create_engine(database_url)
     yield engine

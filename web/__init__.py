@@ -29,7 +29,7 @@ from flask import Flask
 
 from monitor.config import load_settings
 from monitor.health.predicates import Timeouts
-from monitor.store.prune import Retention
+from monitor.store.tiers.prune import Retention
 from web import db, live, sockets
 from web.api import alerts, ingest, metrics, queries
 from web.background import evaluation, retention

@@ -8,8 +8,8 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 from flask import Flask, current_app, g
 
-from monitor.store.engine import create_engine
-from monitor.store.models import Query
+from monitor.store.schema.engine import create_engine
+from monitor.store.schema.models import Query
 
 _ENGINE_LOCK = threading.Lock()
 

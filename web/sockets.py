@@ -17,8 +17,8 @@ from urllib.parse import urlsplit
 from flask import Flask, current_app, request
 from flask_socketio import SocketIO
 
-from monitor.store.engine import STORE_FAILURES, unusable
-from monitor.store.queries import QueryNotFound
+from monitor.store.read.queries import QueryNotFound
+from monitor.store.schema.engine import STORE_FAILURES, unusable
 from web.guards.hosts import is_trusted
 
 SUBSCRIBE_BURST = 20

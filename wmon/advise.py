@@ -12,9 +12,9 @@ import sqlalchemy.orm as so
 
 from monitor.config import load_settings
 from monitor.health.lateness import SHARES
-from monitor.store.drop_causes import NO_DELAY_KEEPS, Lateness
-from monitor.store.lateness_reads import lateness_over
-from monitor.store.queries import find_query
+from monitor.store.read.drop_causes import NO_DELAY_KEEPS, Lateness
+from monitor.store.read.lateness_reads import lateness_over
+from monitor.store.read.queries import find_query
 from wmon.render import Column, change, duration, iso_time, paragraph, plain, render_view
 from wmon.runtime import open_store
 

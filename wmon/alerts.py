@@ -10,9 +10,9 @@ import sqlalchemy.orm as so
 
 from monitor.alerts.rules import URGENT
 from monitor.config import load_settings
-from monitor.store.alerts import cancelled_count, recent_alerts
-from monitor.store.engine import display_url
-from monitor.store.leases import job_done_at, job_held
+from monitor.store.read.alerts import cancelled_count, recent_alerts
+from monitor.store.schema.engine import display_url
+from monitor.store.signals.leases import job_done_at, job_held
 from wmon.options import CliError
 from wmon.queries import print_rows
 from wmon.render import ALERT_COLUMNS, evaluation_text, paragraph

@@ -7,8 +7,8 @@ import time
 from datetime import datetime, timezone
 
 from monitor.config import load_settings
-from monitor.store import migrate
-from monitor.store.engine import display_url
+from monitor.store.schema import migrate
+from monitor.store.schema.engine import display_url
 from wmon.runtime import open_store
 
 
@@ -24,7 +24,7 @@ def upgrade(args: argparse.Namespace) -> None:
 
 def prune_history(args: argparse.Namespace) -> None:
     """Delete each tier's history older than its retention, in short transactions."""
-    from monitor.store.prune import Retention, prune
+    from monitor.store.tiers.prune import Retention, prune
 
     engine = open_store(args.database_url)
     settings = load_settings()

@@ -134,7 +134,7 @@ class DemoDashboard:
 def _create_store(database_url: str | None) -> None:
     """Create or migrate the demo's store before the dashboard's background work looks at it:
     on a first run there is none yet, and the queries' monitor would make it only later."""
-    from monitor.store import migrate
+    from monitor.store.schema import migrate
     from wmon.runtime import open_store
 
     engine = open_store(database_url, must_exist=False)

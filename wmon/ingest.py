@@ -11,8 +11,8 @@ from typing import TextIO
 
 from monitor.ingest.ingester import Ingester, Totals
 from monitor.ingest.logfiles import Application
-from monitor.store import migrate
-from monitor.store.engine import display_url
+from monitor.store.schema import migrate
+from monitor.store.schema.engine import display_url
 from wmon.options import CliError
 from wmon.render import printable
 from wmon.runtime import configured_timeouts, open_store

@@ -90,8 +90,8 @@ def failure(error: Exception) -> str | None:
     # `--help`, never import it.
     import sqlalchemy.exc as sa_exc
 
-    from monitor.store.engine import StoreError, unusable
-    from monitor.store.queries import QueryNotFound
+    from monitor.store.read.queries import QueryNotFound
+    from monitor.store.schema.engine import StoreError, unusable
 
     if isinstance(error, QueryNotFound):
         return str(error.args[0])

@@ -17,12 +17,12 @@ from monitor.config import load_settings
 from monitor.durations import age_ms
 from monitor.health.state_growth import state_fields
 from monitor.health.trigger_pace import pace_fields
-from monitor.store.backlog import backlogs
-from monitor.store.batches import batch_of, latest_batch, recent_batches
-from monitor.store.queries import find_query, list_queries
-from monitor.store.state_growth import fleet_state
-from monitor.store.timers import recent_timer_snapshots
-from monitor.store.trigger_pace import fleet_pace
+from monitor.store.read.backlog import backlogs
+from monitor.store.read.batches import batch_of, latest_batch, recent_batches
+from monitor.store.read.queries import find_query, list_queries
+from monitor.store.read.state_growth import fleet_state
+from monitor.store.read.timers import recent_timer_snapshots
+from monitor.store.read.trigger_pace import fleet_pace
 from wmon.options import CliError
 from wmon.render import (
     BATCH_COLUMNS,

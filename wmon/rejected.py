@@ -7,7 +7,7 @@ import argparse
 import sqlalchemy.orm as so
 
 from monitor.collect.replay import replay
-from monitor.store.rejected import list_rejected
+from monitor.store.write.rejected import list_rejected
 from wmon.render import REJECTED_COLUMNS, render_json, render_view
 from wmon.runtime import configured_timeouts, open_store
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from monitor.config import load_settings
 from monitor.health.predicates import Timeouts
-from monitor.store import migrate
-from monitor.store.engine import create_engine, display_url, parse_url
+from monitor.store.schema import migrate
+from monitor.store.schema.engine import create_engine, display_url, parse_url
 from wmon.options import CliError
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from monitor.config import load_settings
-from monitor.store.engine import display_url
+from monitor.store.schema.engine import display_url
 from wmon.options import CliError
 from wmon.runtime import open_store
 from wmon.stopping import sigterm_stops

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.store.models import LIVE_ALERT_STATES, AlertEvent, AlertRow, Silence
-from monitor.store.notify import announce
+from monitor.store.schema.models import LIVE_ALERT_STATES, AlertEvent, AlertRow, Silence
+from monitor.store.signals.notify import announce
 
 
 class ActionError(ValueError):

@@ -26,7 +26,7 @@ import sqlalchemy.orm as so
 from monitor.alerts.receivers import lookup
 from monitor.alerts.rulefile import Receiver
 from monitor.alerts.transport import Message, Post, Sent, http_post
-from monitor.store.models import AlertEvent, AlertRow, Delivery, DeliveryAttempt, Query
+from monitor.store.schema.models import AlertEvent, AlertRow, Delivery, DeliveryAttempt, Query
 
 MAX_BACKOFF_MS = 300_000
 GIVE_UP_AFTER_MS = 86_400_000

@@ -3,7 +3,7 @@
 Facts come from the store as the listener left it, through the one reader the dashboard uses
 too (the latest batch's health flags; late records and rewinds per partition over the windows
 the rules' parameters set), so the evaluator can run in any process. Each transition is
-stored as an :class:`~monitor.store.models.AlertEvent`, in the
+stored as an :class:`~monitor.store.schema.models.AlertEvent`, in the
 same transaction as the alerts it changes.
 """
 
@@ -21,11 +21,11 @@ from monitor.alerts.outbox import enqueue
 from monitor.alerts.rulefile import RuleConfig, RuleSet, thresholds_of
 from monitor.alerts.rules import RULES, Finding, query_unreadable
 from monitor.health.facts import QueryFacts
-from monitor.store.isolation import is_outage, unreadable_reason
-from monitor.store.models import LIVE_ALERT_STATES, AlertEvent, AlertRow
-from monitor.store.notify import announce
-from monitor.store.queries import list_queries
-from monitor.store.read_facts import Asked, fleet_facts, unreadable
+from monitor.store.read.queries import list_queries
+from monitor.store.read.read_facts import Asked, fleet_facts, unreadable
+from monitor.store.schema.isolation import is_outage, unreadable_reason
+from monitor.store.schema.models import LIVE_ALERT_STATES, AlertEvent, AlertRow
+from monitor.store.signals.notify import announce
 
 UNREADABLE = query_unreadable.__name__
 

@@ -1,6 +1,6 @@
 """What to send to whom: the deliveries queued after each evaluation.
 
-:func:`enqueue` adds :class:`~monitor.store.models.Delivery` rows to the session that stores
+:func:`enqueue` adds :class:`~monitor.store.schema.models.Delivery` rows to the session that stores
 the transitions, so nothing is lost between the two; :mod:`monitor.alerts.delivery` sends them.
 Firing and resolved stay paired, as in Alertmanager: a silence holds back the firing
 notification of the alerts it covers, which goes out once the silence ends if the alert still
@@ -19,7 +19,7 @@ import sqlalchemy.orm as so
 
 from monitor.alerts.rulefile import Receiver
 from monitor.alerts.silences import active_silences, silenced
-from monitor.store.models import AlertEvent, AlertRow, Delivery
+from monitor.store.schema.models import AlertEvent, AlertRow, Delivery
 
 
 def enqueue(

@@ -523,7 +523,7 @@ def clock_behind(facts: QueryFacts, now_ms: int, params: Params) -> Finding | No
     caused_by=(),
 )
 def query_unreadable(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None:
-    """A row of the query breaks its reading (see :mod:`monitor.store.isolation`); until it
+    """A row of the query breaks its reading (see :mod:`monitor.store.schema.isolation`); until it
     is mended, its other alerts stay as they were, neither fired nor resolved."""
     if facts.unreadable is None:
         return None

@@ -21,9 +21,9 @@ from monitor.alerts.delivery import deliver_due
 from monitor.alerts.evaluate import evaluate
 from monitor.alerts.rulefile import RuleSet, RulesFileError, load_rules_file
 from monitor.alerts.transport import Post, http_post
-from monitor.store.engine import error_reason
-from monitor.store.leases import acquire, done, new_holder, release
-from monitor.store.models import AlertEvent, DeliveryAttempt
+from monitor.store.schema.engine import error_reason
+from monitor.store.schema.models import AlertEvent, DeliveryAttempt
+from monitor.store.signals.leases import acquire, done, new_holder, release
 
 LEASE = "alert-evaluation"
 DELIVERY_INTERVAL_S = 1.0

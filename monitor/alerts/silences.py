@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.store.models import AlertRow, Silence
+from monitor.store.schema.models import AlertRow, Silence
 
 
 def active_silences(session: so.Session, now_ms: int) -> Sequence[Silence]:

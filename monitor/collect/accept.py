@@ -24,11 +24,11 @@ from monitor.collect.spark_events import spark_event
 from monitor.collect.writer import TRANSIENT_ERRORS
 from monitor.events import Event
 from monitor.health.predicates import Timeouts
-from monitor.store.engine import error_reason
-from monitor.store.queries import stored_query_ids
-from monitor.store.rejected import set_aside
-from monitor.store.senders import SenderPost, count_posts
-from monitor.store.writes import Written, write_events
+from monitor.store.read.queries import stored_query_ids
+from monitor.store.schema.engine import error_reason
+from monitor.store.write.rejected import set_aside
+from monitor.store.write.senders import SenderPost, count_posts
+from monitor.store.write.writes import Written, write_events
 
 
 @dataclasses.dataclass

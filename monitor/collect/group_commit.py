@@ -37,8 +37,8 @@ from monitor.collect.accept import Accepted, Admit, Post, kept_with, read, withi
 from monitor.collect.accept import write as write_alone
 from monitor.collect.writer import TRANSIENT_ERRORS
 from monitor.health.predicates import Timeouts
-from monitor.store.queries import stored_query_ids
-from monitor.store.writes import write_events
+from monitor.store.read.queries import stored_query_ids
+from monitor.store.write.writes import write_events
 
 # At most this many events in one transaction (a post larger than this is written alone):
 # enough for every post of fifty senders, small enough to commit well within a second.

@@ -12,10 +12,10 @@ import sqlalchemy.orm as so
 from monitor.collect.spark_events import spark_event
 from monitor.collect.writer import TRANSIENT_ERRORS
 from monitor.health.predicates import Timeouts
-from monitor.store.engine import error_reason
-from monitor.store.models import RejectedEvent
-from monitor.store.rejected import rejected_by_id
-from monitor.store.writes import write_events
+from monitor.store.schema.engine import error_reason
+from monitor.store.schema.models import RejectedEvent
+from monitor.store.write.rejected import rejected_by_id
+from monitor.store.write.writes import write_events
 
 
 @dataclasses.dataclass

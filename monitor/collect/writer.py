@@ -22,10 +22,10 @@ import sqlalchemy.orm as so
 
 from monitor.collect.spark_events import spark_event
 from monitor.events import Event
-from monitor.store.engine import error_reason
-from monitor.store.migrate import is_current, upgrade
-from monitor.store.rejected import set_aside
-from monitor.store.writes import Written, write_events
+from monitor.store.schema.engine import error_reason
+from monitor.store.schema.migrate import is_current, upgrade
+from monitor.store.write.rejected import set_aside
+from monitor.store.write.writes import Written, write_events
 
 log = logging.getLogger(__name__)
 

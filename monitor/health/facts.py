@@ -1,9 +1,10 @@
 """The facts about one query that every judgement of its health is made from: the stored
 status, the latest batch's health flags, and what happened within the look-back windows.
 
-One reader builds them from the store (:func:`monitor.store.read_facts.read_facts`); the dashboard's
-status (:mod:`monitor.health.status`) and the alert rules (:mod:`monitor.alerts.rules`) both
-decide on them, so the two cannot disagree about the same store.
+One reader builds them from the store
+(:func:`monitor.store.read.read_facts.read_facts`); the dashboard's status
+(:mod:`monitor.health.status`) and the alert rules (:mod:`monitor.alerts.rules`) both decide on
+them, so the two cannot disagree about the same store.
 """
 
 from __future__ import annotations

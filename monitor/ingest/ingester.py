@@ -54,11 +54,16 @@ from monitor.ingest.logfiles import (
     size_of,
 )
 from monitor.ingest.reader import LogLine, LogReader, Position
-from monitor.store.engine import error_reason
-from monitor.store.models import LogPosition
-from monitor.store.positions import ReadPosition, running_runs, save_position, stored_positions
-from monitor.store.rejected import set_aside
-from monitor.store.writes import Written, write_events
+from monitor.store.schema.engine import error_reason
+from monitor.store.schema.models import LogPosition
+from monitor.store.write.positions import (
+    ReadPosition,
+    running_runs,
+    save_position,
+    stored_positions,
+)
+from monitor.store.write.rejected import set_aside
+from monitor.store.write.writes import Written, write_events
 
 log = logging.getLogger(__name__)
 

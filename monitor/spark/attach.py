@@ -21,8 +21,8 @@ from monitor.spark.running import RunningWatch
 from monitor.spark.sessions import application_id
 from monitor.spark.timers import TimerWatch
 from monitor.spark.triggers import trigger_of
-from monitor.store.engine import create_engine, display_url
-from monitor.store.writes import write_events
+from monitor.store.schema.engine import create_engine, display_url
+from monitor.store.write.writes import write_events
 
 log = logging.getLogger(__name__)
 

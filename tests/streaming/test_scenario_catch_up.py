@@ -9,8 +9,8 @@ import sqlalchemy.orm as so
 
 import monitor
 from monitor.health.backlog import Verdict
-from monitor.store.backlog import backlogs
-from monitor.store.batches import batch_of
+from monitor.store.read.backlog import backlogs
+from monitor.store.read.batches import batch_of
 from streaming.log import PartitionedLog
 from streaming.scenarios import play
 from tests.support.stores import stored_partitions

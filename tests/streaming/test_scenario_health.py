@@ -5,7 +5,7 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 import monitor
-from monitor.store.models import Batch
+from monitor.store.schema.models import Batch
 from streaming.log import PartitionedLog
 from streaming.scenarios import play
 from tests.support.spark_queries import start_partition_counts

@@ -6,9 +6,9 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 import monitor
-from monitor.store.batches import batch_of
-from monitor.store.models import Batch, StateOperator
-from monitor.store.state_growth import fleet_state
+from monitor.store.read.batches import batch_of
+from monitor.store.read.state_growth import fleet_state
+from monitor.store.schema.models import Batch, StateOperator
 from streaming.log import PartitionedLog
 from streaming.scenarios import play
 from tests.support.spark_queries import start_query, unique_name

@@ -13,7 +13,7 @@ import socketio
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.store.models import Lease
+from monitor.store.schema.models import Lease
 from tests.support.network import closed_port
 from tests.support.paths import ROOT
 from tests.support.push_clients import WAIT_S, Browser

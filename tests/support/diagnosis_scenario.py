@@ -3,7 +3,7 @@
 import json
 
 from monitor.collect.progress import parse_progress
-from monitor.store.writes import write_events
+from monitor.store.write.writes import write_events
 from tests.support.progress import progress_doc, stamp
 
 QUERY, NAME = "telemetry-id", "telemetry"

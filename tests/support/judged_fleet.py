@@ -8,7 +8,7 @@ import sqlalchemy.orm as so
 from monitor.alerts.evaluate import evaluate
 from monitor.alerts.rulefile import RuleSet
 from monitor.events import QueryIdle, QueryStarted, QueryTerminated
-from monitor.store.writes import write_events
+from monitor.store.write.writes import write_events
 from tests.support.progress import batch_event
 
 NOW = 1_795_316_400_000  # 2026-11-22T03:00:00Z

@@ -7,7 +7,7 @@ from typing import Any
 
 from monitor.collect.progress import parse_progress, parse_time_ms
 from monitor.health.predicates import Timeouts
-from monitor.store.writes import write_event
+from monitor.store.write.writes import write_event
 from tests.support.paths import FIXTURES
 
 TOPIC = "t"

@@ -3,8 +3,8 @@
 import sqlalchemy as sa
 
 from monitor.events import TimerSnapshot
-from monitor.store.models import Batch
-from monitor.store.writes import write_event
+from monitor.store.schema.models import Batch
+from monitor.store.write.writes import write_event
 from tests.support.progress import batch_event
 
 DAY = 86_400_000

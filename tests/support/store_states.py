@@ -26,8 +26,8 @@ from monitor.events import (
     QueryTerminated,
     TimerSnapshot,
 )
-from monitor.store.models import AlertRow, BatchOffsets, Query
-from monitor.store.writes import write_events
+from monitor.store.schema.models import AlertRow, BatchOffsets, Query
+from monitor.store.write.writes import write_events
 from tests.support.alert_scenarios import moves_again, stalled
 from tests.support.diagnosis_scenario import QUERY as TELEMETRY
 from tests.support.diagnosis_scenario import T0, write_telemetry

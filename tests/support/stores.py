@@ -17,8 +17,8 @@ POSTGRES_SERVER = os.environ.get(
 
 def migrated(url: str) -> str:
     """`url`, its store migrated to the newest schema."""
-    from monitor.store.engine import create_engine
-    from monitor.store.migrate import upgrade
+    from monitor.store.schema.engine import create_engine
+    from monitor.store.schema.migrate import upgrade
 
     engine = create_engine(url)
     upgrade(engine)
@@ -29,7 +29,7 @@ def migrated(url: str) -> str:
 def emptied(engine: Any) -> None:
     """Delete every row of the store behind `engine` (DELETE, not TRUNCATE: on a few rows it is
     a hundred times faster)."""
-    from monitor.store.models import Base
+    from monitor.store.schema.models import Base
 
     with engine.begin() as connection:
         for table in reversed(Base.metadata.sorted_tables):
@@ -78,8 +78,8 @@ def stored_rows(
     sorted so two stores compare row by row."""
     import sqlalchemy as sa
 
-    from monitor.store import batch_event_times, batch_offsets
-    from monitor.store.models import Base
+    from monitor.store.packed import batch_event_times, batch_offsets
+    from monitor.store.schema.models import Base
 
     # Tables of a row per batch that packs its partitions: a row per partition here.
     packed_rows = {
@@ -127,7 +127,7 @@ def _stored_packed(module: Any, engine: Any, query_id: str | None) -> list[Any]:
 def stored_event_times(engine: Any, query_id: str | None = None) -> list[Any]:
     """The stored measured partitions of every batch, or of one query's, by query and batch,
     each batch's by name."""
-    from monitor.store import batch_event_times
+    from monitor.store.packed import batch_event_times
 
     return _stored_packed(batch_event_times, engine, query_id)
 
@@ -135,14 +135,14 @@ def stored_event_times(engine: Any, query_id: str | None = None) -> list[Any]:
 def stored_partitions(engine: Any, query_id: str | None = None) -> list[Any]:
     """The stored source partitions of every batch, or of one query's, by query and batch,
     each batch's in source and stored order."""
-    from monitor.store import batch_offsets
+    from monitor.store.packed import batch_offsets
 
     return _stored_packed(batch_offsets, engine, query_id)
 
 
 def unpacked_rows(spans: Any) -> list[dict[str, Any]]:
     """Rows of a packed partitions' rollup table (store.packing) as a row per partition."""
-    from monitor.store.minutes import span_rows
+    from monitor.store.tiers.minutes import span_rows
 
     return [
         {name: value for name, value in span.items() if name not in ("figures", "histograms")}

@@ -11,7 +11,7 @@ import time
 
 from monitor.collect.writer import StoreWriter
 from monitor.events import QueryTerminated, TimerSnapshot
-from monitor.store.engine import create_engine
+from monitor.store.schema.engine import create_engine
 from tests.support.progress import batch_event
 
 KINDS = {"batch": batch_event, "timers": TimerSnapshot, "terminated": QueryTerminated}

@@ -7,8 +7,8 @@ import sqlalchemy.orm as so
 from monitor.alerts.evaluate import evaluate
 from monitor.alerts.rulefile import Receiver, RulesFileError, load_rules
 from monitor.events import QueryStarted, QueryTerminated
-from monitor.store.models import AlertEvent, Delivery, Silence
-from monitor.store.writes import write_events
+from monitor.store.schema.models import AlertEvent, Delivery, Silence
+from monitor.store.write.writes import write_events
 from tests.support.alert_scenarios import (
     ONLY_STALLED,
     RULES,

@@ -10,8 +10,8 @@ import pytest
 import web
 from monitor.collect.progress import parse_progress
 from monitor.events import QueryIdle, QueryStarted, QueryTerminated, TimerSnapshot
-from monitor.store.prune import Cutoffs, prune
-from monitor.store.writes import write_event, write_events
+from monitor.store.tiers.prune import Cutoffs, prune
+from monitor.store.write.writes import write_event, write_events
 from tests.support.network import closed_port
 from tests.support.progress import batch_event, progress_doc, stamp
 from web import create_app
@@ -621,7 +621,8 @@ def test_history_as_csv_one_line_per_batch_and_partition(engine, client):
     )
 
 
-# A cutoff within a day: PostgreSQL's batches expire by whole days (tests/monitor/store/test_prune).
+# A cutoff within a day: PostgreSQL's batches expire by whole days
+# (tests/monitor/store/tiers/test_prune.py).
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_history_as_csv_before_the_batches_kept_is_read_from_the_rollups(engine, client):
     write_partition_history(engine)

@@ -16,8 +16,8 @@ from monitor.alerts.evaluate import evaluate
 from monitor.alerts.rulefile import RuleSet
 from monitor.events import BatchRunning, QueryIdle, QueryStarted, QueryTerminated, TimerSnapshot
 from monitor.spark.instrument import instrument
-from monitor.store.models import Batch
-from monitor.store.writes import write_event, write_events
+from monitor.store.schema.models import Batch
+from monitor.store.write.writes import write_event, write_events
 from streaming.log import LogRecord, PartitionedLog
 from tests.support.pages import SCREEN, assert_not_reloaded, mark_page
 from tests.support.paths import ROOT

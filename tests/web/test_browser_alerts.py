@@ -18,7 +18,7 @@ from playwright.sync_api import expect, sync_playwright
 import monitor
 import web
 from benchmarks.serving import serving
-from monitor.store.models import AlertEvent, AlertRow
+from monitor.store.schema.models import AlertEvent, AlertRow
 from streaming.demo import stop_between_batches
 from streaming.log import PartitionedLog
 from streaming.scenarios import STALLED, play

@@ -7,8 +7,8 @@ import pytest
 import sqlalchemy.orm as so
 from playwright.sync_api import expect
 
-from monitor.store.drop_causes import lateness
-from monitor.store.prune import Cutoffs, prune
+from monitor.store.read.drop_causes import lateness
+from monitor.store.tiers.prune import Cutoffs, prune
 from tests.support.diagnosis_scenario import NAME, QUERY, at, write_telemetry
 
 pytestmark = [

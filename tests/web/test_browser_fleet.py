@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 from monitor.alerts.evaluate import evaluate
 from monitor.alerts.rulefile import RuleSet
 from monitor.events import QueryIdle, QueryStarted, QueryTerminated
-from monitor.store.writes import write_events
+from monitor.store.write.writes import write_events
 from tests.support.progress import batch_event
 
 pytestmark = [

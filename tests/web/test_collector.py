@@ -10,9 +10,9 @@ import sqlalchemy as sa
 from monitor.collect.spark_events import IDLE, PROGRESS, STARTED, TERMINATED, named
 from monitor.collect.writer import StoreWriter
 from monitor.spark.listener import WatermarkListener
-from monitor.store.engine import create_engine
-from monitor.store.models import Batch, Query, RejectedEvent, Sender
-from monitor.store.writes import write_events
+from monitor.store.schema.engine import create_engine
+from monitor.store.schema.models import Batch, Query, RejectedEvent, Sender
+from monitor.store.write.writes import write_events
 from tests.support.progress import fixture, progress_doc
 from tests.support.stores import stored_rows
 

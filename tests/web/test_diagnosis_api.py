@@ -6,8 +6,8 @@ hand."""
 import pytest
 
 import web
-from monitor.store.prune import Cutoffs, prune
-from monitor.store.writes import write_events
+from monitor.store.tiers.prune import Cutoffs, prune
+from monitor.store.write.writes import write_events
 from tests.support.diagnosis_scenario import (
     DELAY,
     FUTURE_KEY,
@@ -213,7 +213,8 @@ def test_an_empty_range(engine, client):
     assert body["lateness"] == {"query": None, "partitions": []}
 
 
-# A cutoff within a day: PostgreSQL's batches expire by whole days (tests/monitor/store/test_prune).
+# A cutoff within a day: PostgreSQL's batches expire by whole days
+# (tests/monitor/store/tiers/test_prune.py).
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_a_range_older_than_the_batches_kept_says_where_its_figures_start(engine, client):
     write_telemetry(engine)

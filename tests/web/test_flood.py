@@ -6,8 +6,8 @@ import pytest
 import sqlalchemy as sa
 
 from monitor.collect.spark_events import PROGRESS, named
-from monitor.store.engine import create_engine
-from monitor.store.models import Query, RejectedEvent
+from monitor.store.schema.engine import create_engine
+from monitor.store.schema.models import Query, RejectedEvent
 from tests.support.progress import progress_doc
 from tests.support.real_collector import INGEST_TOKEN
 from web.guards.budget import HOUR_MS, NewQueryBudget

@@ -6,8 +6,8 @@ reaches the store; every response carries the security headers."""
 import pytest
 import sqlalchemy as sa
 
-from monitor.store.models import AlertRow, Silence
-from monitor.store.writes import write_event
+from monitor.store.schema.models import AlertRow, Silence
+from monitor.store.write.writes import write_event
 from tests.support.progress import batch_event
 from web.guards.params import MAX_BODY_BYTES
 

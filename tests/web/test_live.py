@@ -15,7 +15,7 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.alerts.actions import lift_silence, silence
-from monitor.store.models import Silence
+from monitor.store.schema.models import Silence
 from tests.support.paths import ROOT
 from tests.support.push_clients import T0, WAIT_S, Writer, end_all
 from tests.support.waiting import wait_until

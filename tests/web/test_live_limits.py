@@ -14,7 +14,7 @@ import sqlalchemy as sa
 import web
 from benchmarks.serving import serving
 from monitor.numbers import INT64_MAX, INT64_MIN
-from monitor.store.writes import write_events
+from monitor.store.write.writes import write_events
 from tests.support.network import closed_port
 from tests.support.progress import batch_event
 from tests.support.push_clients import WAIT_S, Browser, end_all

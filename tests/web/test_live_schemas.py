@@ -13,8 +13,8 @@ import sqlalchemy.orm as so
 
 from monitor.alerts.actions import acknowledge, silence
 from monitor.events import TimerSnapshot
-from monitor.store.models import AlertRow
-from monitor.store.writes import write_events
+from monitor.store.schema.models import AlertRow
+from monitor.store.write.writes import write_events
 from tests.support.paths import ROOT
 from tests.support.push_clients import WAIT_S
 from tests.support.schemas import INDEX, check

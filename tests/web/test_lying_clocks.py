@@ -12,8 +12,8 @@ from monitor.alerts.evaluate import evaluate
 from monitor.alerts.rulefile import load_rules
 from monitor.collect.progress import parse_progress
 from monitor.collect.spark_events import PROGRESS, STARTED, named
-from monitor.store.models import AlertRow
-from monitor.store.writes import write_event
+from monitor.store.schema.models import AlertRow
+from monitor.store.write.writes import write_event
 from tests.support.progress import fixture, progress_doc, stamp
 from tests.support.real_collector import INGEST_TOKEN
 

@@ -11,8 +11,8 @@ from prometheus_client.parser import text_string_to_metric_families
 import web
 from monitor.alerts.runner import AlertRunner
 from monitor.events import QueryStarted, QueryTerminated, TimerSnapshot
-from monitor.store.models import AlertRow, Batch
-from monitor.store.writes import write_event, write_events
+from monitor.store.schema.models import AlertRow, Batch
+from monitor.store.write.writes import write_event, write_events
 from tests.support.progress import QUERY, batch_event, write_state_batch
 from web import create_app
 

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from monitor.events import QueryTerminated
-from monitor.store.writes import write_events
+from monitor.store.write.writes import write_events
 from tests.support.network import closed_port
 from tests.support.paths import ROOT
 from tests.support.progress import batch_event

@@ -4,7 +4,7 @@ return values within their bounds or raise BadParameter; nothing else escapes.""
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from monitor.store.writes import write_event
+from monitor.store.write.writes import write_event
 from tests.support.progress import batch_event
 from web.guards.params import MAX_EPOCH_MS, BadParameter, bounded, epoch_ms, time_range
 

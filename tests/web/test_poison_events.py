@@ -12,9 +12,9 @@ from monitor.alerts.rulefile import load_rules
 from monitor.collect.sender import HttpSender
 from monitor.collect.spark_events import PROGRESS, STARTED, TERMINATED, named, spark_event
 from monitor.numbers import INT64_MAX
-from monitor.store.engine import create_engine
-from monitor.store.models import Query, RejectedEvent
-from monitor.store.writes import write_event
+from monitor.store.schema.engine import create_engine
+from monitor.store.schema.models import Query, RejectedEvent
+from monitor.store.write.writes import write_event
 from tests.support.progress import fixture, progress_doc
 from tests.support.real_collector import INGEST_TOKEN, serving_collector
 from tests.support.stores import stored_partitions

@@ -15,11 +15,11 @@ import web
 from benchmarks.serving import served
 from monitor.collect.sender import HttpSender
 from monitor.collect.spark_events import PROGRESS, named
-from monitor.store.day_partitions import TABLES
-from monitor.store.minutes import TIERS
-from monitor.store.models import Batch, QueryMinute, RejectedEvent, TimerSnapshotRow
-from monitor.store.prune import Retention, prune
-from monitor.store.writes import write_events
+from monitor.store.schema.models import Batch, QueryMinute, RejectedEvent, TimerSnapshotRow
+from monitor.store.tiers.day_partitions import TABLES
+from monitor.store.tiers.minutes import TIERS
+from monitor.store.tiers.prune import Retention, prune
+from monitor.store.write.writes import write_events
 from tests.support.progress import batch_event, progress_doc, stamp
 from tests.support.real_collector import INGEST_TOKEN
 from tests.support.retention import CUTOFF, DAY, NEW, NOW, OLD, write_batch, write_snapshot

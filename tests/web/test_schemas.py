@@ -23,7 +23,7 @@ from monitor.health.facts import StoredStatus
 from monitor.health.judgment import PartitionStatus
 from monitor.health.lateness import SHARES
 from monitor.health.status import Status
-from monitor.store.history import CSV_RESOLUTIONS
+from monitor.store.read.history import CSV_RESOLUTIONS
 from tests.support.paths import ROOT
 from tests.support.schemas import FOLDER, INDEX, endpoint, files, load, registry
 from web import create_app

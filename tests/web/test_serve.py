@@ -9,7 +9,7 @@ import urllib.request
 
 import pytest
 
-from monitor.store.writes import write_event
+from monitor.store.write.writes import write_event
 from tests.support.network import closed_port
 from tests.support.progress import batch_event
 from tests.support.waiting import wait_until

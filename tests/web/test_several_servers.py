@@ -15,7 +15,7 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.alerts.runner import LEASE
-from monitor.store.models import AlertEvent, Lease
+from monitor.store.schema.models import AlertEvent, Lease
 from tests.support.dashboards import (
     REDIS,
     dashboard,
@@ -77,7 +77,7 @@ def test_every_client_of_either_server_gets_every_batch_once_and_one_server_eval
             wait_until(
                 lambda b=browser: b.batch_ids() == [1, 2, 3, 4, 5, 6],
                 3 * WAIT_S,
-                lambda b=browser: f"batches 1-6 (it has {b.batch_ids()} of {[e for e, _, _ in b.received]})",
+                lambda b=browser: f"batches 1-6 (it has {b.batch_ids()}, of {names(b)})",
             )
             wait_until(lambda b=browser: ("query_failed", "firing") in alerted(b), 30, "the alert")
         wait_until(lambda: receiver.received, WAIT_S, "the notification")
@@ -96,6 +96,10 @@ def test_every_client_of_either_server_gets_every_batch_once_and_one_server_eval
         assert notified == [("query_failed", "firing")]
         check_one_evaluates(database_url, [process.pid for _, process in servers], shared)
     receiver.close()
+
+
+def names(browser):
+    return [event for event, _, _ in browser.received]
 
 
 def alerted(browser):

@@ -10,9 +10,9 @@ import sqlalchemy.orm as so
 from monitor.alerts.evaluate import evaluate
 from monitor.alerts.rulefile import load_rules
 from monitor.collect.spark_events import PROGRESS, TERMINATED, named, spark_event
-from monitor.store import batch_event_times
-from monitor.store.models import AlertRow, Batch, BatchEventTimes, BatchOffsets
-from monitor.store.writes import write_event
+from monitor.store.packed import batch_event_times
+from monitor.store.schema.models import AlertRow, Batch, BatchEventTimes, BatchOffsets
+from monitor.store.write.writes import write_event
 from tests.support.progress import fixture, progress_doc
 
 BROKEN = "cccccccc-0000-0000-0000-000000000000"

@@ -5,9 +5,9 @@ import json
 import pytest
 
 from monitor.collect.progress import parse_progress
-from monitor.store.engine import create_engine
-from monitor.store.prune import Cutoffs, prune
-from monitor.store.writes import write_event
+from monitor.store.schema.engine import create_engine
+from monitor.store.tiers.prune import Cutoffs, prune
+from monitor.store.write.writes import write_event
 from tests.support.diagnosis_scenario import write_telemetry
 from tests.support.progress import progress_doc
 from wmon.main import main

@@ -9,7 +9,7 @@ import pytest
 
 from monitor.alerts.rulefile import MAX_FILE_BYTES
 from monitor.alerts.runner import AlertRunner
-from monitor.store.engine import display_url
+from monitor.store.schema.engine import display_url
 from tests.support.alert_scenarios import stalled
 from tests.support.receivers import LocalReceiver
 from wmon.main import build_parser, main

@@ -16,8 +16,8 @@ import pytest
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.store.engine import create_engine
-from monitor.store.models import AlertRow, Batch, Query
+from monitor.store.schema.engine import create_engine
+from monitor.store.schema.models import AlertRow, Batch, Query
 from streaming.demo import DEMO_SCENARIOS
 from tests.support.network import closed_port
 from tests.support.stores import stored_event_times, stored_partitions

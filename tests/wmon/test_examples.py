@@ -29,9 +29,9 @@ import sqlalchemy.orm as so
 
 from monitor.ingest.ingester import UNSTOPPED
 from monitor.ingest.logfiles import discover
-from monitor.store.engine import create_engine
-from monitor.store.migrate import upgrade
-from monitor.store.models import Query, Sender
+from monitor.store.schema.engine import create_engine
+from monitor.store.schema.migrate import upgrade
+from monitor.store.schema.models import Query, Sender
 from tests.support.network import closed_port
 from tests.support.spark_submit import (
     LineServer,

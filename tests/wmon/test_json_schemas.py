@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from monitor.store.engine import create_engine
+from monitor.store.schema.engine import create_engine
 from tests.support.schemas import INDEX, check
 from tests.support.store_states import ORDERS, TELEMETRY, fill
 from wmon.main import build_parser, main

@@ -15,9 +15,9 @@ import web
 import wmon.queries
 from monitor.collect.progress import parse_progress
 from monitor.events import BatchRunning, QueryStarted, QueryTerminated
-from monitor.store.engine import create_engine, display_url, parse_url
-from monitor.store.migrate import current_revision, head_revision
-from monitor.store.writes import write_event
+from monitor.store.schema.engine import create_engine, display_url, parse_url
+from monitor.store.schema.migrate import current_revision, head_revision
+from monitor.store.write.writes import write_event
 from streaming.log import PartitionedLog
 from tests.support.diagnosis_scenario import write_telemetry
 from tests.support.network import closed_port

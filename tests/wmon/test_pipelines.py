@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from monitor.store.engine import create_engine
-from monitor.store.migrate import upgrade
+from monitor.store.schema.engine import create_engine
+from monitor.store.schema.migrate import upgrade
 from tests.support.real_collector import INGEST_TOKEN, serving_collector
 from tests.support.stores import stored_rows
 from tests.support.waiting import wait_until

@@ -7,8 +7,8 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.collect.spark_events import PROGRESS, named
-from monitor.store.models import Batch, RejectedEvent
-from monitor.store.rejected import set_aside
+from monitor.store.schema.models import Batch, RejectedEvent
+from monitor.store.write.rejected import set_aside
 from tests.support.progress import progress_doc
 from wmon.main import main
 

@@ -12,9 +12,9 @@ import wmon.queries
 from monitor.collect.progress import parse_progress
 from monitor.events import QueryStarted
 from monitor.sizes import size
-from monitor.store.engine import create_engine
-from monitor.store.migrate import upgrade
-from monitor.store.writes import write_event
+from monitor.store.schema.engine import create_engine
+from monitor.store.schema.migrate import upgrade
+from monitor.store.write.writes import write_event
 from tests.support.progress import progress_doc
 from wmon.ingest import Progress
 from wmon.main import main

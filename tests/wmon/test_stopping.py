@@ -19,7 +19,7 @@ import sqlalchemy as sa
 
 from monitor.alerts.runner import LEASE
 from monitor.collect.spark_events import PROGRESS, STARTED, named
-from monitor.store.models import Batch
+from monitor.store.schema.models import Batch
 from tests.support.dashboards import REDIS, dashboard, lease_holders, wmon_serve
 from tests.support.event_logs import LOG_START, query_run
 from tests.support.paths import ROOT

@@ -11,7 +11,7 @@ import termios
 import pytest
 import sqlalchemy as sa
 
-from monitor.store.models import AlertRow
+from monitor.store.schema.models import AlertRow
 from tests.support.alert_scenarios import stalled
 from wmon.main import main
 

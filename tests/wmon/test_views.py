@@ -13,8 +13,8 @@ import sqlalchemy.orm as so
 import wmon.queries
 from monitor.collect.progress import parse_progress
 from monitor.events import QueryStarted, QueryTerminated, TimerSnapshot
-from monitor.store.rejected import set_aside
-from monitor.store.writes import write_event
+from monitor.store.write.rejected import set_aside
+from monitor.store.write.writes import write_event
 from tests.support.alert_scenarios import stalled
 from tests.support.diagnosis_scenario import QUERY as TELEMETRY
 from tests.support.diagnosis_scenario import at, write_telemetry

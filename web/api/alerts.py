@@ -23,10 +23,10 @@ from monitor.alerts.rules import RULES, URGENT
 from monitor.alerts.runner import LEASE
 from monitor.alerts.silences import active_silences, silenced
 from monitor.numbers import NumberError, json_whole, shown
-from monitor.store.alerts import alerts_with_names, cancelled_count, deliveries
-from monitor.store.leases import job_done_at, job_held
-from monitor.store.models import AlertRow, Silence
-from monitor.store.queries import find_query, query_name
+from monitor.store.read.alerts import alerts_with_names, cancelled_count, deliveries
+from monitor.store.read.queries import find_query, query_name
+from monitor.store.schema.models import AlertRow, Silence
+from monitor.store.signals.leases import job_done_at, job_held
 from web import db
 from web.background.evaluation import evaluator
 from web.guards.params import (

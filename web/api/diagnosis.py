@@ -12,10 +12,10 @@ import sqlalchemy.orm as so
 
 from monitor.health.facts import FutureDated
 from monitor.health.lateness import Histogram, bucket_bounds
-from monitor.store.drop_causes import Lateness, driver_shares, future_dated, latest_batch_in
-from monitor.store.history import Kept
-from monitor.store.lateness_reads import lateness_over
-from monitor.store.models import Batch, Query
+from monitor.store.read.drop_causes import Lateness, driver_shares, future_dated, latest_batch_in
+from monitor.store.read.history import Kept
+from monitor.store.read.lateness_reads import lateness_over
+from monitor.store.schema.models import Batch, Query
 
 
 def record_json(record: Sequence[Any] | None) -> dict[str, Any] | None:

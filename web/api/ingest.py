@@ -30,7 +30,7 @@ from werkzeug.exceptions import UnsupportedMediaType
 from monitor.collect.documents import decode_events
 from monitor.collect.group_commit import GroupCommit
 from monitor.numbers import INT64_MAX, NumberError, shown, whole
-from monitor.store.models import Sender
+from monitor.store.schema.models import Sender
 from web import db
 from web.guards.budget import new_queries
 from web.guards.params import NAME_LENGTH, BadParameter

@@ -27,14 +27,14 @@ from monitor.durations import age_ms
 from monitor.health.backlog import Verdict
 from monitor.health.facts import StoredStatus
 from monitor.health.status import Status
-from monitor.store.alerts import live_alert_counts
-from monitor.store.batch_event_times import StoredEventTimes, newest_measured
-from monitor.store.engine import STORE_FAILURES, unusable
-from monitor.store.isolation import is_outage, unreadable_reason
-from monitor.store.leases import job_done_at
-from monitor.store.queries import exported_queries
-from monitor.store.rejected import count_rejected
-from monitor.store.summary import QuerySummary
+from monitor.store.packed.batch_event_times import StoredEventTimes, newest_measured
+from monitor.store.read.alerts import live_alert_counts
+from monitor.store.read.queries import exported_queries
+from monitor.store.read.summary import QuerySummary
+from monitor.store.schema.engine import STORE_FAILURES, unusable
+from monitor.store.schema.isolation import is_outage, unreadable_reason
+from monitor.store.signals.leases import job_done_at
+from monitor.store.write.rejected import count_rejected
 from web import db
 from web.api.payloads import Lens
 from web.background.evaluation import evaluator

@@ -22,13 +22,13 @@ from monitor.health.backlog import (
 )
 from monitor.health.facts import PartitionFacts, QueryFacts
 from monitor.health.judgment import AlertCounts, partition_status
-from monitor.store.backlog import backlogs
-from monitor.store.batches import rows_dropped
-from monitor.store.isolation import recover, unreadable_reason
-from monitor.store.models import Batch, Query, TimerSnapshotRow
-from monitor.store.partitions import PartitionState, partition_details, partition_states
-from monitor.store.read_facts import Asked
-from monitor.store.summary import QuerySummary, summaries, summarize, unreadable_summary
+from monitor.store.read.backlog import backlogs
+from monitor.store.read.batches import rows_dropped
+from monitor.store.read.partitions import PartitionState, partition_details, partition_states
+from monitor.store.read.read_facts import Asked
+from monitor.store.read.summary import QuerySummary, summaries, summarize, unreadable_summary
+from monitor.store.schema.isolation import recover, unreadable_reason
+from monitor.store.schema.models import Batch, Query, TimerSnapshotRow
 from web.background import evaluation
 
 QUERY_FIELDS = (

@@ -16,8 +16,8 @@ from monitor.health.state_growth import state_fields
 from monitor.health.status import Status
 from monitor.health.trigger_pace import pace_fields
 from monitor.numbers import INT64_MAX
-from monitor.store.batches import latest_batch, rows_dropped
-from monitor.store.history import (
+from monitor.store.read.batches import latest_batch, rows_dropped
+from monitor.store.read.history import (
     CSV_COLUMNS,
     CSV_RESOLUTIONS,
     PARTITION_SERIES,
@@ -30,11 +30,11 @@ from monitor.store.history import (
     resolution,
     rollup_csv_rows,
 )
-from monitor.store.isolation import read_or_say
-from monitor.store.models import Query
-from monitor.store.queries import find_query, list_queries, replaced_by
-from monitor.store.summary import QuerySummary
-from monitor.store.timers import recent_timer_snapshots
+from monitor.store.read.queries import find_query, list_queries, replaced_by
+from monitor.store.read.summary import QuerySummary
+from monitor.store.read.timers import recent_timer_snapshots
+from monitor.store.schema.isolation import read_or_say
+from monitor.store.schema.models import Query
 from web import db
 from web.api.diagnosis import diagnosis_json
 from web.api.payloads import (

@@ -1,7 +1,7 @@
 """History retention in the dashboard server: every PRUNE_INTERVAL_S (an hour by default) a
 background task, started with the server (web.start) or else with the first request,
 prunes each tier of history older than RETENTION says
-(monitor/store/prune.py: short transactions, so the listeners' writes are not held up)."""
+(monitor/store/tiers/prune.py: short transactions, so the listeners' writes are not held up)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import logging
 
 from flask import Flask
 
-from monitor.store.prune import Pruned, prune
+from monitor.store.tiers.prune import Pruned, prune
 from web import db
 from web.background.tasks import Periodic
 from web.sockets import socketio

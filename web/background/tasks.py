@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from monitor.store.engine import STORE_FAILURES, error_reason
+from monitor.store.schema.engine import STORE_FAILURES, error_reason
 from web.sockets import socketio
 
 

@@ -9,9 +9,9 @@ from flask import Flask, Response, current_app, render_template, request
 from werkzeug.exceptions import BadRequest, HTTPException, RequestEntityTooLarge
 
 from monitor.numbers import shown
-from monitor.store.engine import STORE_FAILURES, unusable
-from monitor.store.isolation import UnreadableRows
-from monitor.store.queries import QueryNotFound
+from monitor.store.read.queries import QueryNotFound
+from monitor.store.schema.engine import STORE_FAILURES, unusable
+from monitor.store.schema.isolation import UnreadableRows
 from web.guards.hosts import is_trusted
 from web.guards.params import BadParameter
 

@@ -17,7 +17,7 @@ from werkzeug.exceptions import UnsupportedMediaType
 from werkzeug.routing import BaseConverter, ValidationError
 
 from monitor.numbers import INT64_MAX, NumberError, shown, whole
-from monitor.store.history import MAX_POINTS, Window
+from monitor.store.read.history import MAX_POINTS, Window
 
 DEFAULT_POINTS = 500
 DEFAULT_RANGE_MS = 3_600_000

@@ -10,7 +10,7 @@ from flask import Flask, current_app, request
 from flask_socketio import ConnectionRefusedError as ConnectionRefused
 
 from monitor.numbers import json_whole
-from monitor.store.queries import find_query, list_queries
+from monitor.store.read.queries import find_query, list_queries
 from web import db
 from web.api.alerts import silences_in_force
 from web.api.payloads import Lens, overview

@@ -1,9 +1,9 @@
 """The watch: what anyone wrote to the store since the last look, as the live push's events.
 
-No sockets here. A look reads what changed (monitor.store.changes: a few cheap reads), then in
-full only what someone is in a room to hear, and turns it into events: new batches, pending
-timers, query summaries (every query's, now and then), alert events and changes to the
-silences in force. web.live.watching sends them.
+No sockets here. A look reads what changed (monitor.store.signals.changes: a few cheap
+reads), then in full only what someone is in a room to hear, and turns it into events: new
+batches, pending timers, query summaries (every query's, now and then), alert events and
+changes to the silences in force. web.live.watching sends them.
 """
 
 from __future__ import annotations
@@ -16,18 +16,18 @@ import sqlalchemy.orm as so
 from flask import Flask
 
 from monitor.alerts.silences import active_silences
-from monitor.store.alerts import alert_events_by_id
-from monitor.store.batches import batches_by_id
-from monitor.store.changes import (
+from monitor.store.read.alerts import alert_events_by_id
+from monitor.store.read.batches import batches_by_id
+from monitor.store.read.queries import list_queries, queries_by_id
+from monitor.store.read.timers import timer_snapshots_by_id
+from monitor.store.schema.models import Batch
+from monitor.store.signals.changes import (
     RowWatch,
     alert_event_watch,
     batch_watch,
     query_watch,
     timer_watch,
 )
-from monitor.store.models import Batch
-from monitor.store.queries import list_queries, queries_by_id
-from monitor.store.timers import timer_snapshots_by_id
 from web.api.alerts import alert_json, silences_in_force
 from web.api.payloads import Lens, batch_events, overview, timers_json
 from web.live.events import ALERTS_ROOM, OVERVIEW_ROOM, Event, room

@@ -1,7 +1,7 @@
 """The watcher: looks at the store in the background and sends what changed to the rooms, and
 lets connections into rooms after their catch-up.
 
-It looks as soon as a writer commits (monitor.store.notify: PostgreSQL's notifications,
+It looks as soon as a writer commits (monitor.store.signals.notify: PostgreSQL's notifications,
 SQLite's data version) and at least every POLL_INTERVAL_S (0.25 s by default), so it sees rows
 written by any listener, in this process or on another machine. With several processes
 (web.live.relay), the one holding the live lease in the store looks for all, and a catch-up is
@@ -31,11 +31,11 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 from flask import Flask
 
-from monitor.store.batches import batches_after
-from monitor.store.engine import STORE_FAILURES, unusable
-from monitor.store.leases import acquire, new_holder, release
-from monitor.store.notify import ChangeSignal
-from monitor.store.queries import queries_by_id
+from monitor.store.read.batches import batches_after
+from monitor.store.read.queries import queries_by_id
+from monitor.store.schema.engine import STORE_FAILURES, unusable
+from monitor.store.signals.leases import acquire, new_holder, release
+from monitor.store.signals.notify import ChangeSignal
 from web import db
 from web.api.payloads import Lens, batch_events
 from web.background.tasks import Periodic

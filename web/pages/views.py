@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from flask import Blueprint, render_template
 
-from monitor.store.models import Query
-from monitor.store.queries import find_query
+from monitor.store.read.queries import find_query
+from monitor.store.schema.models import Query
 from web import db
 
 bp = Blueprint("pages", __name__)

@@ -12,7 +12,7 @@ from typing import Protocol
 
 from monitor.alerts.receivers import alertmanager, slack, webhook
 from monitor.alerts.transport import Message
-from monitor.store.models import AlertEvent, AlertRow, Delivery, Query
+from monitor.store.schema.models import AlertEvent, AlertRow, Delivery, Query
 
 
 class ReceiverKind(Protocol):

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from monitor.alerts.rules import RULES
-from monitor.store.models import AlertEvent, AlertRow, Delivery, Query
+from monitor.store.schema.models import AlertEvent, AlertRow, Delivery, Query
 
 RESEND_MS = 60_000
 # How far ahead of a firing post its `endsAt` is: four re-sends, as Prometheus' default.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from monitor.store.models import AlertEvent, AlertRow, Delivery, Query
+from monitor.store.schema.models import AlertEvent, AlertRow, Delivery, Query
 
 
 class Webhook:

@@ -20,7 +20,7 @@ from monitor.alerts.delivery import deliver_due
 from monitor.alerts.evaluate import evaluate
 from monitor.alerts.receivers.alertmanager import ENDS_AFTER_MS, RESEND_MS
 from monitor.alerts.rulefile import Receiver
-from monitor.store.models import AlertRow, Delivery
+from monitor.store.schema.models import AlertRow, Delivery
 from tests.support.alert_scenarios import moves_again, rules_with, stalled
 from tests.support.network import closed_port
 from tests.support.progress import QUERY

@@ -16,7 +16,7 @@ from monitor.alerts.rulefile import Receiver
 from monitor.alerts.runner import AlertRunner
 from monitor.alerts.silences import silenced
 from monitor.alerts.transport import Sent, http_post
-from monitor.store.models import (
+from monitor.store.schema.models import (
     AlertEvent,
     AlertRow,
     Delivery,

@@ -11,9 +11,9 @@ from monitor.alerts.evaluate import evaluate
 from monitor.alerts.rulefile import load_rules
 from monitor.collect.progress import parse_progress
 from monitor.events import QueryStarted, QueryTerminated
-from monitor.store.engine import create_engine
-from monitor.store.models import AlertEvent, AlertRow, Delivery, Query
-from monitor.store.writes import write_event, write_events
+from monitor.store.schema.engine import create_engine
+from monitor.store.schema.models import AlertEvent, AlertRow, Delivery, Query
+from monitor.store.write.writes import write_event, write_events
 from tests.support.alert_scenarios import at, healthy, moves_again, stalled
 from tests.support.progress import QUERY, T, batch_event, progress_doc, stamp, write
 from tests.support.stores import emptied

@@ -11,7 +11,7 @@ from monitor.alerts.receivers.alertmanager import Alertmanager, alert_name
 from monitor.alerts.receivers.slack import Slack
 from monitor.alerts.receivers.webhook import Webhook
 from monitor.alerts.rulefile import RulesFileError, load_rules
-from monitor.store.models import AlertEvent, AlertRow, Delivery, Query
+from monitor.store.schema.models import AlertEvent, AlertRow, Delivery, Query
 from tests.support.alert_scenarios import at, stalled
 
 

@@ -8,9 +8,9 @@ import pytest
 import sqlalchemy as sa
 
 from monitor.alerts.runner import LEASE, AlertRunner, now_ms
-from monitor.store.engine import create_engine
-from monitor.store.leases import acquire, release
-from monitor.store.models import Lease
+from monitor.store.schema.engine import create_engine
+from monitor.store.schema.models import Lease
+from monitor.store.signals.leases import acquire, release
 from tests.support.alert_scenarios import RULES, at, rewrite, stalled
 from tests.support.waiting import wait_until
 

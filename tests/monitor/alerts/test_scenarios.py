@@ -13,7 +13,7 @@ import sqlalchemy.orm as so
 
 import monitor
 from monitor.alerts.runner import AlertRunner
-from monitor.store.models import (
+from monitor.store.schema.models import (
     LIVE_ALERT_STATES,
     AlertEvent,
     AlertRow,

@@ -70,11 +70,11 @@ from monitor.collect.spark_events import (
     timestamp_text,
 )
 from monitor.health.predicates import Timeouts
-from monitor.store.engine import create_engine
-from monitor.store.lineage import CLOCK_SKEW_MS
-from monitor.store.models import Batch, Query, RejectedEvent
-from monitor.store.prune import Retention, prune
-from monitor.store.writes import write_events
+from monitor.store.schema.engine import create_engine
+from monitor.store.schema.models import Batch, Query, RejectedEvent
+from monitor.store.tiers.prune import Retention, prune
+from monitor.store.write.lineage import CLOCK_SKEW_MS
+from monitor.store.write.writes import write_events
 from tests.support.progress import progress_doc
 from tests.support.stores import emptied, stored_event_times, stored_partitions
 
@@ -474,7 +474,7 @@ def _document(item: Item) -> Any:
     return item.document if isinstance(item, Poison) else item.document()
 
 
-# What a writer runs once it holds its queries' turn (monitor.store.turns), on either store.
+# What a writer runs once it holds its queries' turn (monitor.store.write.turns), on either store.
 TURN_TAKEN = ("BEGIN IMMEDIATE", "pg_advisory_xact_lock")
 
 

@@ -12,8 +12,8 @@ from monitor.collect.accept import TOO_MANY_NEW_QUERIES, Accepted
 from monitor.collect.group_commit import GroupCommit
 from monitor.collect.spark_events import PROGRESS, named
 from monitor.health.predicates import Timeouts
-from monitor.store.engine import create_engine
-from monitor.store.models import Batch, RejectedEvent, Sender
+from monitor.store.schema.engine import create_engine
+from monitor.store.schema.models import Batch, RejectedEvent, Sender
 from tests.support.progress import progress_doc
 from tests.support.waiting import wait_until
 

@@ -6,8 +6,8 @@ import sqlalchemy as sa
 
 from monitor.collect.sender import HttpSender
 from monitor.collect.spark_events import PROGRESS, STARTED, named
-from monitor.store.engine import create_engine
-from monitor.store.models import Batch, Sender
+from monitor.store.schema.engine import create_engine
+from monitor.store.schema.models import Batch, Sender
 from tests.support.network import closed_port
 from tests.support.progress import fixture, progress_doc
 from tests.support.real_collector import INGEST_TOKEN, serving_collector

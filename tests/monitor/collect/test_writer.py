@@ -16,10 +16,10 @@ from monitor.collect.progress import parse_progress
 from monitor.collect.spark_events import PROGRESS, named
 from monitor.collect.writer import StoreWriter
 from monitor.events import Event, QueryStarted, QueryTerminated
-from monitor.store.engine import create_engine
-from monitor.store.migrate import is_current, upgrade
-from monitor.store.models import Batch, Query, RejectedEvent, Run
-from monitor.store.writes import write_events
+from monitor.store.schema.engine import create_engine
+from monitor.store.schema.migrate import is_current, upgrade
+from monitor.store.schema.models import Batch, Query, RejectedEvent, Run
+from monitor.store.write.writes import write_events
 from tests.support.network import closed_port
 from tests.support.progress import progress_doc
 from tests.support.stores import sqlite_locked

@@ -8,8 +8,8 @@ import sqlalchemy.orm as so
 from monitor.alerts.evaluate import evaluate
 from monitor.alerts.rulefile import load_rules, load_rules_file
 from monitor.health.predicates import Timeouts
-from monitor.store.models import LIVE_ALERT_STATES, AlertRow
-from monitor.store.writes import write_event
+from monitor.store.schema.models import LIVE_ALERT_STATES, AlertRow
+from monitor.store.write.writes import write_event
 from tests.support.alert_scenarios import at, healthy, moves_again, stalled
 from tests.support.progress import QUERY, batch_event
 from web import create_app

@@ -15,10 +15,10 @@ import sqlalchemy as sa
 from monitor.health.predicates import Timeouts
 from monitor.ingest import ingester as ingester_module
 from monitor.ingest.ingester import UNSTOPPED, Ingester
-from monitor.store.engine import create_engine
-from monitor.store.migrate import upgrade
-from monitor.store.models import Batch, LogPosition, Query, RejectedEvent
-from monitor.store.writes import write_events
+from monitor.store.schema.engine import create_engine
+from monitor.store.schema.migrate import upgrade
+from monitor.store.schema.models import Batch, LogPosition, Query, RejectedEvent
+from monitor.store.write.writes import write_events
 from tests.support.event_logs import LOG_START, query_run, read_all
 from tests.support.waiting import wait_until
 

@@ -16,8 +16,8 @@ import zstandard
 from monitor.health.predicates import Timeouts
 from monitor.ingest.codecs import LZ4_MAGIC, SNAPPY_MAGIC
 from monitor.ingest.ingester import Ingester
-from monitor.store.engine import create_engine
-from monitor.store.models import LogPosition
+from monitor.store.schema.engine import create_engine
+from monitor.store.schema.models import LogPosition
 from tests.support.event_logs import LOG_START, query_run
 from tests.support.stores import stored_rows
 

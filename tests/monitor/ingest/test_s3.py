@@ -79,8 +79,8 @@ def test_wmon_ingest_reads_s3_into_the_store(bucket, event_logs, tmp_path):
 
     import sqlalchemy as sa
 
-    from monitor.store.engine import create_engine
-    from monitor.store.models import Batch, Query
+    from monitor.store.schema.engine import create_engine
+    from monitor.store.schema.models import Batch, Query
 
     database_url = f"sqlite:///{tmp_path / 'wmon.db'}"
     env = dict(os.environ, WMON_DATABASE_URL=database_url)

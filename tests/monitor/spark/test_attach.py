@@ -14,8 +14,8 @@ from pyspark.sql import functions as F
 
 import monitor
 from monitor.collect.progress import parse_time_ms
-from monitor.store.engine import parse_url
-from monitor.store.models import Batch, Query, Run
+from monitor.store.schema.engine import parse_url
+from monitor.store.schema.models import Batch, Query, Run
 from streaming.generator import DEFAULT_START_MS, generate
 from streaming.log import PartitionedLog
 from tests.support.network import TcpProxy

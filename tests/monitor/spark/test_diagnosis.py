@@ -21,11 +21,11 @@ from monitor.collect.progress import parse_progress
 from monitor.health.lateness import SHARES, bucket, bucket_bounds
 from monitor.spark.instrument import instrument
 from monitor.spark.measuring import NO_WATERMARK_MS
-from monitor.store.drop_causes import lateness
-from monitor.store.engine import create_engine
-from monitor.store.migrate import upgrade
-from monitor.store.models import Batch
-from monitor.store.writes import write_events
+from monitor.store.read.drop_causes import lateness
+from monitor.store.schema.engine import create_engine
+from monitor.store.schema.migrate import upgrade
+from monitor.store.schema.models import Batch
+from monitor.store.write.writes import write_events
 from streaming.log import LogRecord
 from streaming.partitioned_log import PartitionedLog
 from tests.support.spark_queries import records_read, unique_name

@@ -21,7 +21,7 @@ import monitor
 from monitor.spark.instrument import instrument
 from monitor.spark.measuring import Measuring
 from monitor.spark.operator_python import measured_in_python
-from monitor.store.models import Batch
+from monitor.store.schema.models import Batch
 from tests.support.paths import ROOT
 from tests.support.spark_queries import (
     START_MS,

@@ -18,7 +18,7 @@ from monitor.collect.writer import StoreWriter
 from monitor.events import BatchProgress, QueryIdle, QueryStarted, QueryTerminated
 from monitor.spark.attach import MonitorHandle
 from monitor.spark.listener import CallbackTimes, JavaEventBridge, WatermarkListener
-from monitor.store.engine import create_engine
+from monitor.store.schema.engine import create_engine
 from tests.support.paths import FIXTURES
 from tests.support.progress import fixture, progress_doc
 

@@ -5,7 +5,7 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 import monitor
-from monitor.store.models import TimerSnapshotRow
+from monitor.store.schema.models import TimerSnapshotRow
 from streaming.log import LogRecord, PartitionedLog
 from streaming.scooters import OFFLINE_EVENTS, NaiveOfflineDetector
 from tests.support.spark_queries import unique_name

@@ -8,9 +8,9 @@ import sqlalchemy.orm as so
 
 import monitor
 from monitor.health.facts import Thresholds
-from monitor.store.batches import latest_batch
-from monitor.store.models import Query, Run
-from monitor.store.read_facts import read_facts
+from monitor.store.read.batches import latest_batch
+from monitor.store.read.read_facts import read_facts
+from monitor.store.schema.models import Query, Run
 from tests.support.spark_queries import unique_name
 from tests.support.waiting import wait_until
 

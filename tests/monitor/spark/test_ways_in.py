@@ -13,10 +13,10 @@ import monitor
 from monitor.health.backlog import Verdict
 from monitor.health.predicates import Timeouts
 from monitor.ingest.ingester import Ingester
-from monitor.store.backlog import backlogs
-from monitor.store.batches import latest_batch
-from monitor.store.engine import create_engine
-from monitor.store.migrate import upgrade
+from monitor.store.read.backlog import backlogs
+from monitor.store.read.batches import latest_batch
+from monitor.store.schema.engine import create_engine
+from monitor.store.schema.migrate import upgrade
 from streaming.log import PartitionedLog
 from streaming.scenarios import play
 from tests.support.real_collector import INGEST_TOKEN, serving_collector

@@ -21,7 +21,7 @@ function rank(alert) {
   ];
 }
 
-// As monitor/store/alerts.py orders them: firing before pending, causes before what they
+// As monitor/store/read/alerts.py orders them: firing before pending, causes before what they
 // cause, a query that is down before the rest, critical before warning, then the longest
 // active first.
 export function byUrgency(a, b) {

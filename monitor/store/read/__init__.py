@@ -1,0 +1,1 @@
+"""Reads: one module per entity, and the readers that combine them."""

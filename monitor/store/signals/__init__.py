@@ -1,0 +1,1 @@
+"""What tells readers and processes about the store: changes, notifications, leases."""
