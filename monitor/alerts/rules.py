@@ -9,8 +9,9 @@ parameters, their `for` and `keep_firing_for` (Prometheus' names: how long a fin
 hold before its alert fires, how long a firing alert stays after it cleared, so that nothing
 flaps) and the rules whose findings are their causes (a future-dated record causes late
 records; a failed or silent query, whatever its last batch shows), and name the
-:class:`~monitor.health.facts.Thresholds` their parameters set (how far back the facts look);
-a rules file overrides them per query (:mod:`monitor.alerts.rulefile`). Durations are in ms.
+:class:`~monitor.health.facts.Thresholds` their parameters set (how far back the facts look),
+whose defaults are those parameters' defaults; a rules file overrides them per query
+(:mod:`monitor.alerts.rulefile`). Durations are in ms.
 """
 
 from __future__ import annotations
@@ -200,7 +201,7 @@ def partition_idle(facts: QueryFacts, now_ms: int, params: Params) -> Finding | 
     "the watermark or a partition's offset went backwards within `window`",
     Severity.CRITICAL,
     sets={"rewound_window_ms": "window"},
-    window=(Kind.DURATION, 300_000),
+    window=(Kind.DURATION, Thresholds.rewound_window_ms),
 )
 def rewound(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None:
     """The query's watermark, and the partitions, marked rewound in a batch of the window (a
@@ -235,9 +236,9 @@ def watermark_skew(facts: QueryFacts, now_ms: int, params: Params) -> Finding | 
     Severity.WARNING,
     caused_by=(*QUERY_DOWN, "future_event_time", "rewound"),
     sets={"late_window_ms": "window", "late_count": "count", "late_share": "share"},
-    count=(Kind.COUNT, 100),
-    share=(Kind.SHARE, 100),
-    window=(Kind.DURATION, 300_000),
+    count=(Kind.COUNT, Thresholds.late_count),
+    share=(Kind.SHARE, Thresholds.late_share),
+    window=(Kind.DURATION, Thresholds.late_window_ms),
 )
 def late_records(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None:
     """The partitions that lost more than `count` records in the late window, and more than
@@ -265,7 +266,7 @@ def percent(part: int, whole: int) -> str:
     Severity.CRITICAL,
     sets={"future_window_ms": "window"},
     count=(Kind.COUNT, 0),
-    window=(Kind.DURATION, 300_000),
+    window=(Kind.DURATION, Thresholds.future_window_ms),
     tolerance=(Kind.DURATION, 300_000),
 )
 def future_event_time(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None:
@@ -456,7 +457,7 @@ def query_terminated(facts: QueryFacts, now_ms: int, params: Params) -> Finding 
     Severity.CRITICAL,
     caused_by=(),
     sets={"silence_ms": "threshold"},
-    threshold=(Kind.DURATION, 300_000),
+    threshold=(Kind.DURATION, Thresholds.silence_ms),
 )
 def no_progress(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None:
     """No progress, idle or termination event for `threshold` from a query that runs: it is

@@ -40,7 +40,8 @@ class Thresholds:
     """How far back the facts look, and how long a running query may say nothing.
 
     A late record or a rewind shows in one batch only, so the facts count them over a window;
-    the alert rules set these from their parameters (a rules file may change them per query).
+    the alert rules set these from their parameters (a rules file may change them per query),
+    and the defaults here are those parameters' defaults: defined once, below the rules.
     """
 
     late_window_ms: int = DEFAULT_WINDOW_MS

@@ -13,15 +13,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from monitor.config import DEFAULT_IDLE_TIMEOUT_S, DEFAULT_STALL_TIMEOUT_S
 from monitor.health.facts import PartitionFacts, QueryFacts, StoredStatus, Thresholds
 
 
 @dataclass(frozen=True)
 class Timeouts:
-    """How long a condition must last before it counts, in milliseconds."""
+    """How long a condition must last before it counts, in milliseconds; by default, the
+    WMON_IDLE_TIMEOUT and WMON_STALL_TIMEOUT defaults."""
 
-    idle_ms: int = 60_000
-    stall_ms: int = 120_000
+    idle_ms: int = DEFAULT_IDLE_TIMEOUT_S * 1000
+    stall_ms: int = DEFAULT_STALL_TIMEOUT_S * 1000
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ import pytest
 
 from monitor.alerts.rules import RULES, Severity, failure_reason, rate_text, rule, thresholds
 from monitor.health.backlog import Verdict
-from monitor.health.facts import FutureDated, PartitionFacts, QueryFacts
+from monitor.health.facts import FutureDated, PartitionFacts, QueryFacts, Thresholds
 
 NOW = 1_800_000_000_000
 MINUTE = 60_000
@@ -331,3 +331,10 @@ def test_a_long_batch_says_which_and_for_how_long():
 )
 def test_a_slow_growth_is_said_per_minute_or_per_hour_not_as_nothing_a_second(per_second, said):
     assert rate_text(per_second, "rows") == said
+
+
+def test_the_rules_default_parameters_are_the_facts_default_thresholds():
+    """A query without a rules file is read over the thresholds the rules' defaults set: the
+    facts' own defaults, so a reader that takes those sees what the evaluator sees."""
+    defaults = {name: known.defaults() for name, known in RULES.items()}
+    assert thresholds(defaults) == Thresholds()

@@ -1,5 +1,6 @@
 import pytest
 
+from monitor.config import load_settings
 from monitor.health.predicates import (
     Progress,
     Timeouts,
@@ -110,3 +111,9 @@ def test_skew_and_flink_watermark(watermarks, idle, skew, flink):
 )
 def test_skew_counts_the_partition_that_drives_the_watermark_even_when_idle(idle, driver, skew):
     assert skew_between({"a": 100, "b": 40, "c": 70}, idle, driver) == skew
+
+
+def test_the_default_timeouts_are_the_settings_defaults():
+    """A writer given no timeouts judges as one configured with no WMON_ variables."""
+    settings = load_settings({})
+    assert Timeouts() == Timeouts(settings.idle_timeout_s * 1000, settings.stall_timeout_s * 1000)
