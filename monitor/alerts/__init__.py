@@ -1,1 +1,1 @@
-"""Alerting: rules over the stored state, an alert lifecycle, notifications."""
+"""Alerting: rules over the stored state, an alert lifecycle."""

@@ -17,10 +17,10 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.alerts.lifecycle import Alert, State, Timing, Transition, step
-from monitor.alerts.outbox import enqueue
 from monitor.alerts.rulefile import RuleConfig, RuleSet, thresholds_of
 from monitor.alerts.rules import RULES, Finding, query_unreadable
 from monitor.health.facts import QueryFacts
+from monitor.notify.outbox import enqueue
 from monitor.store.read.queries import list_queries
 from monitor.store.read.read_facts import Asked, fleet_facts, unreadable
 from monitor.store.schema.isolation import is_outage, unreadable_reason

@@ -7,7 +7,7 @@ the time and the rule's timing, it returns the alert as it becomes and the trans
 to record.
 
 Acknowledging and silencing are kept beside the state and do not change it (a silence holds
-notifications back, see :mod:`monitor.alerts.outbox`; an acknowledgement only records who is
+notifications back, see :mod:`monitor.notify.outbox`; an acknowledgement only records who is
 on it).
 """
 

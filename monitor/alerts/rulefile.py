@@ -33,9 +33,10 @@ import yaml
 import yaml.reader
 
 from monitor.alerts.lifecycle import Timing
-from monitor.alerts.receivers import kinds as registered_kinds
 from monitor.alerts.rules import RULES, Kind, thresholds
 from monitor.health.facts import Thresholds
+from monitor.notify.receiver import Receiver
+from monitor.notify.receivers import kinds as registered_kinds
 from monitor.numbers import INT64_MAX, NumberError, shown, whole
 from monitor.regular_files import NotRegularFile, open_regular
 
@@ -89,15 +90,6 @@ class Patch:
 
 
 Patches = dict[str, Patch]
-
-
-@dataclass(frozen=True)
-class Receiver:
-    """Where notifications go: a name, a kind from monitor.alerts.receivers, and a URL."""
-
-    name: str
-    kind: str
-    url: str
 
 
 @dataclass(frozen=True)

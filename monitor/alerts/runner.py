@@ -17,10 +17,11 @@ import sqlalchemy as sa
 import sqlalchemy.exc as sa_exc
 import sqlalchemy.orm as so
 
-from monitor.alerts.delivery import deliver_due
 from monitor.alerts.evaluate import evaluate
 from monitor.alerts.rulefile import RuleSet, RulesFileError, load_rules_file
-from monitor.alerts.transport import Post, http_post
+from monitor.alerts.rules import RULES
+from monitor.notify.delivery import deliver_due
+from monitor.notify.transport import Post, http_post
 from monitor.store.schema.engine import error_reason
 from monitor.store.schema.models import AlertEvent, DeliveryAttempt
 from monitor.store.signals.leases import acquire, done, new_holder, release
@@ -33,6 +34,11 @@ log = logging.getLogger(__name__)
 def now_ms() -> int:
     """The wall clock in epoch milliseconds."""
     return time.time_ns() // 1_000_000
+
+
+def descriptions() -> dict[str, str]:
+    """Each rule's description, by its name: what notifications say its alerts are about."""
+    return {name: rule.description for name, rule in RULES.items()}
 
 
 class AlertRunner:
@@ -94,7 +100,13 @@ class AlertRunner:
         """Send the notifications that are due, if this runner is the one evaluating."""
         if not self.holding:
             return []
-        return deliver_due(self.engine, self.rules.receivers, self.clock(), self.post)
+        return deliver_due(
+            self.engine,
+            self.rules.receivers,
+            self.clock(),
+            self.post,
+            descriptions=descriptions(),
+        )
 
     def run(self, stop: threading.Event, sleep: Callable[[float], object] | None = None) -> None:
         """Evaluate until `stop` is set, then hand the lease on. Notifications go out from

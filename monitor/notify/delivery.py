@@ -17,15 +17,15 @@ tried again at the next re-send.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.alerts.receivers import lookup
-from monitor.alerts.rulefile import Receiver
-from monitor.alerts.transport import Message, Post, Sent, http_post
+from monitor.notify.receiver import Receiver
+from monitor.notify.receivers import lookup
+from monitor.notify.transport import Message, Post, Sent, http_post
 from monitor.store.schema.models import AlertEvent, AlertRow, Delivery, DeliveryAttempt, Query
 
 MAX_BACKOFF_MS = 300_000
@@ -37,22 +37,33 @@ BATCH = 100
 
 
 def deliver_due(
-    engine: sa.Engine, receivers: Sequence[Receiver], now_ms: int, post: Post = http_post
+    engine: sa.Engine,
+    receivers: Sequence[Receiver],
+    now_ms: int,
+    post: Post = http_post,
+    *,
+    descriptions: Mapping[str, str],
 ) -> list[DeliveryAttempt]:
-    """Send what is due, each receiver's deliveries in order; the attempts, each recorded."""
+    """Send what is due, each receiver's deliveries in order, each alert described by its
+    rule's entry in `descriptions`; the attempts, each recorded."""
     # Deliveries to a receiver the rules in force do not name wait for rules that do:
     # another process may hold other rules.
     started = time.monotonic()
     attempts: list[DeliveryAttempt] = []
     with so.Session(engine, expire_on_commit=False) as session:
         for receiver in receivers:
-            attempts += _deliver_in_order(session, receiver, now_ms, post, started)
-            attempts += _resend_firing(session, receiver, now_ms, post)
+            attempts += _deliver_in_order(session, receiver, descriptions, now_ms, post, started)
+            attempts += _resend_firing(session, receiver, descriptions, now_ms, post)
     return attempts
 
 
 def _deliver_in_order(
-    session: so.Session, receiver: Receiver, now_ms: int, post: Post, started: float
+    session: so.Session,
+    receiver: Receiver,
+    descriptions: Mapping[str, str],
+    now_ms: int,
+    post: Post,
+    started: float,
 ) -> list[DeliveryAttempt]:
     """Send a receiver's due deliveries, oldest first, until one is not due or not done.
 
@@ -68,7 +79,7 @@ def _deliver_in_order(
             break
         if not _claim(session, delivery, now_ms):
             break
-        message = kind.message(delivery, event, alert, query, now_ms)
+        message = kind.message(delivery, event, alert, query, descriptions[alert.rule], now_ms)
         attempt, done = _attempt(
             session, delivery, kind.endpoint(receiver.url), message, now_ms, post
         )
@@ -163,7 +174,11 @@ def _post(
 
 
 def _resend_firing(
-    session: so.Session, receiver: Receiver, now_ms: int, post: Post
+    session: so.Session,
+    receiver: Receiver,
+    descriptions: Mapping[str, str],
+    now_ms: int,
+    post: Post,
 ) -> list[DeliveryAttempt]:
     """Post again each firing alert whose firing the receiver took and was last sent at least
     `resend_ms` ago, if its kind asks for that; the attempts, each recorded."""
@@ -173,7 +188,7 @@ def _resend_firing(
     attempts = []
     due = _due_again(session, receiver.name, now_ms - kind.resend_ms)
     for delivery, event, alert, query in due:
-        message = kind.message(delivery, event, alert, query, now_ms)
+        message = kind.message(delivery, event, alert, query, descriptions[alert.rule], now_ms)
         attempt, _ = _post(delivery, kind.endpoint(receiver.url), message, now_ms, post)
         session.add(attempt)
         session.commit()

@@ -1,7 +1,7 @@
 """What to send to whom: the deliveries queued after each evaluation.
 
 :func:`enqueue` adds :class:`~monitor.store.schema.models.Delivery` rows to the session that stores
-the transitions, so nothing is lost between the two; :mod:`monitor.alerts.delivery` sends them.
+the transitions, so nothing is lost between the two; :mod:`monitor.notify.delivery` sends them.
 Firing and resolved stay paired, as in Alertmanager: a silence holds back the firing
 notification of the alerts it covers, which goes out once the silence ends if the alert still
 fires. An alert caused by another (Alertmanager's inhibition) is held back the same way while
@@ -17,8 +17,8 @@ from collections.abc import Iterable, Sequence
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.alerts.rulefile import Receiver
-from monitor.alerts.silences import active_silences, silenced
+from monitor.notify.receiver import Receiver
+from monitor.notify.silences import active_silences, silenced
 from monitor.store.schema.models import AlertEvent, AlertRow, Delivery
 
 

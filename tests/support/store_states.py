@@ -12,10 +12,9 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.alerts.actions import acknowledge, silence
-from monitor.alerts.delivery import deliver_due
 from monitor.alerts.evaluate import evaluate
 from monitor.alerts.rulefile import load_rules
-from monitor.alerts.transport import Sent
+from monitor.alerts.runner import descriptions
 from monitor.collect.accept import accept
 from monitor.collect.progress import parse_progress
 from monitor.events import (
@@ -26,6 +25,8 @@ from monitor.events import (
     QueryTerminated,
     TimerSnapshot,
 )
+from monitor.notify.delivery import deliver_due
+from monitor.notify.transport import Sent
 from monitor.store.schema.models import AlertRow, BatchOffsets, Query
 from monitor.store.write.writes import write_events
 from tests.support.alert_scenarios import moves_again, stalled
@@ -219,8 +220,8 @@ def _alerts(engine):
     _evaluate(engine, stall + 31_000)
     _evaluate(engine, NOW - 1_000)
     receiver = RefusedOnce()
-    deliver_due(engine, RULES.receivers, NOW - 1_000, receiver)
-    deliver_due(engine, RULES.receivers, NOW, receiver)
+    deliver_due(engine, RULES.receivers, NOW - 1_000, receiver, descriptions=descriptions())
+    deliver_due(engine, RULES.receivers, NOW, receiver, descriptions=descriptions())
     with so.Session(engine) as session:
         firing = session.scalars(
             sa.select(AlertRow.id).where(AlertRow.state == "firing").order_by(AlertRow.id)

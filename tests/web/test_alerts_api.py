@@ -5,8 +5,9 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.alerts.evaluate import evaluate
-from monitor.alerts.rulefile import Receiver, RulesFileError, load_rules
+from monitor.alerts.rulefile import RulesFileError, load_rules
 from monitor.events import QueryStarted, QueryTerminated
+from monitor.notify.receiver import Receiver
 from monitor.store.schema.models import AlertEvent, Delivery, Silence
 from monitor.store.write.writes import write_events
 from tests.support.alert_scenarios import (

@@ -21,7 +21,7 @@ from monitor.alerts.actions import (
 )
 from monitor.alerts.rules import RULES, URGENT
 from monitor.alerts.runner import LEASE
-from monitor.alerts.silences import active_silences, silenced
+from monitor.notify.silences import active_silences, silenced
 from monitor.numbers import NumberError, json_whole, shown
 from monitor.store.read.alerts import alerts_with_names, cancelled_count, deliveries
 from monitor.store.read.queries import find_query, query_name

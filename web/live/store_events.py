@@ -15,7 +15,7 @@ from typing import Any
 import sqlalchemy.orm as so
 from flask import Flask
 
-from monitor.alerts.silences import active_silences
+from monitor.notify.silences import active_silences
 from monitor.store.read.alerts import alert_events_by_id
 from monitor.store.read.batches import batches_by_id
 from monitor.store.read.queries import list_queries, queries_by_id

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from monitor.alerts.receivers import alertmanager, slack, webhook
-from monitor.alerts.transport import Message
+from monitor.notify.receivers import alertmanager, slack, webhook
+from monitor.notify.transport import Message
 from monitor.store.schema.models import AlertEvent, AlertRow, Delivery, Query
 
 
@@ -31,10 +31,16 @@ class ReceiverKind(Protocol):
         """Where messages go, for a receiver whose `url` in the rules file is `url`."""
 
     def message(
-        self, delivery: Delivery, event: AlertEvent, alert: AlertRow, query: Query, now_ms: int
+        self,
+        delivery: Delivery,
+        event: AlertEvent,
+        alert: AlertRow,
+        query: Query,
+        description: str,
+        now_ms: int,
     ) -> Message:
-        """The JSON body that tells a receiver of `event`, a transition of `alert`, sent at
-        `now_ms`."""
+        """The JSON body that tells a receiver of `event`, a transition of `alert` (whose rule
+        `description` describes), sent at `now_ms`."""
 
 
 # By name, in the order registered: the order the rules file's error message lists them in.

@@ -3,7 +3,7 @@ inhibition and silences apply to them.
 
 Alertmanager keeps an alert until its `endsAt`. As Prometheus does, a firing alert is posted
 with an `endsAt` a few re-sends ahead and posted again every RESEND_MS while it fires
-(:mod:`monitor.alerts.delivery`), so that it stays active while wmon runs and ends by itself
+(:mod:`monitor.notify.delivery`), so that it stays active while wmon runs and ends by itself
 when wmon stops; a resolved alert is posted with the time it resolved as its `endsAt`.
 An alert is identified by its labels: `alertname` (the rule in CamelCase after `Wmon`, as the
 shipped Prometheus rules name theirs), `severity`, `query` and `query_id`: one alert per rule and
@@ -16,7 +16,6 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from monitor.alerts.rules import RULES
 from monitor.store.schema.models import AlertEvent, AlertRow, Delivery, Query
 
 RESEND_MS = 60_000
@@ -37,7 +36,13 @@ class Alertmanager:
         return url.rstrip("/") + API
 
     def message(
-        self, delivery: Delivery, event: AlertEvent, alert: AlertRow, query: Query, now_ms: int
+        self,
+        delivery: Delivery,
+        event: AlertEvent,
+        alert: AlertRow,
+        query: Query,
+        description: str,
+        now_ms: int,
     ) -> list[dict[str, Any]]:
         """The alert as Alertmanager's API v2 takes a list of them: firing until a few
         re-sends from `now_ms`, or resolved when it resolved (whichever event is sent)."""
@@ -50,7 +55,7 @@ class Alertmanager:
             "query": query.name or alert.query_id,
             "query_id": alert.query_id,
         }
-        annotations = {"summary": event.message, "description": RULES[alert.rule].description}
+        annotations = {"summary": event.message, "description": description}
         if alert.partitions:
             annotations["partitions"] = ", ".join(alert.partitions)
         if event.value is not None:

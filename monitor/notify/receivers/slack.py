@@ -20,7 +20,13 @@ class Slack:
         return url
 
     def message(
-        self, delivery: Delivery, event: AlertEvent, alert: AlertRow, query: Query, now_ms: int
+        self,
+        delivery: Delivery,
+        event: AlertEvent,
+        alert: AlertRow,
+        query: Query,
+        description: str,
+        now_ms: int,
     ) -> dict[str, Any]:
         """The one line of text, marked firing or resolved, naming the delivery."""
         mark = ":rotating_light:" if event.transition == "firing" else ":white_check_mark:"

@@ -21,7 +21,13 @@ class Webhook:
         return url
 
     def message(
-        self, delivery: Delivery, event: AlertEvent, alert: AlertRow, query: Query, now_ms: int
+        self,
+        delivery: Delivery,
+        event: AlertEvent,
+        alert: AlertRow,
+        query: Query,
+        description: str,
+        now_ms: int,
     ) -> dict[str, Any]:
         """The webhook's body; its delivery id lets a receiver drop a duplicate."""
         return {

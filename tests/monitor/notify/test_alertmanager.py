@@ -16,10 +16,11 @@ import pytest
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.alerts.delivery import deliver_due
 from monitor.alerts.evaluate import evaluate
-from monitor.alerts.receivers.alertmanager import ENDS_AFTER_MS, RESEND_MS
-from monitor.alerts.rulefile import Receiver
+from monitor.alerts.runner import descriptions
+from monitor.notify.delivery import deliver_due
+from monitor.notify.receiver import Receiver
+from monitor.notify.receivers.alertmanager import ENDS_AFTER_MS, RESEND_MS
 from monitor.store.schema.models import AlertRow, Delivery
 from tests.support.alert_scenarios import moves_again, rules_with, stalled
 from tests.support.network import closed_port
@@ -87,7 +88,7 @@ def test_an_alert_fires_in_alertmanager_then_resolves_there(engine, tmp_path):
         rules = rules_with(Receiver("am", "alertmanager", url))
         epoch = fire(engine, rules)
         now = wall_ms()
-        [attempt] = deliver_due(engine, rules.receivers, now)
+        [attempt] = deliver_due(engine, rules.receivers, now, descriptions=descriptions())
         assert attempt.ok and attempt.status_code == 200, attempt.error
 
         [alert] = shown(url)
@@ -106,7 +107,7 @@ def test_an_alert_fires_in_alertmanager_then_resolves_there(engine, tmp_path):
         assert ms_of(alert["endsAt"]) == now + ENDS_AFTER_MS
 
         resolve(engine, rules, epoch)
-        [attempt] = deliver_due(engine, rules.receivers, wall_ms())
+        [attempt] = deliver_due(engine, rules.receivers, wall_ms(), descriptions=descriptions())
         assert attempt.ok, attempt.error
         assert shown(url) == []
 
@@ -116,19 +117,32 @@ def test_a_firing_alert_is_posted_again_while_it_fires_and_not_after(engine, tmp
         rules = rules_with(Receiver("am", "alertmanager", url))
         epoch = fire(engine, rules)
         first = wall_ms()
-        assert len(deliver_due(engine, rules.receivers, first)) == 1
-        assert deliver_due(engine, rules.receivers, first + RESEND_MS - 1) == []
+        assert len(deliver_due(engine, rules.receivers, first, descriptions=descriptions())) == 1
+        assert (
+            deliver_due(engine, rules.receivers, first + RESEND_MS - 1, descriptions=descriptions())
+            == []
+        )
 
-        [again] = deliver_due(engine, rules.receivers, first + RESEND_MS)
+        [again] = deliver_due(
+            engine, rules.receivers, first + RESEND_MS, descriptions=descriptions()
+        )
         assert again.ok, again.error
         [alert] = shown(url)
         assert ms_of(alert["endsAt"]) == first + RESEND_MS + ENDS_AFTER_MS
-        assert deliver_due(engine, rules.receivers, first + RESEND_MS + 1) == []
+        assert (
+            deliver_due(engine, rules.receivers, first + RESEND_MS + 1, descriptions=descriptions())
+            == []
+        )
 
         resolve(engine, rules, epoch)
-        [resolved] = deliver_due(engine, rules.receivers, first + 2 * RESEND_MS)
+        [resolved] = deliver_due(
+            engine, rules.receivers, first + 2 * RESEND_MS, descriptions=descriptions()
+        )
         assert resolved.ok and shown(url) == []
-        assert deliver_due(engine, rules.receivers, first + 4 * RESEND_MS) == []
+        assert (
+            deliver_due(engine, rules.receivers, first + 4 * RESEND_MS, descriptions=descriptions())
+            == []
+        )
         with so.Session(engine) as session:
             deliveries = session.scalars(sa.select(Delivery).order_by(Delivery.id)).all()
         # The firing's two posts are attempts of its one delivery; the resolution has its own.
@@ -144,7 +158,7 @@ def test_an_alertmanager_that_is_down_is_retried_until_it_takes_the_alert(engine
     rules = rules_with(Receiver("am", "alertmanager", url))
     fire(engine, rules)
     now = wall_ms()
-    [refused] = deliver_due(engine, rules.receivers, now)
+    [refused] = deliver_due(engine, rules.receivers, now, descriptions=descriptions())
     assert not refused.ok and refused.status_code is None
     assert "refused" in refused.error.lower()
     with so.Session(engine) as session:
@@ -152,6 +166,6 @@ def test_an_alertmanager_that_is_down_is_retried_until_it_takes_the_alert(engine
     assert delivery.abandoned_at_ms is None and delivery.next_attempt_at_ms == now + 1000
 
     with alertmanager(tmp_path, port):
-        [taken] = deliver_due(engine, rules.receivers, now + 1000)
+        [taken] = deliver_due(engine, rules.receivers, now + 1000, descriptions=descriptions())
         assert taken.ok, taken.error
         wait_until(lambda: len(shown(url)) == 1, 10, "the alert to show in Alertmanager")

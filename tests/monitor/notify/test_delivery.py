@@ -8,14 +8,14 @@ import pytest
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.alerts import delivery as notify  # the sender, whose internals tests use below
 from monitor.alerts.actions import lift_silence, silence
-from monitor.alerts.delivery import CLAIM_MS, GIVE_UP_AFTER_MS, deliver_due
 from monitor.alerts.evaluate import evaluate
-from monitor.alerts.rulefile import Receiver
-from monitor.alerts.runner import AlertRunner
-from monitor.alerts.silences import silenced
-from monitor.alerts.transport import Sent, http_post
+from monitor.alerts.runner import AlertRunner, descriptions
+from monitor.notify import delivery as notify  # the sender, whose internals tests use below
+from monitor.notify.delivery import CLAIM_MS, GIVE_UP_AFTER_MS, deliver_due
+from monitor.notify.receiver import Receiver
+from monitor.notify.silences import silenced
+from monitor.notify.transport import Sent, http_post
 from monitor.store.schema.models import (
     AlertEvent,
     AlertRow,
@@ -41,10 +41,12 @@ def test_firing_and_resolved_reach_a_webhook_and_a_slack_receiver(engine, receiv
     )
     stalled(engine)
     evaluate_at(engine, rules, 26)
-    assert [a.ok for a in deliver_due(engine, rules.receivers, at(26))] == [True, True]
+    assert [
+        a.ok for a in deliver_due(engine, rules.receivers, at(26), descriptions=descriptions())
+    ] == [True, True]
     moves_again(engine)
     evaluate_at(engine, rules, 31)
-    deliver_due(engine, rules.receivers, at(31))
+    deliver_due(engine, rules.receivers, at(31), descriptions=descriptions())
 
     hooks = [body for path, body in receiver.received if path == "/hook"]
     assert [(h["status"], h["alert"]["rule"], h["alert"]["partitions"]) for h in hooks] == [
@@ -55,7 +57,9 @@ def test_firing_and_resolved_reach_a_webhook_and_a_slack_receiver(engine, receiv
     texts = [body["text"] for path, body in receiver.received if path == "/slack"]
     assert texts[0].startswith(":rotating_light: [FIRING] ") and "t/1 is stalled" in texts[0]
     assert texts[1].startswith(":white_check_mark: [RESOLVED] ")
-    assert deliver_due(engine, rules.receivers, at(60)) == [], "each delivered once"
+    assert deliver_due(engine, rules.receivers, at(60), descriptions=descriptions()) == [], (
+        "each delivered once"
+    )
 
 
 def test_a_failing_receiver_gets_everything_once_in_order_after_it_recovers(engine, receiver):
@@ -69,7 +73,12 @@ def test_a_failing_receiver_gets_everything_once_in_order_after_it_recovers(engi
     tried = []
     for step_ms in [0, 500, 500, 1_000, 2_000, 4_000]:
         now += step_ms
-        tried.append([(a.ok, a.status_code) for a in deliver_due(engine, rules.receivers, now)])
+        tried.append(
+            [
+                (a.ok, a.status_code)
+                for a in deliver_due(engine, rules.receivers, now, descriptions=descriptions())
+            ]
+        )
     # Backoff 1 s, 2 s, 4 s; a failing receiver's later deliveries wait behind the first.
     assert tried == [
         [(False, 503)],
@@ -91,13 +100,18 @@ def test_an_unreachable_receiver_is_retried_then_given_up_after_a_day(engine):
     rules = rules_with(Receiver("ops", "webhook", f"http://127.0.0.1:{closed_port()}/"))
     stalled(engine)
     evaluate_at(engine, rules, 26)
-    [attempt] = deliver_due(engine, rules.receivers, at(26))
+    [attempt] = deliver_due(engine, rules.receivers, at(26), descriptions=descriptions())
     assert attempt.status_code is None and attempt.error
-    deliver_due(engine, rules.receivers, at(26) + GIVE_UP_AFTER_MS)
+    deliver_due(engine, rules.receivers, at(26) + GIVE_UP_AFTER_MS, descriptions=descriptions())
     with so.Session(engine) as session:
         delivery = session.scalars(sa.select(Delivery)).one()
         assert delivery.attempts == 2 and delivery.abandoned_at_ms == at(26) + GIVE_UP_AFTER_MS
-    assert deliver_due(engine, rules.receivers, at(26) + 2 * GIVE_UP_AFTER_MS) == []
+    assert (
+        deliver_due(
+            engine, rules.receivers, at(26) + 2 * GIVE_UP_AFTER_MS, descriptions=descriptions()
+        )
+        == []
+    )
 
 
 def test_a_slow_receiver_does_not_hold_evaluation_up(engine, tmp_path):
@@ -162,7 +176,7 @@ def test_slack_text_from_a_job_is_shown_literally(engine, receiver):
         session.execute(sa.update(Query).values(name="<!channel> & co"))
         session.commit()
     evaluate_at(engine, rules, 26)
-    deliver_due(engine, rules.receivers, at(26))
+    deliver_due(engine, rules.receivers, at(26), descriptions=descriptions())
     [(_, body)] = receiver.received
     assert "&lt;!channel&gt; &amp; co: t/1 is stalled" in body["text"]
 
@@ -225,15 +239,17 @@ def test_an_alert_that_fired_during_a_silence_is_told_when_the_silence_ends(engi
     made = silence_stall(engine, at(20))
     evaluate_at(engine, rules, 26)
     evaluate_at(engine, rules, 27)
-    assert deliver_due(engine, rules.receivers, at(27)) == [], "silenced"
+    assert deliver_due(engine, rules.receivers, at(27), descriptions=descriptions()) == [], (
+        "silenced"
+    )
     lift(engine, made, at(28))
     evaluate_at(engine, rules, 28)
     evaluate_at(engine, rules, 29)
-    deliver_due(engine, rules.receivers, at(29))
+    deliver_due(engine, rules.receivers, at(29), descriptions=descriptions())
     assert statuses(receiver) == [("firing", ["t/1"])], "told once the silence ended, once"
     moves_again(engine)
     evaluate_at(engine, rules, 31)
-    deliver_due(engine, rules.receivers, at(31))
+    deliver_due(engine, rules.receivers, at(31), descriptions=descriptions())
     assert statuses(receiver) == [("firing", ["t/1"]), ("resolved", ["t/1"])]
 
 
@@ -241,14 +257,14 @@ def test_a_resolved_alert_is_told_to_whoever_heard_it_fire_even_under_a_silence(
     ops = Receiver("ops", "webhook", f"{receiver.url}/ops")
     stalled(engine)
     evaluate_at(engine, rules_with(ops), 26)
-    deliver_due(engine, [ops], at(26))
+    deliver_due(engine, [ops], at(26), descriptions=descriptions())
     # A receiver added later hears of what still fires; then a silence starts.
     chat = Receiver("chat", "webhook", f"{receiver.url}/chat")
     evaluate_at(engine, rules_with(ops, chat), 27)
     silence_stall(engine, at(28))
     moves_again(engine)
     evaluate_at(engine, rules_with(ops, chat), 31)
-    deliver_due(engine, [ops, chat], at(31))
+    deliver_due(engine, [ops, chat], at(31), descriptions=descriptions())
     told = [(path, body["status"]) for path, body in receiver.received]
     assert told == [
         ("/ops", "firing"),
@@ -267,7 +283,10 @@ def test_an_alert_that_fired_and_resolved_within_a_silence_is_never_told(engine,
     evaluate_at(engine, rules, 31)
     lift(engine, made, at(32))
     evaluate_at(engine, rules, 33)
-    assert deliver_due(engine, rules.receivers, at(33)) == [] and receiver.received == []
+    assert (
+        deliver_due(engine, rules.receivers, at(33), descriptions=descriptions()) == []
+        and receiver.received == []
+    )
     with so.Session(engine) as session:
         assert session.scalars(sa.select(Delivery)).all() == []
 
@@ -280,10 +299,14 @@ def test_a_sender_reading_while_another_sends_finds_the_delivery_claimed(engine,
 
     def post_while_another_sender_runs(url, message):
         # The second sender reads the queue after the first claimed, before it recorded.
-        second.extend(deliver_due(engine, rules.receivers, at(26), http_post))
+        second.extend(
+            deliver_due(engine, rules.receivers, at(26), http_post, descriptions=descriptions())
+        )
         return http_post(url, message)
 
-    first = deliver_due(engine, rules.receivers, at(26), post_while_another_sender_runs)
+    first = deliver_due(
+        engine, rules.receivers, at(26), post_while_another_sender_runs, descriptions=descriptions()
+    )
     assert [a.ok for a in first] == [True] and second == []
     assert statuses(receiver) == [("firing", ["t/1"])]
     with so.Session(engine) as session:
@@ -299,9 +322,12 @@ def test_a_delivery_whose_sender_died_mid_send_is_taken_over_after_the_claim(eng
         raise SystemExit("the sender's process ends")
 
     with pytest.raises(SystemExit):
-        deliver_due(engine, rules.receivers, at(26), die)
-    assert deliver_due(engine, rules.receivers, at(26) + CLAIM_MS - 1) == []
-    [attempt] = deliver_due(engine, rules.receivers, at(26) + CLAIM_MS)
+        deliver_due(engine, rules.receivers, at(26), die, descriptions=descriptions())
+    assert (
+        deliver_due(engine, rules.receivers, at(26) + CLAIM_MS - 1, descriptions=descriptions())
+        == []
+    )
+    [attempt] = deliver_due(engine, rules.receivers, at(26) + CLAIM_MS, descriptions=descriptions())
     assert attempt.ok and statuses(receiver) == [("firing", ["t/1"])]
 
 
@@ -317,13 +343,13 @@ def test_a_refusal_for_good_is_final_and_the_next_delivery_goes_on(
     moves_again(engine)
     evaluate_at(engine, rules, 31)
     receiver.failures_left, receiver.failure_status = 1, status
-    attempts = deliver_due(engine, rules.receivers, at(31))
+    attempts = deliver_due(engine, rules.receivers, at(31), descriptions=descriptions())
     assert [a.status_code for a in attempts] == ([status, 204] if given_up else [status])
     with so.Session(engine) as session:
         first = session.scalars(sa.select(Delivery).order_by(Delivery.id)).first()
         assert (first.abandoned_at_ms is not None) is given_up
     if not given_up:
-        deliver_due(engine, rules.receivers, at(32))
+        deliver_due(engine, rules.receivers, at(32), descriptions=descriptions())
         assert statuses(receiver) == [("firing", ["t/1"]), ("resolved", ["t/1"])]
 
 
@@ -347,7 +373,7 @@ def test_a_resolved_alert_is_told_even_when_the_evaluator_names_no_receiver(engi
     evaluate_at(engine, rules_with(ops), 26)
     moves_again(engine)
     evaluate_at(engine, rules_with(), 31)  # another process, with rules naming nobody
-    deliver_due(engine, [ops], at(31))
+    deliver_due(engine, [ops], at(31), descriptions=descriptions())
     assert statuses(receiver) == [("firing", ["t/1"]), ("resolved", ["t/1"])]
 
 
@@ -366,8 +392,14 @@ def test_a_long_pass_leaves_the_rest_to_the_next_rather_than_claim_too_late(
         time.sleep(1.1)  # past half the claim: nothing more is claimed in this pass
         return http_post(url, message)
 
-    assert len(deliver_due(engine, rules.receivers, at(31), slow_post)) == 1
-    assert len(deliver_due(engine, rules.receivers, at(31), slow_post)) == 1
+    assert (
+        len(deliver_due(engine, rules.receivers, at(31), slow_post, descriptions=descriptions()))
+        == 1
+    )
+    assert (
+        len(deliver_due(engine, rules.receivers, at(31), slow_post, descriptions=descriptions()))
+        == 1
+    )
     assert statuses(receiver) == [("firing", ["t/1"]), ("resolved", ["t/1"])]
 
 
@@ -381,7 +413,9 @@ def test_a_sender_whose_claim_ran_out_leaves_the_delivery_to_the_one_that_took_i
         mine = late.scalars(sa.select(Delivery)).one()
         assert notify._claim(late, mine, at(26))
         # The claim runs out mid-send; another sender takes the delivery over and sends it.
-        [taken] = deliver_due(engine, rules.receivers, at(26) + CLAIM_MS)
+        [taken] = deliver_due(
+            engine, rules.receivers, at(26) + CLAIM_MS, descriptions=descriptions()
+        )
         assert taken.ok
         notify._attempt(late, mine, receiver.url, {}, at(26), lambda url, message: Sent(503))
     with so.Session(engine) as session:

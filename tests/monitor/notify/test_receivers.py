@@ -4,13 +4,14 @@ import pytest
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.alerts.delivery import deliver_due
 from monitor.alerts.evaluate import evaluate
-from monitor.alerts.receivers import BUILT_IN, kinds, lookup, register, unregister
-from monitor.alerts.receivers.alertmanager import Alertmanager, alert_name
-from monitor.alerts.receivers.slack import Slack
-from monitor.alerts.receivers.webhook import Webhook
 from monitor.alerts.rulefile import RulesFileError, load_rules
+from monitor.alerts.runner import descriptions
+from monitor.notify.delivery import deliver_due
+from monitor.notify.receivers import BUILT_IN, kinds, lookup, register, unregister
+from monitor.notify.receivers.alertmanager import Alertmanager, alert_name
+from monitor.notify.receivers.slack import Slack
+from monitor.notify.receivers.webhook import Webhook
 from monitor.store.schema.models import AlertEvent, AlertRow, Delivery, Query
 from tests.support.alert_scenarios import at, stalled
 
@@ -24,7 +25,7 @@ class Echo:
     def endpoint(self, url):
         return url + "/echoed"
 
-    def message(self, delivery, event, alert, query, now_ms):
+    def message(self, delivery, event, alert, query, description, now_ms):
         return {"echo": [delivery.id, event.transition, alert.rule]}
 
 
@@ -95,7 +96,7 @@ def test_delivery_posts_the_message_of_a_registered_kind(engine, receiver, echo_
     stalled(engine)
     with so.Session(engine, expire_on_commit=False) as session:
         evaluate(session, rules, at(26))
-    [attempt] = deliver_due(engine, rules.receivers, at(26))
+    [attempt] = deliver_due(engine, rules.receivers, at(26), descriptions=descriptions())
     with so.Session(engine) as session:
         delivery = session.scalars(sa.select(Delivery)).one()
     assert attempt.ok
@@ -172,7 +173,10 @@ NOW = 1_700_000_100_000
     ids=["webhook-firing", "slack-firing-escaped", "slack-resolved-unnamed-query"],
 )
 def test_each_built_in_kind_makes_its_message(kind, event, query, expected):
-    assert lookup(kind).message(DELIVERY, event, ALERT, query, NOW) == expected
+    assert lookup(kind).message(DELIVERY, event, ALERT, query, STALLED, NOW) == expected
+
+
+STALLED = "a partition with work waiting does not advance"
 
 
 def alertmanager_alert(ends_at, **annotations):
@@ -186,7 +190,7 @@ def alertmanager_alert(ends_at, **annotations):
         {
             "labels": labels,
             "annotations": {
-                "description": "a partition with work waiting does not advance",
+                "description": STALLED,
                 **annotations,
             },
             "startsAt": "2023-11-14T22:13:20.000+00:00",
@@ -225,9 +229,10 @@ def alertmanager_alert(ends_at, **annotations):
     ],
 )
 def test_alertmanager_is_posted_the_alert_with_its_labels_and_when_it_ends(event, alert, expected):
-    assert lookup("alertmanager").message(DELIVERY, event, alert, Query(name="orders"), NOW) == (
-        expected
+    posted = lookup("alertmanager").message(
+        DELIVERY, event, alert, Query(name="orders"), descriptions()["partition_stalled"], NOW
     )
+    assert posted == expected
 
 
 def test_alertmanager_is_posted_at_its_alerts_api_under_any_path_prefix():

@@ -24,7 +24,7 @@ const live = new AlertTable($("live-alerts"), {
 });
 const history = new AlertTable($("alert-history"), { actions: false });
 
-// As monitor/alerts/silences.py's silenced(): the silence's rule and query, when set, are the
+// As monitor/notify/silences.py's silenced(): the silence's rule and query, when set, are the
 // alert's, and its partition, when set, is every partition the alert covers.
 function covers(silence, alert) {
   const { partition } = silence;

@@ -1,0 +1,1 @@
+"""Notifying: the outbox of deliveries, their sending with retries, the receivers' kinds."""
