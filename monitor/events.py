@@ -11,6 +11,12 @@ OBSERVATION = "wmon"
 SAMPLES_PER_PARTITION = 5
 # One record as the instrumented operator tells of it: key, event time (ms), offset.
 Record = tuple[str | None, int, int | None]
+# Ids are Spark's UUIDs. Names and partitions are indexed, and an index entry has a size
+# limit (PostgreSQL's B-tree: 2,704 bytes): 500 characters of up to 4 bytes stay under it.
+# The longest a way in stores (monitor.collect.texts) is the longest a look-up takes
+# (monitor.store.read.queries), so every stored query can be found by its name.
+MAX_ID = 36
+MAX_NAME = 500
 # The kinds of trigger that start a batch every interval (QueryStarted.trigger_interval_ms).
 PERIODIC_TRIGGERS = frozenset({"ProcessingTime", "Continuous"})
 

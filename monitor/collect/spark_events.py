@@ -30,14 +30,14 @@ from typing import Any
 from monitor.collect.progress import ProgressError, parse_progress, parse_time_ms
 from monitor.collect.texts import (
     MAX_DEPTH,
-    MAX_ID,
-    MAX_NAME,
     deeper_than,
     short_name,
     storable_document,
     too_long,
 )
 from monitor.events import (
+    MAX_ID,
+    MAX_NAME,
     BatchProgress,
     BatchRunning,
     Event,

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from monitor.events import MAX_NAME
+
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
@@ -52,10 +54,6 @@ def deeper_than(value: Any, levels: int) -> bool:
     return any(deeper_than(item, levels - 1) for item in items)
 
 
-# Ids are Spark's UUIDs. Names and partitions are indexed, and an index entry has a size
-# limit (PostgreSQL's B-tree: 2,704 bytes): 500 characters of up to 4 bytes stay under it.
-MAX_ID = 36
-MAX_NAME = 500
 ELLIPSIS = "…"
 
 

@@ -21,6 +21,7 @@ from monitor.alerts.actions import (
 )
 from monitor.alerts.rules import RULES, URGENT
 from monitor.alerts.runner import LEASE
+from monitor.events import MAX_NAME
 from monitor.notify.silences import active_silences, silenced
 from monitor.numbers import NumberError, json_whole, shown
 from monitor.store.read.alerts import alerts_with_names, cancelled_count, deliveries
@@ -194,13 +195,13 @@ def create_silence() -> tuple[dict[str, Any], int]:
     rule = text_field(body, "rule", NAME_LENGTH)
     if rule is not None and rule not in RULES:
         raise BadParameter(f"no rule named {shown(rule)}")
-    query = text_field(body, "query", NAME_LENGTH)
+    query = text_field(body, "query", MAX_NAME)
     now = _now()
     created = silence(
         session,
         rule=rule,
         query_id=find_query(session, query).id if query else None,
-        partition=text_field(body, "partition", NAME_LENGTH),
+        partition=text_field(body, "partition", MAX_NAME),
         until_ms=now + minutes * 60_000,
         now_ms=now,
         by=text_field(body, "by", NAME_LENGTH, "dashboard") or "dashboard",

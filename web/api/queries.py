@@ -11,6 +11,7 @@ from typing import Any
 import sqlalchemy.orm as so
 from flask import Blueprint, Response, current_app, request, stream_with_context
 
+from monitor.events import MAX_NAME
 from monitor.health.backlog import query_backlog_fields
 from monitor.health.state_growth import state_fields
 from monitor.health.status import Status
@@ -50,7 +51,6 @@ from web.api.payloads import (
 )
 from web.guards.params import (
     MAX_LIMIT,
-    NAME_LENGTH,
     BadParameter,
     bounded,
     choices,
@@ -98,7 +98,7 @@ def queries() -> dict[str, Any]:
     """Every query with its status and figures, the most urgent first; `q` (a piece of the
     name), `status`, `limit` and `offset` narrow it, and `total` counts the queries that match."""
     args = request.args
-    text, page = text_field(args, "q", NAME_LENGTH), _page(args)
+    text, page = text_field(args, "q", MAX_NAME), _page(args)
     statuses = choices(args, "status", STATUS_LABELS)
     session, lens = db.session(), Lens.of(current_app)
     rows = overview(session, _named(list_queries(session), text), lens)

@@ -7,6 +7,7 @@ from collections.abc import Collection, Sequence
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
+from monitor.events import MAX_NAME
 from monitor.health.facts import RUNNING
 from monitor.numbers import shown
 from monitor.store.schema.models import Query
@@ -47,9 +48,6 @@ def query_name(session: so.Session, query_id: str) -> str | None:
     return session.scalar(sa.select(Query.name).where(Query.id == query_id))
 
 
-MAX_REF_LENGTH = 255
-
-
 def replaced_by(session: so.Session, query_id: str) -> str | None:
     """The query that replaced this one in a reset of its pipeline flow, if one did."""
     return session.scalars(sa.select(Query.id).where(Query.replaces_id == query_id)).first()
@@ -66,10 +64,11 @@ def _encodable(text: str) -> bool:
 def find_query(session: so.Session, ref: str) -> Query:
     """A query by its id or, failing that, by its name (the most recently updated one).
 
-    A ref no stored name could be (too long, with a NUL, which PostgreSQL refuses in a query,
-    or not encodable as UTF-8) is not looked up at all.
+    A ref no stored id or name could be is not looked up at all: longer than MAX_NAME (the
+    longest name a way in stores, so a name stored is always found), with a NUL (which
+    PostgreSQL refuses in a query), or not encodable as UTF-8.
     """
-    if len(ref) > MAX_REF_LENGTH or "\x00" in ref or not _encodable(ref):
+    if len(ref) > MAX_NAME or "\x00" in ref or not _encodable(ref):
         raise QueryNotFound(f"no query with id or name {shown(ref)} (see `wmon queries`)")
     query = session.get(Query, ref)
     if query is None:

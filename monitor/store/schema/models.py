@@ -11,7 +11,7 @@ import sqlalchemy.orm as so
 Millis = sa.BigInteger
 # SQLite only auto-increments an INTEGER PRIMARY KEY; history tables need 64 bits elsewhere.
 RowId = sa.BigInteger().with_variant(sa.Integer, "sqlite")
-# Names and partitions as jobs give them, of any length the write path lets in (texts.MAX_NAME).
+# Names and partitions as jobs give them, of any length the write path lets in (events.MAX_NAME).
 # SQLite never enforced the 255 these columns were made with, so its tables keep that type.
 JobText = sa.Text().with_variant(sa.String(255), "sqlite")
 
