@@ -32,12 +32,15 @@ lint: setup-dev
 	$(LINT)
 
 # The suite runs on a worker process per core (pytest-xdist; at most four, each with its own
-# SparkSession), a test file on one worker; TEST_WORKERS=0 runs it in this process. The 25
-# slowest tests are listed at the end, so that each run says where the suite's time goes.
+# SparkSession), a test file on one worker, in the order tests/conftest.py gives the files
+# (those using Spark, the longest, first: xdist's own order, most tests first, left a Spark
+# file of one test for last); TEST_WORKERS=0 runs it in this process. The 25 slowest tests are
+# listed at the end, so that each run says where the suite's time goes.
 TEST_WORKERS ?= auto
 test: setup-tests
 	$(LINT)
-	$(BIN)/pytest -n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile --durations 25 $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile --no-loadscope-reorder \
+		--durations 25 $(PYTEST_ARGS)
 
 e2e: setup-tests
 	$(BIN)/pytest -m e2e $(PYTEST_ARGS)

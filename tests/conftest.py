@@ -23,6 +23,13 @@ for tier, longest in (("BATCHES_HOURS", "876000"), ("DAYS", "36500"), ("HOURS_DA
     os.environ[f"WMON_RETENTION_{tier}"] = longest
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files that use Spark first, each kept whole and in its order: they are the longest,
+    and a worker that takes one last keeps the run waiting while the others are done."""
+    with_spark = {item.path for item in items if item.get_closest_marker("spark")}
+    items.sort(key=lambda item: item.path not in with_spark)
+
+
 @pytest.fixture(scope="session")
 def spark():
     """The one SparkSession of the test run, with the partitioned-log source registered."""
