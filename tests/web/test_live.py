@@ -43,8 +43,9 @@ def test_batches_from_another_process_reach_a_subscriber_each_once_in_order(writ
     for batch_id in range(1, 6):
         writer.batch(batch_id, ends=[batch_id * 10, batch_id * 5], latests=[99, 99])
         browser.arrival(batch_id)
-    time.sleep(1.0)  # anything sent twice would have arrived by now
-    assert browser.batch_ids() == [1, 2, 3, 4, 5]
+    writer.batch(6)  # a marker: whatever was sent before it has arrived once it has
+    browser.arrival(6)
+    assert browser.batch_ids() == [1, 2, 3, 4, 5, 6]
     [(_, last)] = [e for e in browser.events("batch") if e[1]["batch"]["batch_id"] == 5]
     assert last["query"] == "q" and last["batch"]["batch_time_ms"] == T0 + 5_000
     assert [(p["partition"], p["end_offset"], p["offset_lag"]) for p in last["partitions"]] == [
@@ -141,9 +142,10 @@ def test_a_replayed_batch_reaches_subscribers(writer, browsers):
     # The query restarts from its checkpoint and runs batch 1 again.
     writer.batch(1, run_id="run-2", at_ms=T0 + 30_000, rows=12)
     browser.arrival(1, run_id="run-2")
-    time.sleep(1.0)  # anything sent twice would have arrived by now
-    [(_, replayed)] = browser.events("batch")
-    assert replayed["batch"]["num_input_rows"] == 12
+    writer.batch(2, run_id="run-2", at_ms=T0 + 31_000)  # a marker, sent after anything else
+    browser.arrival(2, run_id="run-2")
+    [(_, replayed), _] = browser.events("batch")
+    assert replayed["batch"]["num_input_rows"] == 12 and browser.batch_ids() == [1, 2]
 
 
 def test_a_reconnecting_client_gets_exactly_what_it_missed(writer, browsers):
@@ -163,8 +165,9 @@ def test_a_reconnecting_client_gets_exactly_what_it_missed(writer, browsers):
     written = again.batch_ids()
     writer.batch(5)
     again.arrival(5)
-    time.sleep(1.0)  # anything sent twice would have arrived by now
-    assert written == [2, 3, 4] and again.batch_ids() == [2, 3, 4, 5]
+    writer.batch(6)  # a marker: whatever was sent before it has arrived once it has
+    again.arrival(6)
+    assert written == [2, 3, 4] and again.batch_ids() == [2, 3, 4, 5, 6]
 
 
 def test_a_reconnect_right_after_writes_still_gets_each_batch_once(writer, browsers):
@@ -178,8 +181,9 @@ def test_a_reconnect_right_after_writes_still_gets_each_batch_once(writer, brows
     late = browsers()
     late.subscribe("q", after_batch=0)
     late.arrival(2)
-    time.sleep(1.0)
-    assert late.batch_ids() == [1, 2]
+    writer.batch(3)  # a marker: whatever was sent before it has arrived once it has
+    late.arrival(3)
+    assert late.batch_ids() == [1, 2, 3]
 
 
 def test_bad_subscriptions_are_refused_with_a_reason(writer, browsers):
@@ -235,6 +239,15 @@ def acknowledge(server, alert_id, by):
     return act(server, "POST", f"/api/alerts/{alert_id}/acknowledge", {"by": by})
 
 
+def overview_shows(browser, query_id, batch_id):
+    """Whether the overview room has told `browser` of batch `batch_id` of `query_id`."""
+    return any(
+        (q["id"], q["last_batch_id"]) == (query_id, batch_id)
+        for _, data in browser.events("overview")
+        for q in data["queries"]
+    )
+
+
 def write_stalled(writer):
     """Batches of q at wall-clock times in which t/1 keeps a backlog and never moves: stalled
     once 150 s have passed (the writer's default stall timeout is 120 s)."""
@@ -278,7 +291,13 @@ def test_alert_events_from_another_process_reach_the_overview_the_query_and_the_
     writer.batch(3, at_ms=int(time.time() * 1000), ends=[40, 20], latests=[99, 50])
     evaluate_in_another_process(database_url, rules)
     wait_until(lambda: len(query.events("alert")) == 3, WAIT_S, "the resolution")
-    time.sleep(1.0)  # anything sent twice would have arrived by now
+    # Markers, pushed after anything sent before them: a batch of another query for the
+    # overview room, a silence for the alerts room.
+    writer.batch(1, query_id="other", name="other", at_ms=int(time.time() * 1000))
+    act(server, "POST", "/api/silences", {"minutes": 5, "rule": "offset_lag"})
+    wait_until(lambda: overview_shows(overview, "other", 1), WAIT_S, "the marker batch")
+    for browser in (query, everything):
+        wait_until(lambda b=browser: len(b.events("silences")) == 2, WAIT_S, "the marker silence")
     transitions = ["firing", "acknowledged", "resolved"]
     for browser in (overview, query, everything):
         assert [data["transition"] for _, data in browser.events("alert")] == transitions
@@ -354,8 +373,9 @@ def test_the_alerts_room_hears_each_change_to_the_silences_in_force(app, engine,
     app.config["CLOCK"] = lambda: int(time.time() * 1000) + 61_000
     assert heard(7, "the one-minute silence to run out") == []
 
-    time.sleep(1.0)  # anything sent twice would have arrived by now
-    assert len(browser.events("silences")) == 7
+    act(server, "POST", "/api/silences", {"minutes": 5, "comment": "a marker"})
+    assert heard(8, "a marker, sent after anything else") == [(None, None)]
+    assert len(browser.events("silences")) == 8
     assert overview.events("silences") == [], "only the alerts room hears of silences"
 
 
