@@ -265,43 +265,6 @@ def test_an_empty_store_exports_only_the_monitor_s_own_series(client):
     }
 
 
-def test_the_exposition_is_prometheus_client_s_byte_for_byte():
-    """Our renderer against prometheus_client's over the same families: label values with
-    quotes, backslashes, line breaks and any Unicode, counters, values of every kind."""
-    from prometheus_client import CollectorRegistry, generate_latest
-    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-
-    from web.api.metrics import Families, exposition
-
-    names = ['orders "eu"', "back\\slash", "two\nlines", "überwachung ✓", ""]
-    values = [0.0, 1.0, -2.5, 1e21, 123456789.0, 1.5e-7, float("inf"), float("-inf")]
-    ours = Families()
-    theirs: list = []
-    for kind, make in (("gauge", GaugeMetricFamily), ("counter", CounterMetricFamily)):
-        labels = ["query", "partition", "a_label"]
-        family = getattr(ours, kind)(f"wmon_test_{kind}", 'help with "\\" and\nbreak', labels)
-        their = make(f"wmon_test_{kind}", 'help with "\\" and\nbreak', labels=labels)
-        for n, name in enumerate(names):
-            sample = [name, f"t/{n}", names[-1 - n]]
-            family.add_sample(sample, values[n])
-            their.add_metric(sample, values[n])
-        theirs.append(their)
-    bare = ours.gauge("wmon_test_bare", "no labels", [])
-    their_bare = GaugeMetricFamily("wmon_test_bare", "no labels", labels=[])
-    for value in values[5:]:
-        bare.add_sample([], value)
-        their_bare.add_metric([], value)
-    theirs.append(their_bare)
-
-    class Theirs:
-        def collect(self):
-            return iter(theirs)
-
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(Theirs())
-    assert exposition(ours) == generate_latest(registry)
-
-
 def test_stateful_operators_export_their_state_and_whether_it_grows(engine, app_config, client):
     start = NOW - 60_000
     for b in range(6):
