@@ -7,8 +7,11 @@ them, not one per partition). The conditions are :mod:`monitor.health.predicates
 dashboard's status uses too. Rules register themselves in :data:`RULES` with their default
 parameters, their `for` and `keep_firing_for` (Prometheus' names: how long a finding must
 hold before its alert fires, how long a firing alert stays after it cleared, so that nothing
-flaps) and the rules whose findings are their causes (a future-dated record causes late
-records; a failed or silent query, whatever its last batch shows), and name the
+flaps), what they are: the status a firing alert of theirs means (a stall, a failure; the
+health layer receives it, as :data:`MEANINGS`) and whether their finding explains every other
+on the query (a failed, stopped or silent query, whatever its last batch shows; one that
+cannot be judged), the other rules whose findings are their causes (a future-dated record
+causes late records), and name the
 :class:`~monitor.health.facts.Thresholds` their parameters set (how far back the facts look),
 whose defaults are those parameters' defaults; a rules file overrides them per query
 (:mod:`monitor.alerts.rulefile`). Durations are in ms.
@@ -27,6 +30,7 @@ from monitor.health.backlog import Verdict
 from monitor.health.facts import QueryFacts, StoredStatus, Thresholds
 from monitor.health.predicates import is_silent, losing_late
 from monitor.health.state_growth import StateGrowth, growing_while_stalled
+from monitor.health.status import Status
 
 
 class Severity(enum.Enum):
@@ -60,18 +64,14 @@ class Finding:
 Params = Mapping[str, int]
 Check = Callable[[QueryFacts, int, Params], Finding | None]
 
-# The rules whose finding explains any other on the same query: a failed, stopped or silent
-# query is the cause of what its last batch still shows.
-QUERY_DOWN = ("query_failed", "query_terminated", "no_progress")
-# The rules whose alerts are listed first: a query that is down, or cannot be judged.
-URGENT = (*QUERY_DOWN, "query_unreadable")
-
 
 @dataclass(frozen=True)
 class Rule:
     """A registered rule: its check, default parameters, how long a finding must hold before
     the alert fires (`for_ms`) and how long a firing alert stays after it cleared
-    (`keep_firing_ms`), and the rules whose findings are its causes."""
+    (`keep_firing_ms`), the status a firing alert of it means (`means`: a query with one is at
+    least that), whether its finding explains every other on the query (`explains_all`: the
+    query is down, or cannot be judged), and the other rules whose findings are its causes."""
 
     name: str
     description: str
@@ -79,7 +79,9 @@ class Rule:
     for_ms: int
     keep_firing_ms: int
     check: Check
-    caused_by: tuple[str, ...] = ()
+    means: Status = Status.LAGGING
+    explains_all: bool = False
+    causes: tuple[str, ...] = ()
     params: dict[str, tuple[Kind, int]] = field(default_factory=dict)
     # Which of the facts' thresholds each parameter sets: {threshold: parameter}.
     sets: dict[str, str] = field(default_factory=dict)
@@ -87,6 +89,14 @@ class Rule:
     def defaults(self) -> dict[str, int]:
         """The parameters' default values."""
         return {name: default for name, (_, default) in self.params.items()}
+
+    @property
+    def caused_by(self) -> tuple[str, ...]:
+        """The rules whose findings explain this one's, the first to look for first: every rule
+        that explains all (unless this is one), then its own causes."""
+        if self.explains_all:
+            return ()
+        return (*(name for name, known in RULES.items() if known.explains_all), *self.causes)
 
 
 RULES: dict[str, Rule] = {}
@@ -97,13 +107,16 @@ def rule(
     severity: Severity,
     for_ms: int = 0,
     keep_firing_ms: int = 0,
-    caused_by: tuple[str, ...] = QUERY_DOWN,
+    means: Status = Status.LAGGING,
+    explains_all: bool = False,
+    caused_by: tuple[str, ...] = (),
     sets: Mapping[str, str] | None = None,
     **params: tuple[Kind, int],
 ) -> Callable[[Check], Check]:
-    """Register the decorated check as a rule named after it; names are unique. `caused_by`
-    names the rules whose findings explain this one's (by default a failed, stopped or silent
-    query); `sets` names the facts' thresholds its parameters set, as {threshold: parameter}."""
+    """Register the decorated check as a rule named after it; names are unique. `means` is
+    the status a firing alert of it means; `explains_all`, whether its finding explains every
+    other on the query; `caused_by` names the other rules whose findings explain this one's;
+    `sets` names the facts' thresholds its parameters set, as {threshold: parameter}."""
 
     def register(check: Check) -> Check:
         name = check.__name__
@@ -116,9 +129,11 @@ def rule(
             for_ms,
             keep_firing_ms,
             check,
-            tuple(caused_by),
-            dict(params),
-            dict(sets or {}),
+            means=means,
+            explains_all=explains_all,
+            causes=tuple(caused_by),
+            params=dict(params),
+            sets=dict(sets or {}),
         )
         return check
 
@@ -160,7 +175,8 @@ def _is(names: Sequence[str]) -> str:
     Severity.CRITICAL,
     for_ms=60_000,
     keep_firing_ms=120_000,
-    caused_by=(*QUERY_DOWN, "partition_stalled", "future_event_time"),
+    means=Status.STALLED,
+    caused_by=("partition_stalled", "future_event_time"),
 )
 def watermark_stalled(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None:
     """The latest batch's watermark is marked stalled."""
@@ -174,6 +190,7 @@ def watermark_stalled(facts: QueryFacts, now_ms: int, params: Params) -> Finding
     Severity.CRITICAL,
     for_ms=60_000,
     keep_firing_ms=120_000,
+    means=Status.STALLED,
 )
 def partition_stalled(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None:
     """The partitions of the latest batch marked stalled."""
@@ -188,6 +205,7 @@ def partition_stalled(facts: QueryFacts, now_ms: int, params: Params) -> Finding
     Severity.WARNING,
     for_ms=300_000,
     keep_firing_ms=60_000,
+    means=Status.IDLE,
 )
 def partition_idle(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None:
     """The partitions of the latest batch marked idle."""
@@ -219,7 +237,7 @@ def rewound(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None:
     Severity.WARNING,
     for_ms=120_000,
     keep_firing_ms=120_000,
-    caused_by=(*QUERY_DOWN, "future_event_time"),
+    caused_by=("future_event_time",),
     threshold=(Kind.DURATION, 300_000),
 )
 def watermark_skew(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None:
@@ -234,7 +252,7 @@ def watermark_skew(facts: QueryFacts, now_ms: int, params: Params) -> Finding | 
     "records are dropped as late: a partition lost more than `count` within `window`, over"
     " `share` of what it read",
     Severity.WARNING,
-    caused_by=(*QUERY_DOWN, "future_event_time", "rewound"),
+    caused_by=("future_event_time", "rewound"),
     sets={"late_window_ms": "window", "late_count": "count", "late_share": "share"},
     count=(Kind.COUNT, Thresholds.late_count),
     share=(Kind.SHARE, Thresholds.late_share),
@@ -314,7 +332,7 @@ def _record_text(samples: tuple[Record, ...]) -> str:
     Severity.WARNING,
     for_ms=60_000,
     keep_firing_ms=120_000,
-    caused_by=(*QUERY_DOWN, "watermark_stalled", "partition_stalled"),
+    caused_by=("watermark_stalled", "partition_stalled"),
     threshold=(Kind.DURATION, 600_000),
 )
 def watermark_age(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None:
@@ -333,7 +351,7 @@ def watermark_age(facts: QueryFacts, now_ms: int, params: Params) -> Finding | N
     Severity.WARNING,
     for_ms=60_000,
     keep_firing_ms=120_000,
-    caused_by=(*QUERY_DOWN, "partition_stalled"),
+    caused_by=("partition_stalled",),
     threshold=(Kind.COUNT, 100_000),
 )
 def offset_lag(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None:
@@ -349,7 +367,7 @@ def offset_lag(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None
     Severity.WARNING,
     for_ms=300_000,
     keep_firing_ms=120_000,
-    caused_by=(*QUERY_DOWN, "partition_stalled"),
+    caused_by=("partition_stalled",),
 )
 def falling_behind(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None:
     """The partitions of the latest batch whose backlog verdict is falling behind: records
@@ -429,7 +447,8 @@ def _ended(facts: QueryFacts, status: StoredStatus, now_ms: int, within_ms: int,
 @rule(
     "the query ended with an exception (new alerts: within `within`)",
     Severity.CRITICAL,
-    caused_by=(),
+    means=Status.FAILED,
+    explains_all=True,
     within=(Kind.DURATION, 86_400_000),
 )
 def query_failed(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None:
@@ -442,7 +461,8 @@ def query_failed(facts: QueryFacts, now_ms: int, params: Params) -> Finding | No
 @rule(
     "the query stopped (new alerts: within `within`)",
     Severity.WARNING,
-    caused_by=(),
+    means=Status.TERMINATED,
+    explains_all=True,
     within=(Kind.DURATION, 3_600_000),
 )
 def query_terminated(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None:
@@ -455,7 +475,8 @@ def query_terminated(facts: QueryFacts, now_ms: int, params: Params) -> Finding 
 @rule(
     "a running query has reported nothing for longer than the threshold",
     Severity.CRITICAL,
-    caused_by=(),
+    means=Status.STALLED,
+    explains_all=True,
     sets={"silence_ms": "threshold"},
     threshold=(Kind.DURATION, Thresholds.silence_ms),
 )
@@ -521,7 +542,8 @@ def clock_behind(facts: QueryFacts, now_ms: int, params: Params) -> Finding | No
 @rule(
     "the query's stored rows cannot be read or judged: its other rules wait",
     Severity.CRITICAL,
-    caused_by=(),
+    means=Status.ERROR,
+    explains_all=True,
 )
 def query_unreadable(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None:
     """A row of the query breaks its reading (see :mod:`monitor.store.schema.isolation`); until it
@@ -529,3 +551,10 @@ def query_unreadable(facts: QueryFacts, now_ms: int, params: Params) -> Finding 
     if facts.unreadable is None:
         return None
     return Finding(None, f"the query's stored rows cannot be read: {facts.unreadable}")
+
+
+# What the rules say of themselves, gathered once they are registered: the status a firing
+# alert of each means (the health layer's judgment receives it), and the rules whose alerts
+# are listed first, as they explain every other on their query.
+MEANINGS = {name: known.means for name, known in RULES.items()}
+URGENT = tuple(name for name, known in RULES.items() if known.explains_all)

@@ -3,10 +3,11 @@ from its facts and its live alerts at one time. The overview, the query page, `w
 the API and `/metrics` each only say what this says, so that no two of them disagree.
 
 The status (:func:`monitor.health.status.query_status`) is what the facts show; a firing alert
-says at least as much: its rule names the status it means (:data:`RULE_STATUS`: a firing
-`future_event_time` is `lagging`, a firing `no_progress` is `stalled`), so that no query is
-`healthy` beside a firing alert. Pending alerts are counted apart: their condition has not held
-for their rule's `for` yet, and what it shows is in the facts already.
+says at least as much: its rule declares the status it means, passed in as
+:data:`~monitor.health.status.Meanings` (a firing `future_event_time` is `lagging`, a firing
+`no_progress` is `stalled`), so that no query is `healthy` beside a firing alert. Pending
+alerts are counted apart: their condition has not held for their rule's `for` yet, and what it
+shows is in the facts already.
 
 Queries sort by what pages first (a firing critical alert, then a firing warning, then none),
 then by status, then by name.
@@ -25,20 +26,9 @@ from dataclasses import dataclass
 from monitor.health.backlog import Verdict
 from monitor.health.facts import PartitionFacts, QueryFacts, Thresholds
 from monitor.health.predicates import is_losing_late
-from monitor.health.status import Status, query_status
+from monitor.health.status import Meanings, Status, query_status
 
 SEVERITIES = ("critical", "warning")
-
-# The status a firing alert of each rule means; a rule not named here means `lagging`.
-RULE_STATUS = {
-    "query_failed": Status.FAILED,
-    "query_unreadable": Status.ERROR,
-    "watermark_stalled": Status.STALLED,
-    "partition_stalled": Status.STALLED,
-    "no_progress": Status.STALLED,
-    "partition_idle": Status.IDLE,
-    "query_terminated": Status.TERMINATED,
-}
 
 
 @dataclass(frozen=True)
@@ -82,16 +72,19 @@ class Judgment:
         return paging * len(Status) + self.status
 
 
-def judge(facts: QueryFacts, alerts: Sequence[LiveAlert], now_ms: int) -> Judgment:
-    """The query's judgment at `now_ms` from its facts and its live alerts."""
+def judge(
+    facts: QueryFacts, alerts: Sequence[LiveAlert], now_ms: int, meanings: Meanings
+) -> Judgment:
+    """The query's judgment at `now_ms` from its facts and its live alerts, each alert's rule
+    meaning what `meanings` says."""
     firing = [alert for alert in alerts if alert.state == "firing"]
     counts = AlertCounts(
         critical=sum(alert.severity == "critical" for alert in firing),
         warning=sum(alert.severity == "warning" for alert in firing),
         pending=len(alerts) - len(firing),
     )
-    meant = [RULE_STATUS.get(alert.rule, Status.LAGGING) for alert in firing]
-    status = min([query_status(facts, now_ms), *_while_running(facts, meant)])
+    meant = [meanings.get(alert.rule, Status.LAGGING) for alert in firing]
+    status = min([query_status(facts, now_ms, meanings), *_while_running(facts, meant)])
     return Judgment(status, counts)
 
 

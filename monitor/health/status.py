@@ -9,8 +9,9 @@ The first rule that matches wins:
 4. `stalled` — the latest batch's watermark or one of its partitions is stalled, or a running
    query is silent: it has reported nothing for the silence threshold (a hung or killed
    driver) — the conditions of the alert rules `watermark_stalled`, `partition_stalled` and
-   `no_progress`, on the same facts; or an alert of one of those rules is live: a stall that
-   comes and goes stays `stalled` while its alert is held (`keep_firing_for`), not flapping;
+   `no_progress`, on the same facts; or an alert of a rule that means `stalled` is live (the
+   rules say what they mean: :data:`Meanings`): a stall that comes and goes stays `stalled`
+   while its alert is held (`keep_firing_for`), not flapping;
 5. `lagging` — a partition loses records as late (more than the late count within the late
    window, and more than the late share of what it read: the alert rule `late_records`), a
    partition read future-dated records within the future window (the alert rule
@@ -28,6 +29,7 @@ terminated (a query that ended cleanly needs no one's attention).
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 
 from monitor.health.backlog import Verdict
 from monitor.health.facts import QueryFacts, StoredStatus
@@ -38,10 +40,6 @@ from monitor.health.predicates import (
     is_silent,
     losing_late,
 )
-
-# The alert rules whose live alert keeps a query stalled: they hold after their condition
-# clears (keep_firing_for), so the status does not flap with it.
-STALL_RULES = frozenset({"watermark_stalled", "partition_stalled", "no_progress"})
 
 
 class Status(enum.IntEnum):
@@ -62,7 +60,13 @@ class Status(enum.IntEnum):
         return self.name.lower()
 
 
-def query_status(facts: QueryFacts, now_ms: int) -> Status:
+# The status a firing alert of each rule means, as each rule declares it
+# (monitor.alerts.rules.MEANINGS, passed in: health does not know the rules); a rule not in it
+# means `lagging`.
+Meanings = Mapping[str, Status]
+
+
+def query_status(facts: QueryFacts, now_ms: int, meanings: Meanings) -> Status:
     """The status of a query at `now_ms`, by the rules of this module's docstring."""
     if facts.status == StoredStatus.FAILED:
         return Status.FAILED
@@ -70,7 +74,7 @@ def query_status(facts: QueryFacts, now_ms: int) -> Status:
         return Status.ERROR
     if facts.status == StoredStatus.TERMINATED:
         return Status.TERMINATED
-    if has_stalled_work(facts) or is_silent(facts, now_ms) or facts.alerting & STALL_RULES:
+    if has_stalled_work(facts) or is_silent(facts, now_ms) or _stall_alerting(facts, meanings):
         return Status.STALLED
     if losing_late(facts) or has_future_dated(facts) or _falling_behind(facts):
         return Status.LAGGING
@@ -81,3 +85,9 @@ def query_status(facts: QueryFacts, now_ms: int) -> Status:
 
 def _falling_behind(facts: QueryFacts) -> bool:
     return facts.backlog is not None and facts.backlog.query.verdict is Verdict.FALLING_BEHIND
+
+
+def _stall_alerting(facts: QueryFacts, meanings: Meanings) -> bool:
+    """A rule that means `stalled` has a live alert on the query: it holds after its condition
+    clears (keep_firing_for), so the status does not flap with it."""
+    return any(meanings.get(rule) is Status.STALLED for rule in facts.alerting)

@@ -11,6 +11,7 @@ import sqlalchemy.orm as so
 from flask import Flask
 
 from monitor.alerts.rulefile import RuleSet, thresholds_of
+from monitor.alerts.rules import MEANINGS
 from monitor.durations import age_ms
 from monitor.health.backlog import (
     UNKNOWN,
@@ -72,7 +73,8 @@ TIMER_FIELDS = ("taken_at_ms", "watermark_ms", "pending", "next_expiry_ms", "due
 @dataclass(frozen=True)
 class Lens:
     """How the app looks at the store now: the time, and the rules whose parameters set the
-    facts' thresholds (the same the alert evaluation uses, so status and alerts agree)."""
+    facts' thresholds (the same the alert evaluation uses, so status and alerts agree); their
+    alerts weigh as each rule means (rules.MEANINGS)."""
 
     now_ms: int
     rules: RuleSet
@@ -84,7 +86,8 @@ class Lens:
 
     def summarize(self, session: so.Session, query: Query) -> QuerySummary:
         """The query's summary, its facts read over its rules' thresholds."""
-        return summarize(session, query, self.now_ms, self.rules.thresholds_for(query.name))
+        thresholds = self.rules.thresholds_for(query.name)
+        return summarize(session, query, self.now_ms, thresholds, MEANINGS)
 
     def summaries(
         self, session: so.Session, queries: Sequence[Query], overview: bool = True
@@ -96,7 +99,7 @@ class Lens:
             Asked(query, thresholds_of(config))
             for query, config in zip(queries, configs, strict=True)
         ]
-        return summaries(session, asked, self.now_ms, overview)
+        return summaries(session, asked, self.now_ms, MEANINGS, overview)
 
 
 def fields(row: Any, names: Sequence[str]) -> dict[str, Any]:

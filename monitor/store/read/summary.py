@@ -12,6 +12,7 @@ import sqlalchemy.orm as so
 
 from monitor.health.facts import QueryFacts, Thresholds
 from monitor.health.judgment import Judgment, LiveAlert, judge
+from monitor.health.status import Meanings
 from monitor.store.read.alerts import live_alerts
 from monitor.store.read.batches import latest_batches
 from monitor.store.read.read_facts import Asked, facts_of, unreadable
@@ -38,25 +39,31 @@ class QuerySummary:
 
 
 def summarize(
-    session: so.Session, query: Query, now_ms: int, thresholds: Thresholds
+    session: so.Session, query: Query, now_ms: int, thresholds: Thresholds, meanings: Meanings
 ) -> QuerySummary:
-    """The overview of one query at `now_ms`, its facts read over the thresholds' windows."""
-    return summaries(session, [Asked(query, thresholds)], now_ms)[0]
+    """The overview of one query at `now_ms`, its facts read over the thresholds' windows,
+    its alerts weighed by what their rules mean."""
+    return summaries(session, [Asked(query, thresholds)], now_ms, meanings)[0]
 
 
 def summaries(
-    session: so.Session, asked: Sequence[Asked], now_ms: int, overview: bool = True
+    session: so.Session,
+    asked: Sequence[Asked],
+    now_ms: int,
+    meanings: Meanings,
+    overview: bool = True,
 ) -> list[QuerySummary]:
     """The summary of each asked query at `now_ms`, in their order, a chunk at a time: a
-    fixed number of statements per chunk, however many queries. A query whose rows cannot be
-    read has only its stored state, and facts that say why. Without `overview`, what only the
-    overview shows (trends, backlogs' ages) is not read (read_facts.fleet_facts)."""
+    fixed number of statements per chunk, however many queries; its live alerts weighed by
+    what their rules mean. A query whose rows cannot be read has only its stored state, and
+    facts that say why. Without `overview`, what only the overview shows (trends, backlogs'
+    ages) is not read (read_facts.fleet_facts)."""
     found: list[QuerySummary] = []
     for chunk in chunks(asked):
         read = read_apart(
             session,
             chunk,
-            lambda part: _summaries(session, part, now_ms, overview),
+            lambda part: _summaries(session, part, now_ms, meanings, overview),
             lambda item: item.query.id,
             lambda item, reason: unreadable_summary(item, reason, now_ms),
         )
@@ -71,18 +78,21 @@ def judged(
     timers: TimerSnapshotRow | None,
     alerts: Sequence[LiveAlert],
     now_ms: int,
+    meanings: Meanings,
 ) -> QuerySummary:
     """The summary of a query read at `now_ms`, with its judgment."""
-    return QuerySummary(query, latest, facts, timers, tuple(alerts), judge(facts, alerts, now_ms))
+    judgment = judge(facts, alerts, now_ms, meanings)
+    return QuerySummary(query, latest, facts, timers, tuple(alerts), judgment)
 
 
 def unreadable_summary(asked: Asked, reason: str, now_ms: int) -> QuerySummary:
-    """The summary of a query whose rows cannot be read or judged: its stored state, and why."""
-    return judged(asked.query, None, unreadable(asked, reason), None, (), now_ms)
+    """The summary of a query whose rows cannot be read or judged: its stored state, and why;
+    no alert of it is weighed, so no rule's meaning either."""
+    return judged(asked.query, None, unreadable(asked, reason), None, (), now_ms, {})
 
 
 def _summaries(
-    session: so.Session, asked: Sequence[Asked], now_ms: int, overview: bool
+    session: so.Session, asked: Sequence[Asked], now_ms: int, meanings: Meanings, overview: bool
 ) -> dict[str, QuerySummary]:
     ids = [item.query.id for item in asked]
     alerts = live_alerts(session, ids)
@@ -98,7 +108,13 @@ def _summaries(
     timers = latest_timers(session, ids)
     return {
         key: judged(
-            item.query, latest.get(key), facts[key], timers.get(key), alerts.get(key, ()), now_ms
+            item.query,
+            latest.get(key),
+            facts[key],
+            timers.get(key),
+            alerts.get(key, ()),
+            now_ms,
+            meanings,
         )
         for item, key in zip(asked, ids, strict=True)
     }

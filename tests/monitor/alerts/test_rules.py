@@ -4,9 +4,19 @@ import dataclasses
 
 import pytest
 
-from monitor.alerts.rules import RULES, Severity, failure_reason, rate_text, rule, thresholds
+from monitor.alerts.rules import (
+    MEANINGS,
+    RULES,
+    URGENT,
+    Severity,
+    failure_reason,
+    rate_text,
+    rule,
+    thresholds,
+)
 from monitor.health.backlog import Verdict
 from monitor.health.facts import FutureDated, PartitionFacts, QueryFacts, Thresholds
+from monitor.health.status import Status
 
 NOW = 1_800_000_000_000
 MINUTE = 60_000
@@ -338,3 +348,14 @@ def test_the_rules_default_parameters_are_the_facts_default_thresholds():
     facts' own defaults, so a reader that takes those sees what the evaluator sees."""
     defaults = {name: known.defaults() for name, known in RULES.items()}
     assert thresholds(defaults) == Thresholds()
+
+
+def test_what_a_rule_is_is_declared_with_it():
+    """The rules whose live alert keeps a query stalled, and those that explain every other
+    finding on a query (its first causes, and listed first), as the rules declare them."""
+    stalling = {name for name, status in MEANINGS.items() if status is Status.STALLED}
+    assert stalling == {"watermark_stalled", "partition_stalled", "no_progress"}
+    assert URGENT == ("query_failed", "query_terminated", "no_progress", "query_unreadable")
+    assert RULES["watermark_age"].caused_by == (*URGENT, "watermark_stalled", "partition_stalled")
+    assert RULES["long_batch"].caused_by == URGENT
+    assert [RULES[name].caused_by for name in URGENT] == [(), (), (), ()]

@@ -3,6 +3,7 @@ where it sorts (health.judgment)."""
 
 import pytest
 
+from monitor.alerts.rules import MEANINGS
 from monitor.health.facts import QueryFacts
 from monitor.health.judgment import AlertCounts, LiveAlert, judge
 from monitor.health.status import Status
@@ -92,15 +93,15 @@ CASES = [
 def test_a_query_is_judged_from_its_facts_and_its_firing_alerts(
     given, alerts, status, counts, severity
 ):
-    judgment = judge(given, alerts, NOW)
+    judgment = judge(given, alerts, NOW, MEANINGS)
     assert (judgment.status, judgment.alerts, judgment.severity) == (status, counts, severity)
 
 
 def test_what_pages_sorts_first_then_the_status():
-    critical_lagging = judge(facts(), [alert("future_event_time", "critical")], NOW)
-    warning_stalled = judge(facts(watermark_stalled=True), [alert("watermark_skew")], NOW)
-    stalled = judge(facts(watermark_stalled=True), [], NOW)
-    healthy = judge(facts(), [], NOW)
-    ended = judge(facts(status="terminated"), [], NOW)
+    critical_lagging = judge(facts(), [alert("future_event_time", "critical")], NOW, MEANINGS)
+    warning_stalled = judge(facts(watermark_stalled=True), [alert("watermark_skew")], NOW, MEANINGS)
+    stalled = judge(facts(watermark_stalled=True), [], NOW, MEANINGS)
+    healthy = judge(facts(), [], NOW, MEANINGS)
+    ended = judge(facts(status="terminated"), [], NOW, MEANINGS)
     ordered = [critical_lagging, warning_stalled, stalled, healthy, ended]
     assert sorted(ordered, key=lambda j: j.urgency) == ordered

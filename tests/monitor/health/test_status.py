@@ -2,6 +2,7 @@
 
 import pytest
 
+from monitor.alerts.rules import MEANINGS
 from monitor.health.backlog import Backlogs, QueryBacklog, Verdict
 from monitor.health.facts import FutureDated, PartitionFacts, QueryFacts, Thresholds
 from monitor.health.status import Status, query_status
@@ -126,7 +127,7 @@ CASES = [
 
 @pytest.mark.parametrize(("given", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_query_status(given, expected):
-    assert query_status(given, NOW) is expected
+    assert query_status(given, NOW, MEANINGS) is expected
 
 
 def test_statuses_sort_by_urgency_with_terminated_last():

@@ -8,6 +8,7 @@ import pytest
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
+from monitor.alerts.rules import MEANINGS
 from monitor.health.facts import Thresholds
 from monitor.store.packed import batch_event_times, batch_offsets
 from monitor.store.read.batches import latest_batch
@@ -201,10 +202,10 @@ def test_the_overview_of_a_fleet_gives_each_query_its_own_summary(engine):
     _store(engine, 24)
     with so.Session(engine) as session:
         asked = [Asked(item.query, item.thresholds) for item in _asked(session)]
-        overview = summaries(session, asked, NOW)
+        overview = summaries(session, asked, NOW, MEANINGS)
         assert [s.query.id for s in overview] == [item.query.id for item in asked]
         for item, summary in zip(asked, overview, strict=True):
-            assert summary == summarize(session, item.query, NOW, item.thresholds)
+            assert summary == summarize(session, item.query, NOW, item.thresholds, MEANINGS)
         assert 0 < sum(s.timers is not None for s in overview) < len(overview)
 
 
@@ -226,7 +227,7 @@ def _statements(engine: sa.Engine, read) -> int:
     "read",
     [
         lambda session, asked: fleet_facts(session, asked, NOW),
-        lambda session, asked: summaries(session, asked, NOW),
+        lambda session, asked: summaries(session, asked, NOW, MEANINGS),
     ],
     ids=["facts", "summaries"],
 )
