@@ -91,7 +91,8 @@ def list_alerts() -> dict[str, Any]:
     this server's evaluator did not take up the changed rules file (the rules before it stay
     in force), or null; `evaluated_at_ms`: when the rules were last evaluated, by any process
     (null: never); `evaluating`: whether a process evaluates them now (else the alerts are as
-    of `evaluated_at_ms`)."""
+    of `evaluated_at_ms`); `urgent_rules`: the rules whose live alerts are listed before the
+    rest, as their finding explains every other on the query (a page sorts by them)."""
     session = db.session()
     state = request.args.get("state", "live")
     if state not in ("live", "all"):
@@ -107,6 +108,7 @@ def list_alerts() -> dict[str, Any]:
         "cancelled": cancelled_count(session, query_id),
         "evaluated_at_ms": job_done_at(session, LEASE),
         "evaluating": job_held(session, LEASE, now),
+        "urgent_rules": list(URGENT),
     }
 
 

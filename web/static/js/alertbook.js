@@ -4,31 +4,31 @@ import { getJson, setText, showError } from "./dom.js";
 
 const LIVE = ["firing", "pending"];
 export const SEVERITIES = ["critical", "warning"];
-// The rules that say a query is down: whatever else it shows follows from them.
-const QUERY_DOWN = ["query_failed", "no_progress", "query_unreadable", "query_terminated"];
 const LOAD_LIMIT = 1_000;
 
 export function isLive(alert) {
   return LIVE.includes(alert.state);
 }
 
-function rank(alert) {
+function rank(alert, urgent) {
   return [
     LIVE.indexOf(alert.state),
     alert.caused_by ? 1 : 0,
-    QUERY_DOWN.includes(alert.rule) ? 0 : 1,
+    urgent.includes(alert.rule) ? 0 : 1,
     SEVERITIES.indexOf(alert.severity),
   ];
 }
 
 // As monitor/store/read/alerts.py orders them: firing before pending, causes before what they
-// cause, a query that is down before the rest, critical before warning, then the longest
-// active first.
-export function byUrgency(a, b) {
-  const [x, y] = [rank(a), rank(b)];
-  const first = x.findIndex((value, index) => value !== y[index]);
-  if (first >= 0) return x[first] - y[first];
-  return a.active_since_ms - b.active_since_ms || a.id - b.id;
+// cause, a query that is down before the rest (`urgent`, the rules GET /api/alerts names in
+// `urgent_rules`), critical before warning, then the longest active first.
+function byUrgency(urgent) {
+  return (a, b) => {
+    const [x, y] = [rank(a, urgent), rank(b, urgent)];
+    const first = x.findIndex((value, index) => value !== y[index]);
+    if (first >= 0) return x[first] - y[first];
+    return a.active_since_ms - b.active_since_ms || a.id - b.id;
+  };
 }
 
 // How many alerts of each severity, most severe first, as [[severity, count], …].
@@ -41,6 +41,8 @@ export function bySeverity(alerts) {
 export class AlertBook {
   constructor() {
     this.alerts = new Map();
+    // The rules whose alerts are listed first, as the server says.
+    this.urgent = [];
     this.listeners = [];
     // Each load in flight collects the events heard meanwhile: its answer may predate them.
     this.loads = new Set();
@@ -50,8 +52,9 @@ export class AlertBook {
     const heard = [];
     this.loads.add(heard);
     try {
-      const { alerts } = await getJson(`/api/alerts?limit=${LOAD_LIMIT}`);
+      const { alerts, urgent_rules } = await getJson(`/api/alerts?limit=${LOAD_LIMIT}`);
       this.alerts = new Map(alerts.map((alert) => [alert.id, alert]));
+      this.urgent = urgent_rules;
       for (const event of heard) this.put(event.alert);
     } finally {
       this.loads.delete(heard);
@@ -99,7 +102,7 @@ export class AlertBook {
 
   live(queryId) {
     const all = [...this.alerts.values()];
-    return (queryId ? all.filter((a) => a.query_id === queryId) : all).sort(byUrgency);
+    return (queryId ? all.filter((a) => a.query_id === queryId) : all).sort(byUrgency(this.urgent));
   }
 
   firing(queryId) {
