@@ -24,6 +24,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from monitor.config import DEFAULT_FUTURE_TOLERANCE_S
 from monitor.durations import duration
 from monitor.events import Record
 from monitor.health.backlog import Verdict
@@ -285,7 +286,9 @@ def percent(part: int, whole: int) -> str:
     sets={"future_window_ms": "window"},
     count=(Kind.COUNT, 0),
     window=(Kind.DURATION, Thresholds.future_window_ms),
-    tolerance=(Kind.DURATION, 300_000),
+    # A watermark further ahead than a record may be before it is future-dated (the
+    # WMON_FUTURE_TOLERANCE default) was set by a future-dated record.
+    tolerance=(Kind.DURATION, DEFAULT_FUTURE_TOLERANCE_S * 1000),
 )
 def future_event_time(facts: QueryFacts, now_ms: int, params: Params) -> Finding | None:
     """The partitions that read more than `count` future-dated records in the window, named

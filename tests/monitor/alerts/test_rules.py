@@ -14,6 +14,7 @@ from monitor.alerts.rules import (
     rule,
     thresholds,
 )
+from monitor.config import load_settings
 from monitor.health.backlog import Verdict
 from monitor.health.facts import FutureDated, PartitionFacts, QueryFacts, Thresholds
 from monitor.health.status import Status
@@ -348,6 +349,11 @@ def test_the_rules_default_parameters_are_the_facts_default_thresholds():
     facts' own defaults, so a reader that takes those sees what the evaluator sees."""
     defaults = {name: known.defaults() for name, known in RULES.items()}
     assert thresholds(defaults) == Thresholds()
+
+
+def test_a_watermark_is_ahead_by_what_makes_a_record_future_dated():
+    tolerance_ms = load_settings({}).future_tolerance_s * 1000
+    assert RULES["future_event_time"].defaults()["tolerance"] == tolerance_ms
 
 
 def test_what_a_rule_is_is_declared_with_it():
