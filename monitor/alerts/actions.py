@@ -6,13 +6,12 @@ of an incident shows who did what when.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.store.schema.models import LIVE_ALERT_STATES, AlertEvent, AlertRow, Silence
+from monitor.store.read.alerts import alert_row, silence_row
+from monitor.store.schema.models import LIVE_ALERT_STATES, AlertRow, Silence
 from monitor.store.signals.notify import announce
+from monitor.store.write.alerts import end_silence, store_acknowledgement, store_silence
 
 
 class ActionError(ValueError):
@@ -29,21 +28,12 @@ class NotAllowed(ActionError):
 
 def acknowledge(session: so.Session, alert_id: int, by: str, now_ms: int) -> AlertRow:
     """Mark a pending or firing alert acknowledged by `by`; stored as one of its events."""
-    alert = session.get(AlertRow, alert_id)
+    alert = alert_row(session, alert_id)
     if alert is None:
         raise NotFound(f"no alert {alert_id}")
     if alert.state not in LIVE_ALERT_STATES:
         raise NotAllowed(f"alert {alert_id} is {alert.state}: only a live alert is acknowledged")
-    alert.acknowledged_at_ms, alert.acknowledged_by = now_ms, by
-    session.add(
-        AlertEvent(
-            alert_id=alert.id,
-            transition="acknowledged",
-            at_ms=now_ms,
-            value=alert.value,
-            message=f"acknowledged by {by}",
-        )
-    )
+    store_acknowledgement(session, alert, by, now_ms)
     announce(session)
     session.commit()
     return alert
@@ -64,16 +54,16 @@ def silence(
     `until_ms`."""
     if until_ms <= now_ms:
         raise NotAllowed("a silence must end in the future")
-    created = Silence(
+    created = store_silence(
+        session,
         rule=rule,
         query_id=query_id,
         partition=partition,
-        created_at_ms=now_ms,
         until_ms=until_ms,
-        created_by=by,
+        now_ms=now_ms,
+        by=by,
         comment=comment,
     )
-    session.add(created)
     announce(session)
     session.commit()
     return created
@@ -81,17 +71,10 @@ def silence(
 
 def lift_silence(session: so.Session, silence_id: int, now_ms: int) -> Silence:
     """End a silence now."""
-    found = session.get(Silence, silence_id)
+    found = silence_row(session, silence_id)
     if found is None:
         raise NotFound(f"no silence {silence_id}")
-    found.until_ms = min(found.until_ms, now_ms)
+    end_silence(found, now_ms)
     announce(session)
     session.commit()
     return found
-
-
-def alert_events(session: so.Session, alert_id: int) -> Sequence[AlertEvent]:
-    """An alert's events, oldest first."""
-    return session.scalars(
-        sa.select(AlertEvent).where(AlertEvent.alert_id == alert_id).order_by(AlertEvent.id)
-    ).all()

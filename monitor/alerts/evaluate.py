@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from monitor.alerts.lifecycle import Alert, State, Timing, Transition, step
@@ -21,11 +20,13 @@ from monitor.alerts.rulefile import RuleConfig, RuleSet, thresholds_of
 from monitor.alerts.rules import RULES, Finding, query_unreadable
 from monitor.health.facts import QueryFacts
 from monitor.notify.outbox import enqueue
+from monitor.store.read.alerts import live_alert_rows
 from monitor.store.read.queries import list_queries
 from monitor.store.read.read_facts import Asked, fleet_facts, unreadable
 from monitor.store.schema.isolation import is_outage, unreadable_reason
-from monitor.store.schema.models import LIVE_ALERT_STATES, AlertEvent, AlertRow
+from monitor.store.schema.models import AlertEvent
 from monitor.store.signals.notify import announce
+from monitor.store.write.alerts import STEPPED, Recorded, store_alert_changes
 
 UNREADABLE = query_unreadable.__name__
 
@@ -70,29 +71,6 @@ class _Stored:
     alert: Alert
 
 
-# What a pass changes in a stored alert.
-_STEPPED = (
-    "state",
-    "value",
-    "message",
-    "partitions",
-    "caused_by",
-    "held_at_ms",
-    "fired_at_ms",
-    "resolved_at_ms",
-)
-
-
-@dataclass(frozen=True)
-class _Recorded:
-    """A transition to record: of the stored alert `row_id`, or else of a new one, `alert`
-    being the alert as it stands after it."""
-
-    row_id: int | None
-    alert: Alert
-    transition: Transition
-
-
 @dataclass
 class _Changes:
     """What one pass changes: the stored alerts it moves or brings up to date, the new ones,
@@ -100,7 +78,7 @@ class _Changes:
 
     updated: list[dict[str, Any]] = field(default_factory=list)
     new: list[Alert] = field(default_factory=list)
-    recorded: list[_Recorded] = field(default_factory=list)
+    recorded: list[Recorded] = field(default_factory=list)
 
     def step(
         self,
@@ -116,7 +94,7 @@ class _Changes:
         if transition is Transition.CANCELLED and stored is not None:
             ended = _columns(replace(stored.alert, resolved_at_ms=now_ms))
             self.updated.append(ended | {"state": transition.value, "row_id": row_id})
-            self.recorded.append(_Recorded(row_id, stored.alert, transition))
+            self.recorded.append(_recorded(row_id, stored.alert, transition))
             return
         if alert is None:
             return
@@ -125,69 +103,26 @@ class _Changes:
         elif alert != stored.alert:
             self.updated.append(_columns(alert) | {"row_id": row_id})
         if transition is not None:
-            self.recorded.append(_Recorded(row_id, alert, transition))
+            self.recorded.append(_recorded(row_id, alert, transition))
 
     def store(self, session: so.Session, now_ms: int) -> list[AlertEvent]:
-        """Write the changed alerts, the new ones and the transitions, each kind in one
-        statement run for many rows; the transitions as stored.
-
-        New rows are not asked back with RETURNING (drivers write that as one long statement
-        per thousand rows, which psycopg parses afresh: seconds for a fleet's alerts) but read
-        after: new alerts are live and unique by rule and query, and the transitions are
-        those at `now_ms` past the newest stored before (an acknowledgement is no transition
-        of a rule's)."""
-        # On the connection: plain statements, not the ORM's per-row bookkeeping.
-        connection = session.connection()
-        if self.updated:
-            update = sa.update(AlertRow).where(AlertRow.id == sa.bindparam("row_id"))
-            values: dict[str, Any] = {name: sa.bindparam(name) for name in _STEPPED}
-            connection.execute(update.values(values), self.updated)
-        if self.new:
-            connection.execute(sa.insert(AlertRow), [_new_row(alert) for alert in self.new])
-        if not self.recorded:
-            return []
-        made = _new_ids(session, now_ms) if self.new else {}
-        before = session.scalar(sa.select(sa.func.max(AlertEvent.id))) or 0
-        connection.execute(
-            sa.insert(AlertEvent),
-            [
-                {
-                    "alert_id": made[item.alert.key] if item.row_id is None else item.row_id,
-                    "transition": item.transition.value,
-                    "at_ms": now_ms,
-                    "value": item.alert.value,
-                    "message": item.alert.message,
-                }
-                for item in self.recorded
-            ],
-        )
-        stepped = [transition.value for transition in Transition]
-        return list(
-            session.scalars(
-                sa.select(AlertEvent)
-                .where(
-                    AlertEvent.id > before,
-                    AlertEvent.at_ms == now_ms,
-                    AlertEvent.transition.in_(stepped),
-                )
-                .order_by(AlertEvent.id)
-            )
-        )
+        """Write the changed alerts, the new ones and the transitions; the transitions as
+        stored."""
+        new = [_new_row(alert) for alert in self.new]
+        return store_alert_changes(session, self.updated, new, self.recorded, now_ms)
 
 
-def _new_ids(session: so.Session, now_ms: int) -> dict[tuple[str, str], int]:
-    """The row ids of the live alerts that became active at `now_ms`, by rule and query."""
-    rows = session.execute(
-        sa.select(AlertRow.id, AlertRow.rule, AlertRow.query_id).where(
-            AlertRow.active_since_ms == now_ms, AlertRow.state.in_(LIVE_ALERT_STATES)
-        )
+def _recorded(row_id: int | None, alert: Alert, transition: Transition) -> Recorded:
+    """A transition to record: of the stored alert `row_id`, or else of a new one, `alert`
+    being the alert as it stands after it."""
+    return Recorded(
+        row_id, alert.rule, alert.query_id, transition.value, alert.value, alert.message
     )
-    return {(row.rule, row.query_id): row.id for row in rows}
 
 
 def _columns(alert: Alert) -> dict[str, Any]:
-    """The stored columns a pass may change (:data:`_STEPPED`), as `alert` has them."""
-    columns = {name: getattr(alert, name) for name in _STEPPED}
+    """The stored columns a pass may change (STEPPED), as `alert` has them."""
+    columns = {name: getattr(alert, name) for name in STEPPED}
     return columns | {"state": alert.state.value, "partitions": list(alert.partitions)}
 
 
@@ -203,22 +138,7 @@ def _new_row(alert: Alert) -> dict[str, Any]:
 
 def _live_alerts(session: so.Session) -> dict[tuple[str, str], _Stored]:
     """Every pending or firing alert, by rule and query: read as plain rows, not objects."""
-    rows = session.execute(
-        sa.select(
-            AlertRow.id,
-            AlertRow.rule,
-            AlertRow.query_id,
-            AlertRow.state,
-            AlertRow.active_since_ms,
-            AlertRow.value,
-            AlertRow.message,
-            AlertRow.held_at_ms,
-            AlertRow.partitions,
-            AlertRow.caused_by,
-            AlertRow.fired_at_ms,
-            AlertRow.resolved_at_ms,
-        ).where(AlertRow.state.in_(LIVE_ALERT_STATES))
-    )
+    rows = live_alert_rows(session)
     return {
         (row.rule, row.query_id): _Stored(
             row.id,

@@ -65,11 +65,6 @@ class Alert:
     fired_at_ms: int | None = None
     resolved_at_ms: int | None = None
 
-    @property
-    def key(self) -> tuple[str, str]:
-        """What makes an alert one: its rule and its query."""
-        return self.rule, self.query_id
-
 
 def step(
     alert: Alert | None,

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import sqlalchemy as sa
 import sqlalchemy.orm as so
@@ -26,7 +25,9 @@ import sqlalchemy.orm as so
 from monitor.notify.receiver import Receiver
 from monitor.notify.receivers import lookup
 from monitor.notify.transport import Message, Post, Sent, http_post
-from monitor.store.schema.models import AlertEvent, AlertRow, Delivery, DeliveryAttempt, Query
+from monitor.store.read.deliveries import delivered_firing, undelivered
+from monitor.store.schema.models import Delivery, DeliveryAttempt
+from monitor.store.write.deliveries import claim, settle, store_attempt
 
 MAX_BACKOFF_MS = 300_000
 GIVE_UP_AFTER_MS = 86_400_000
@@ -74,7 +75,7 @@ def _deliver_in_order(
     """
     attempts = []
     kind = lookup(receiver.kind)
-    for delivery, event, alert, query in _pending(session, receiver.name):
+    for delivery, event, alert, query in undelivered(session, receiver.name, BATCH):
         if time.monotonic() - started > CLAIM_MS / 2000 or delivery.next_attempt_at_ms > now_ms:
             break
         if not _claim(session, delivery, now_ms):
@@ -89,54 +90,10 @@ def _deliver_in_order(
     return attempts
 
 
-def _pending(session: so.Session, receiver: str) -> Sequence[Any]:
-    """A receiver's undelivered deliveries, oldest first, with what they are about."""
-    return _deliveries(
-        session,
-        receiver,
-        Delivery.delivered_at_ms.is_(None),
-        Delivery.abandoned_at_ms.is_(None),
-    )
-
-
-def _deliveries(session: so.Session, receiver: str, *where: Any) -> Sequence[Any]:
-    """The first BATCH of a receiver's deliveries that meet `where`, oldest first, each with
-    its alert event, alert and query."""
-    return session.execute(
-        sa.select(Delivery, AlertEvent, AlertRow, Query)
-        .join(AlertEvent, AlertEvent.id == Delivery.alert_event_id)
-        .join(AlertRow, AlertRow.id == AlertEvent.alert_id)
-        .join(Query, Query.id == AlertRow.query_id)
-        .where(Delivery.receiver == receiver, *where)
-        .order_by(Delivery.id)
-        .limit(BATCH)
-    ).all()
-
-
 def _claim(session: so.Session, delivery: Delivery, now_ms: int) -> bool:
-    """Take `delivery` for one attempt, unless another sender changed it since it was read.
-
-    The attempt is counted and the delivery put out of everyone's reach for CLAIM_MS, in one
-    conditional UPDATE: of two senders, only the first to commit sees its row change.
-    """
-    unchanged = (
-        Delivery.id == delivery.id,
-        Delivery.attempts == delivery.attempts,
-        Delivery.delivered_at_ms.is_(None),
-        Delivery.abandoned_at_ms.is_(None),
-    )
-    claim = (
-        sa.update(Delivery)
-        .where(*unchanged)
-        .values(attempts=delivery.attempts + 1, next_attempt_at_ms=now_ms + CLAIM_MS)
-    )
-    claimed = session.connection().execute(claim).rowcount
-    session.commit()
-    if claimed:
-        # As stored, not as a change of ours to write back: the row is changed only by
-        # conditional UPDATEs.
-        so.attributes.set_committed_value(delivery, "attempts", delivery.attempts + 1)
-    return bool(claimed)
+    """Take `delivery` for one attempt, for CLAIM_MS from `now_ms`, unless another sender
+    changed it since it was read."""
+    return claim(session, delivery, now_ms + CLAIM_MS)
 
 
 def _attempt(
@@ -151,8 +108,7 @@ def _attempt(
     attempt, and whether the delivery is done (delivered or given up)."""
     attempt, sent = _post(delivery, url, message, now_ms, post)
     done = _settle(session, delivery, sent, now_ms)
-    session.add(attempt)
-    session.commit()
+    store_attempt(session, attempt)
     return attempt, done
 
 
@@ -186,44 +142,24 @@ def _resend_firing(
     if kind.resend_ms is None:
         return []
     attempts = []
-    due = _due_again(session, receiver.name, now_ms - kind.resend_ms)
+    due = delivered_firing(session, receiver.name, now_ms - kind.resend_ms, BATCH)
     for delivery, event, alert, query in due:
         message = kind.message(delivery, event, alert, query, descriptions[alert.rule], now_ms)
         attempt, _ = _post(delivery, kind.endpoint(receiver.url), message, now_ms, post)
-        session.add(attempt)
-        session.commit()
+        store_attempt(session, attempt)
         attempts.append(attempt)
     return attempts
-
-
-def _due_again(session: so.Session, receiver: str, sent_by_ms: int) -> Sequence[Any]:
-    """The delivered firing notifications of alerts that still fire, last sent at or before
-    `sent_by_ms`, with what they are about."""
-    last_sent = (
-        sa.select(sa.func.max(DeliveryAttempt.at_ms))
-        .where(DeliveryAttempt.delivery_id == Delivery.id)
-        .scalar_subquery()
-    )
-    return _deliveries(
-        session,
-        receiver,
-        Delivery.delivered_at_ms.is_not(None),
-        AlertEvent.transition == "firing",
-        AlertRow.state == "firing",
-        last_sent <= sent_by_ms,
-    )
 
 
 def _settle(session: so.Session, delivery: Delivery, sent: Sent, now_ms: int) -> bool:
     """Mark the claimed `delivery` delivered, given up, or due again after its backoff, unless
     another sender has claimed it since; whether it is done."""
-    values = {
-        "next_attempt_at_ms": now_ms + min(1000 * 2 ** (delivery.attempts - 1), MAX_BACKOFF_MS)
-    }
+    next_attempt_at_ms = now_ms + min(1000 * 2 ** (delivery.attempts - 1), MAX_BACKOFF_MS)
     if sent.ok:
-        values["delivered_at_ms"] = now_ms
-    elif sent.refused or now_ms - delivery.created_at_ms >= GIVE_UP_AFTER_MS:
-        values["abandoned_at_ms"] = now_ms
-    still_ours = (Delivery.id == delivery.id, Delivery.attempts == delivery.attempts)
-    session.connection().execute(sa.update(Delivery).where(*still_ours).values(**values))
-    return "delivered_at_ms" in values or "abandoned_at_ms" in values
+        settle(session, delivery, next_attempt_at_ms, delivered_at_ms=now_ms)
+        return True
+    if sent.refused or now_ms - delivery.created_at_ms >= GIVE_UP_AFTER_MS:
+        settle(session, delivery, next_attempt_at_ms, abandoned_at_ms=now_ms)
+        return True
+    settle(session, delivery, next_attempt_at_ms)
+    return False

@@ -1,24 +1,13 @@
-"""Which silences are in force, and which alerts they cover.
+"""Which alerts a silence covers.
 
 Used by the outbox, to hold back firing notifications, and by the dashboard, to show what is
-silenced; web/static/js/alerts.js matches alerts to silences the same way.
+silenced (the silences in force are read by monitor.store.read.alerts.active_silences);
+web/static/js/alerts.js matches alerts to silences the same way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-import sqlalchemy as sa
-import sqlalchemy.orm as so
-
 from monitor.store.schema.models import AlertRow, Silence
-
-
-def active_silences(session: so.Session, now_ms: int) -> Sequence[Silence]:
-    """The silences in force at `now_ms`, oldest first."""
-    return session.scalars(
-        sa.select(Silence).where(Silence.until_ms > now_ms).order_by(Silence.id)
-    ).all()
 
 
 def silenced(alert: AlertRow, silence: Silence) -> bool:

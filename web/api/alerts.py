@@ -11,20 +11,19 @@ from typing import Any
 import sqlalchemy.orm as so
 from flask import Blueprint, current_app, request
 
-from monitor.alerts.actions import (
-    ActionError,
-    NotFound,
-    acknowledge,
-    alert_events,
-    lift_silence,
-    silence,
-)
+from monitor.alerts.actions import ActionError, NotFound, acknowledge, lift_silence, silence
 from monitor.alerts.rules import RULES, URGENT
 from monitor.alerts.runner import LEASE
 from monitor.events import MAX_NAME
-from monitor.notify.silences import active_silences, silenced
+from monitor.notify.silences import silenced
 from monitor.numbers import NumberError, json_whole, shown
-from monitor.store.read.alerts import alerts_with_names, cancelled_count, deliveries
+from monitor.store.read.alerts import (
+    active_silences,
+    alert_events,
+    alerts_with_names,
+    cancelled_count,
+    deliveries,
+)
 from monitor.store.read.queries import find_query, query_name
 from monitor.store.schema.models import AlertRow, Silence
 from monitor.store.signals.leases import job_done_at, job_held

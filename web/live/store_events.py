@@ -15,8 +15,7 @@ from typing import Any
 import sqlalchemy.orm as so
 from flask import Flask
 
-from monitor.notify.silences import active_silences
-from monitor.store.read.alerts import alert_events_by_id
+from monitor.store.read.alerts import active_silences, alert_events_by_id
 from monitor.store.read.batches import batches_by_id
 from monitor.store.read.queries import list_queries, queries_by_id
 from monitor.store.read.timers import timer_snapshots_by_id

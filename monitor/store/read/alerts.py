@@ -1,5 +1,5 @@
 """Stored alerts: the newest with their queries' names, their events by row id, and the live ones
-counted by rule, severity and state."""
+counted by rule, severity and state; one alert or silence by id, and the silences in force."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from monitor.store.schema.models import (
     Delivery,
     DeliveryAttempt,
     Query,
+    Silence,
 )
 from monitor.store.schema.sql import among
 
@@ -185,3 +186,48 @@ def deliveries(
     ):
         attempts[attempt.delivery_id].append(attempt)
     return [(delivery, transition, attempts[delivery.id]) for delivery, transition in rows]
+
+
+def live_alert_rows(session: so.Session) -> Sequence[Any]:
+    """Every pending or firing alert, as plain rows (not objects): all the columns an
+    evaluation steps, with its id, rule, query id and start."""
+    return session.execute(
+        sa.select(
+            AlertRow.id,
+            AlertRow.rule,
+            AlertRow.query_id,
+            AlertRow.state,
+            AlertRow.active_since_ms,
+            AlertRow.value,
+            AlertRow.message,
+            AlertRow.held_at_ms,
+            AlertRow.partitions,
+            AlertRow.caused_by,
+            AlertRow.fired_at_ms,
+            AlertRow.resolved_at_ms,
+        ).where(AlertRow.state.in_(LIVE_ALERT_STATES))
+    ).all()
+
+
+def alert_row(session: so.Session, alert_id: int) -> AlertRow | None:
+    """The alert `alert_id`, if there is one."""
+    return session.get(AlertRow, alert_id)
+
+
+def alert_events(session: so.Session, alert_id: int) -> Sequence[AlertEvent]:
+    """An alert's events, oldest first."""
+    return session.scalars(
+        sa.select(AlertEvent).where(AlertEvent.alert_id == alert_id).order_by(AlertEvent.id)
+    ).all()
+
+
+def silence_row(session: so.Session, silence_id: int) -> Silence | None:
+    """The silence `silence_id`, if there is one."""
+    return session.get(Silence, silence_id)
+
+
+def active_silences(session: so.Session, now_ms: int) -> Sequence[Silence]:
+    """The silences in force at `now_ms`, oldest first."""
+    return session.scalars(
+        sa.select(Silence).where(Silence.until_ms > now_ms).order_by(Silence.id)
+    ).all()

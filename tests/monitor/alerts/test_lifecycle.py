@@ -93,7 +93,7 @@ def test_a_firing_alert_keeps_its_start_and_takes_the_latest_finding():
         "no_progress",
         20,
     )
-    assert alert.key == SUBJECT
+    assert (alert.rule, alert.query_id) == SUBJECT
 
 
 def test_an_alert_held_after_it_cleared_keeps_what_it_last_found():
