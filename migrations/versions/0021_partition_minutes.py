@@ -26,8 +26,8 @@ depends_on: str | Sequence[str] | None = None
 
 PROGRESS_EVERY_S = 5.0
 
-# A sum that saturates at 64 bits, None over no values, as store.sums reads and the write
-# path folds: SQLite's sum() fails past 2^63, and PostgreSQL's numeric sum would not fit.
+# A sum that saturates at 64 bits, None over no values, as store.schema.whole_sum reads and the
+# write path folds: SQLite's sum() fails past 2^63, and PostgreSQL's numeric sum would not fit.
 SATURATED_SUM = {
     "sqlite": "CASE WHEN count({0}) = 0 THEN NULL ELSE "
     "CAST(min(max(total({0}), -9.2e18), 9.2e18) AS INTEGER) END",

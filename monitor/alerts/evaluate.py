@@ -22,7 +22,7 @@ from monitor.health.facts import QueryFacts
 from monitor.notify.outbox import enqueue
 from monitor.store.read.alerts import live_alert_rows
 from monitor.store.read.queries import list_queries
-from monitor.store.read.read_facts import Asked, fleet_facts, unreadable
+from monitor.store.read.read_facts import FactsAsked, fleet_facts, unreadable
 from monitor.store.schema.isolation import is_outage, unreadable_reason
 from monitor.store.schema.models import AlertEvent
 from monitor.store.signals.notify import announce
@@ -40,7 +40,7 @@ def evaluate(session: so.Session, rules: RuleSet, now_ms: int) -> list[AlertEven
     configs = {query.id: config for query, config in zip(queries, each, strict=True)}
     alerting = _alerting(live)
     asked = [
-        Asked(query, thresholds_of(configs[query.id]), alerting.get(query.id, frozenset()))
+        FactsAsked(query, thresholds_of(configs[query.id]), alerting.get(query.id, frozenset()))
         for query in queries
     ]
     # Every query's facts first, in a few statements per chunk of queries, not per query; no
@@ -169,7 +169,7 @@ def _alerting(live: Mapping[tuple[str, str], _Stored]) -> dict[str, frozenset[st
 
 
 def _judge(
-    asked: Asked, facts: QueryFacts, configs: dict[str, RuleConfig], now_ms: int
+    asked: FactsAsked, facts: QueryFacts, configs: dict[str, RuleConfig], now_ms: int
 ) -> dict[str, Finding | None]:
     """What each rule finds on one query, by rule, each finding whose cause another rule found
     marked `caused_by` it. A query whose rows break a rule is judged unreadable; an

@@ -1,13 +1,14 @@
 """Senders that post at once are written together: one transaction for all that wait.
 
 Each post in a transaction of its own, fifty senders posting at once spent the collector's
-time waiting rather than writing: a post waits for its queries' turn (store.turns; SQLite has
-one writer) holding a pooled connection, so that the pool's 15 were taken by posts waiting
-for each other and the overview queued behind them for one (44 s of its 51 s, profiled), and
-every post paid a transaction's fixed statements for its few events, then a second one for
-its sender's count. Measured on 2026-12-07 (`python -m benchmarks --senders 50`, docs/
-benchmarks.md): POST p95 2.3-4.3 s, max 4.5-9.5 s; the overview's p95 1.1-6.0 s. Written
-together: POST p95 0.55-1.04 s, the overview's 0.46-1.17 s.
+time waiting rather than writing: a post waits for its queries' locks
+(store.write.query_locks; SQLite has one writer) holding a pooled connection, so that the
+pool's 15 were taken by posts waiting for each other and the overview queued behind them for
+one (44 s of its 51 s, profiled), and every post paid a transaction's fixed statements for
+its few events, then a second one for its sender's count. Measured on 2026-12-07
+(`python -m benchmarks --senders 50`, docs/benchmarks.md): POST p95 2.3-4.3 s, max 4.5-9.5 s;
+the overview's p95 1.1-6.0 s. Written together: POST p95 0.55-1.04 s, the overview's
+0.46-1.17 s.
 
 So a post is read (its unreadable events refused) in its own thread, then waits in line. The
 first in line writes for every post waiting, up to MOST_EVENTS events, in one transaction

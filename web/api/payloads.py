@@ -26,7 +26,7 @@ from monitor.health.judgment import AlertCounts, partition_status
 from monitor.store.read.backlog import backlogs
 from monitor.store.read.batches import rows_dropped
 from monitor.store.read.partitions import PartitionState, partition_details, partition_states
-from monitor.store.read.read_facts import Asked
+from monitor.store.read.read_facts import FactsAsked
 from monitor.store.read.summary import QuerySummary, summaries, summarize, unreadable_summary
 from monitor.store.schema.isolation import recover, unreadable_reason
 from monitor.store.schema.models import Batch, Query, TimerSnapshotRow
@@ -96,7 +96,7 @@ class Lens:
         without what only the overview shows (trends, backlogs' ages)."""
         configs = self.rules.for_queries(query.name for query in queries)
         asked = [
-            Asked(query, thresholds_of(config))
+            FactsAsked(query, thresholds_of(config))
             for query, config in zip(queries, configs, strict=True)
         ]
         return summaries(session, asked, self.now_ms, MEANINGS, overview)
@@ -171,7 +171,7 @@ def broken_summary(
     """The summary of a query whose rows broke its judging with `error`: its stored state,
     and why; an outage of the store goes up."""
     recover(session, error)
-    asked = Asked(summary.query, summary.facts.thresholds)
+    asked = FactsAsked(summary.query, summary.facts.thresholds)
     return unreadable_summary(asked, unreadable_reason(error), now_ms)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from monitor.store.signals.changes import BATCH_CONTENT
+from monitor.store.signals.row_watch import BATCH_CONTENT
 
 QUERY_ROOM_PREFIX = "query:"
 OVERVIEW_ROOM = "overview"

@@ -1,6 +1,6 @@
 """The watch: what anyone wrote to the store since the last look, as the live push's events.
 
-No sockets here. A look reads what changed (monitor.store.signals.changes: a few cheap
+No sockets here. A look reads what changed (monitor.store.signals.row_watch: a few cheap
 reads), then in full only what someone is in a room to hear, and turns it into events: new
 batches, pending timers, query summaries (every query's, now and then), alert events and
 changes to the silences in force. web.live.watching sends them.
@@ -20,7 +20,7 @@ from monitor.store.read.batches import batches_by_id
 from monitor.store.read.queries import list_queries, queries_by_id
 from monitor.store.read.timers import timer_snapshots_by_id
 from monitor.store.schema.models import Batch
-from monitor.store.signals.changes import (
+from monitor.store.signals.row_watch import (
     RowWatch,
     alert_event_watch,
     batch_watch,

@@ -29,8 +29,8 @@ SERIES = (
     ("late_records", "late_records", "sum"),
     ("records", "offset_records", "sum"),
 )
-# Where a sum of 64-bit figures saturates, as the stores' sums do (store.sums); sums that
-# might pass it are added up as Python integers.
+# Where a sum of 64-bit figures saturates, as the stores' sums do (store.schema.whole_sum);
+# sums that might pass it are added up as Python integers.
 SATURATED = (INT64_MIN, INT64_MAX)
 
 

@@ -10,7 +10,7 @@ import sqlalchemy.orm as so
 
 from monitor.store.schema.models import Batch, StateOperator
 from monitor.store.schema.sql import newest_of
-from monitor.store.schema.sums import whole_sum
+from monitor.store.schema.whole_sum import whole_sum
 
 # At most this many of a query's batches are read for a connection catching up.
 CATCH_UP_LIMIT = 1_000

@@ -22,7 +22,7 @@ from monitor.store.packed import batch_event_times, batch_offsets
 from monitor.store.packed.packed_series import bucket_series
 from monitor.store.packed.packing import unpack
 from monitor.store.schema.models import Batch, Query, StateOperator
-from monitor.store.schema.sums import whole_sum
+from monitor.store.schema.whole_sum import whole_sum
 from monitor.store.tiers.minutes import (
     MINUTE_MS,
     PARTITION_HOURS,

@@ -28,7 +28,7 @@ from monitor.store.read.batches import latest_batches
 from monitor.store.read.drop_causes import future_dated_since
 from monitor.store.read.state_growth import fleet_state
 from monitor.store.read.trigger_pace import fleet_pace
-from monitor.store.read.windows import Lateness, late_by_partitions, rewinds_since
+from monitor.store.read.windows import LateCount, late_by_partitions, rewinds_since
 from monitor.store.schema.isolation import read_apart
 from monitor.store.schema.models import Batch, BatchOffsets, Query
 from monitor.store.schema.sql import among, chunks, newest_of
@@ -37,7 +37,7 @@ TREND_POINTS = 30
 
 
 @dataclass(frozen=True)
-class Asked:
+class FactsAsked:
     """A query whose facts are read: the thresholds its rules set, and `alerting`, the rules
     whose alert on the query itself is live."""
 
@@ -58,11 +58,11 @@ def read_facts(
     which the caller has read for its own use too): late records and rewinds over the
     thresholds' windows; `alerting`, the rules whose alert on the query itself is live."""
     latest = {query.id: batch} if batch is not None else {}
-    return facts_of(session, [Asked(query, thresholds, alerting)], latest, now_ms)[query.id]
+    return facts_of(session, [FactsAsked(query, thresholds, alerting)], latest, now_ms)[query.id]
 
 
 def fleet_facts(
-    session: so.Session, asked: Sequence[Asked], now_ms: int, overview: bool = True
+    session: so.Session, asked: Sequence[FactsAsked], now_ms: int, overview: bool = True
 ) -> dict[str, QueryFacts]:
     """The facts of every asked query at `now_ms`, by query id, a chunk of queries at a time;
     a query whose rows cannot be read has facts that say so (:func:`unreadable`). Without
@@ -81,19 +81,19 @@ def fleet_facts(
 
 
 def _read_facts(
-    session: so.Session, asked: Sequence[Asked], now_ms: int, overview: bool
+    session: so.Session, asked: Sequence[FactsAsked], now_ms: int, overview: bool
 ) -> dict[str, QueryFacts]:
     latest = latest_batches(session, [item.query.id for item in asked])
     return facts_of(session, asked, latest, now_ms, overview)
 
 
-def unreadable(asked: Asked, reason: str) -> QueryFacts:
+def unreadable(asked: FactsAsked, reason: str) -> QueryFacts:
     """The facts of a query whose rows could not be read or judged: its stored state, and
     why."""
     return _stored(asked, unreadable=reason)
 
 
-def _stored(asked: Asked, **figures: Any) -> QueryFacts:
+def _stored(asked: FactsAsked, **figures: Any) -> QueryFacts:
     """The query's facts: its stored state, with `figures` of its batches."""
     query = asked.query
     return QueryFacts(
@@ -114,11 +114,11 @@ def _stored(asked: Asked, **figures: Any) -> QueryFacts:
 
 
 @dataclass(frozen=True)
-class _Windows:
+class _WindowReads:
     """What a chunk's reads found, by query id."""
 
     rewound: dict[str, tuple[bool, set[str]]]
-    late: dict[str, dict[str, Lateness]]
+    late: dict[str, dict[str, LateCount]]
     future: dict[str, dict[str, FutureDated]]
     partitions: dict[str, list[StoredPartition]]
     trends: dict[str, list[TrendPoint]]
@@ -129,7 +129,7 @@ class _Windows:
 
 def facts_of(
     session: so.Session,
-    asked: Sequence[Asked],
+    asked: Sequence[FactsAsked],
     latest: Mapping[str, Batch],
     now_ms: int,
     overview: bool = True,
@@ -138,7 +138,7 @@ def facts_of(
     latest batches (:func:`latest_batches`): each query over its own thresholds' windows;
     what only the overview shows (the trends, the backlogs' ages) only with `overview`."""
     ids = [item.query.id for item in asked]
-    found = _Windows(
+    found = _WindowReads(
         rewinds_since(session, _bounds(asked, now_ms, "rewound")),
         late_by_partitions(session, _bounds(asked, now_ms, "late")),
         future_dated_since(session, _bounds(asked, now_ms, "future")),
@@ -153,7 +153,7 @@ def facts_of(
 
 def _backlogs(
     session: so.Session,
-    asked: Sequence[Asked],
+    asked: Sequence[FactsAsked],
     latest: Mapping[str, Batch],
     now_ms: int,
     ages: bool,
@@ -168,14 +168,14 @@ def _backlogs(
     return fleet_backlogs(session, newest, now_ms, running, ages)
 
 
-def _bounds(asked: Sequence[Asked], now_ms: int, window: str) -> dict[str, int]:
+def _bounds(asked: Sequence[FactsAsked], now_ms: int, window: str) -> dict[str, int]:
     """Where each query's `window` (late, rewound, future) starts, by query id."""
     return {
         item.query.id: now_ms - getattr(item.thresholds, f"{window}_window_ms") for item in asked
     }
 
 
-def _facts(asked: Asked, batch: Batch | None, found: _Windows) -> QueryFacts:
+def _facts(asked: FactsAsked, batch: Batch | None, found: _WindowReads) -> QueryFacts:
     query_id = asked.query.id
     watermark_rewound, rewound = found.rewound[query_id]
     rows = found.partitions.get(query_id, []) if batch else []
@@ -199,7 +199,7 @@ def _facts(asked: Asked, batch: Batch | None, found: _Windows) -> QueryFacts:
 
 def _partitions(
     rows: Sequence[StoredPartition],
-    late: Mapping[str, Lateness],
+    late: Mapping[str, LateCount],
     rewound: set[str],
     future: Mapping[str, FutureDated],
     verdicts: Mapping[str, Verdict | None],
@@ -221,13 +221,13 @@ def _partitions(
     )
 
 
-_NONE = Lateness(0, 0)
+_NONE = LateCount(0, 0)
 
 
 def _partition(
     name: str,
     row: StoredPartition | None,
-    late: Lateness,
+    late: LateCount,
     rewound: bool,
     future: FutureDated | None,
     verdict: Verdict | None,

@@ -15,7 +15,7 @@ from monitor.health.judgment import Judgment, LiveAlert, judge
 from monitor.health.status import Meanings
 from monitor.store.read.alerts import live_alerts
 from monitor.store.read.batches import latest_batches
-from monitor.store.read.read_facts import Asked, facts_of, unreadable
+from monitor.store.read.read_facts import FactsAsked, facts_of, unreadable
 from monitor.store.read.timers import latest_timers
 from monitor.store.schema.isolation import read_apart
 from monitor.store.schema.models import (
@@ -43,12 +43,12 @@ def summarize(
 ) -> QuerySummary:
     """The overview of one query at `now_ms`, its facts read over the thresholds' windows,
     its alerts weighed by what their rules mean."""
-    return summaries(session, [Asked(query, thresholds)], now_ms, meanings)[0]
+    return summaries(session, [FactsAsked(query, thresholds)], now_ms, meanings)[0]
 
 
 def summaries(
     session: so.Session,
-    asked: Sequence[Asked],
+    asked: Sequence[FactsAsked],
     now_ms: int,
     meanings: Meanings,
     overview: bool = True,
@@ -85,14 +85,18 @@ def judged(
     return QuerySummary(query, latest, facts, timers, tuple(alerts), judgment)
 
 
-def unreadable_summary(asked: Asked, reason: str, now_ms: int) -> QuerySummary:
+def unreadable_summary(asked: FactsAsked, reason: str, now_ms: int) -> QuerySummary:
     """The summary of a query whose rows cannot be read or judged: its stored state, and why;
     no alert of it is weighed, so no rule's meaning either."""
     return judged(asked.query, None, unreadable(asked, reason), None, (), now_ms, {})
 
 
 def _summaries(
-    session: so.Session, asked: Sequence[Asked], now_ms: int, meanings: Meanings, overview: bool
+    session: so.Session,
+    asked: Sequence[FactsAsked],
+    now_ms: int,
+    meanings: Meanings,
+    overview: bool,
 ) -> dict[str, QuerySummary]:
     ids = [item.query.id for item in asked]
     alerts = live_alerts(session, ids)

@@ -63,7 +63,7 @@ def _from_first(
     return sa.and_(table.query_id == first.c.query_id, table.batch_id >= first.c.first_batch)
 
 
-class Lateness(NamedTuple):
+class LateCount(NamedTuple):
     """A partition's records in a window: dropped as late, and read (the late ones too)."""
 
     late: int
@@ -72,7 +72,7 @@ class Lateness(NamedTuple):
 
 def late_by_partitions(
     session: so.Session, since_ms: Mapping[str, int]
-) -> dict[str, dict[str, Lateness]]:
+) -> dict[str, dict[str, LateCount]]:
     """Per query, each partition's late and read records in the batches stored from its
     `since_ms` on: from the first and last measured batches of the window, their running
     totals (store.batch_event_times)."""
@@ -97,12 +97,12 @@ def late_by_partitions(
     batches: dict[str, dict[int, list[StoredEventTimes]]] = {}
     for row in batch_event_times.partitions_in(session, at_ends):
         batches.setdefault(row.query_id, {}).setdefault(row.batch_id, []).append(row)
-    late: dict[str, dict[str, Lateness]] = {}
+    late: dict[str, dict[str, LateCount]] = {}
     for query_id, found in batches.items():
         first_rows, last_rows = found[min(found)], found[max(found)]
         counts = window_sums(first_rows, last_rows, "late_records")
         records = window_sums(first_rows, last_rows, "records")
-        late[query_id] = {name: Lateness(counts[name], records[name]) for name in counts}
+        late[query_id] = {name: LateCount(counts[name], records[name]) for name in counts}
     return late
 
 

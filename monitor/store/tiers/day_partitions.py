@@ -30,8 +30,8 @@ stored, in the day's partitions made again once the day is gone, and the next ex
 (its query's newest batch kept); it never finds the day half gone, to be refused, and never
 goes in after its query's newest batch was kept, to be dropped with the day. Only writers into
 the day that is expiring wait, for as long as its expiry takes (bounded as any lock a writer
-waits for, store.turns). A writer that finds a day's partition detached and not dropped, as an
-expiry that was interrupted leaves it, drops it before making the day again.
+waits for, store.write.query_locks). A writer that finds a day's partition detached and not
+dropped, as an expiry that was interrupted leaves it, drops it before making the day again.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ ESTIMATED_FROM = 100_000
 # Serializes making partitions among writers and pruners (any constant both agree on).
 _MAKER_LOCK = 0x776D6F6E_64617973
 # A day's advisory lock is (this, the day): writers hold it shared, the pruner exclusively. Keys
-# of two integers never meet the single-integer keys above and of store.turns.
+# of two integers never meet the single-integer keys above and of store.write.query_locks.
 _DAY_LOCK = 0x776D6F6E
 # How many times a write begins before it fails: after the first, which may find a day with no
 # partitions yet, each one finds a day that a prune expired after the partitions were made.

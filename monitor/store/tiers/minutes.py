@@ -193,7 +193,7 @@ def _folded(folds: dict[str, Fold], a: Row, b: Row) -> Row:
 
 def _stored(value: Any) -> Any:
     """A figure as a 64-bit column holds it: sums of absurd figures (a broken source's offsets
-    near 2^63) saturate, as store.sums does in reads."""
+    near 2^63) saturate, as store.schema.whole_sum does in reads."""
     return None if value is None else min(max(value, INT64_MIN), INT64_MAX)
 
 

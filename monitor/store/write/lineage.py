@@ -46,7 +46,7 @@ def _known(ms: int | None) -> int:
     return -1 if ms is None else ms
 
 
-class Verdict(enum.Enum):
+class Admission(enum.Enum):
     """What to do with an arriving batch."""
 
     STORE = "store"
@@ -58,9 +58,9 @@ class Verdict(enum.Enum):
 
 @dataclass(frozen=True)
 class Placement:
-    """A batch's verdict, and the older runs whose batches from its id on it supersedes."""
+    """A batch's admission, and the older runs whose batches from its id on it supersedes."""
 
-    verdict: Verdict
+    admission: Admission
     supersedes: tuple[str, ...] = ()
 
 
@@ -73,7 +73,7 @@ def place(run: RunSpan, others: Sequence[RunSpan], batch_id: int) -> Placement:
         if other.first_batch_id is not None and other.is_newer_than(run)
     ]
     if any(start <= batch_id for start in newer_starts):
-        return Placement(Verdict.STALE)
+        return Placement(Admission.STALE)
     older = [other for other in others if not other.is_newer_than(run)]
     supersedes = tuple(
         other.run_id
@@ -82,5 +82,5 @@ def place(run: RunSpan, others: Sequence[RunSpan], batch_id: int) -> Placement:
     )
     first, last = run.first_batch_id, run.last_batch_id
     if first is not None and last is not None and first <= batch_id <= last:
-        return Placement(Verdict.STORE_UNLESS_STORED, supersedes)
-    return Placement(Verdict.STORE, supersedes)
+        return Placement(Admission.STORE_UNLESS_STORED, supersedes)
+    return Placement(Admission.STORE, supersedes)

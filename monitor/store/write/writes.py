@@ -6,7 +6,7 @@ and is not stored; a batch of a run that began later than runs with batches at o
 id is a restart from a checkpoint: those batches are superseded and removed, and what the new
 batch starts before the newest of them is marked rewound. A batch that arrives after later
 ones of its run is stored in its place, and the running totals of those later ones take it in.
-Writers to one query take turns (store.turns).
+Writers to one query take turns (store.write.query_locks).
 
 Events are written set-based, a group in one transaction: the query and run rows and each
 query's latest state are read for the whole group at once and carried from batch to batch in
@@ -55,11 +55,11 @@ from monitor.store.schema.sql import chunks, newest_of, rows_at_newest
 from monitor.store.signals.notify import announce
 from monitor.store.tiers import day_partitions
 from monitor.store.tiers.minutes import Minutes
-from monitor.store.write import derive
+from monitor.store.write import health_flags
 from monitor.store.write.batch_rows import as_stored, batch_rows, earlier, event_time_rows, later
-from monitor.store.write.carry import carry_into_later, drive_later
-from monitor.store.write.lineage import Placement, RunSpan, Verdict, place
-from monitor.store.write.turns import take_turn
+from monitor.store.write.lineage import Admission, Placement, RunSpan, place
+from monitor.store.write.out_of_order import carry_into_later, drive_later
+from monitor.store.write.query_locks import lock_queries
 
 ACTIVE, IDLE = StoredStatus.ACTIVE.value, StoredStatus.IDLE.value
 TERMINATED, FAILED = StoredStatus.TERMINATED.value, StoredStatus.FAILED.value
@@ -111,7 +111,7 @@ def _write_group(
 ) -> Written:
     """`write_events` in one transaction, holding the days of its batches' times."""
     with so.Session(engine) as session, session.begin():
-        take_turn(session, {event.query_id for event in events})
+        lock_queries(session, {event.query_id for event in events})
         day_partitions.hold(session.connection(), times_ms)
         group = _Group(session, timeouts, time.time_ns() // 1_000_000, arrived_at_ms)
         group.read_ahead(events)
@@ -492,7 +492,7 @@ def _placement(event: BatchProgress, run: Run, group: _Group) -> Placement:
     reading), or as the query's runs say."""
     newest = group.latest(event.query_id).batch
     if newest is None or (newest["run_id"] == run.run_id and newest["batch_id"] < event.batch_id):
-        return Placement(Verdict.STORE)
+        return Placement(Admission.STORE)
     others = [_span(other) for other in group.runs_of(event.query_id)]
     return place(_span(run), others, event.batch_id)
 
@@ -504,10 +504,10 @@ def _batch(event: BatchProgress, group: _Group) -> None:
     run.name = event.name
     run.began_at_ms = earlier(run.began_at_ms, event.batch_time_ms)
     placement = _placement(event, run, group)
-    if placement.verdict is Verdict.STALE:
+    if placement.admission is Admission.STALE:
         group.written.stale += 1
         return
-    if placement.verdict is Verdict.STORE_UNLESS_STORED and group.is_stored(
+    if placement.admission is Admission.STORE_UNLESS_STORED and group.is_stored(
         event.query_id, event.batch_id, event.run_id
     ):
         group.written.repeated += 1
@@ -521,12 +521,12 @@ def _batch(event: BatchProgress, group: _Group) -> None:
     [batch] = rows[Batch]
     batch["stored_at_ms"] = group.stored_at_ms
     partitions = rows[BatchOffsets]
-    derive.partitions(partitions, latest.partitions, group.timeouts)
-    derive.query_watermark(batch, latest.batch, partitions, group.timeouts)
-    derive.watermark_driver(batch, latest.event_times)
-    derive.event_times(batch, rows[BatchEventTimes], partitions)
+    health_flags.partitions(partitions, latest.partitions, group.timeouts)
+    health_flags.query_watermark(batch, latest.batch, partitions, group.timeouts)
+    health_flags.watermark_driver(batch, latest.event_times)
+    health_flags.event_times(batch, rows[BatchEventTimes], partitions)
     if superseded is not None:
-        derive.restored(batch, partitions, superseded.batch, superseded.partitions)
+        health_flags.restored(batch, partitions, superseded.batch, superseded.partitions)
     group.add(rows)
     group.minutes.add(rows)
     group.follow(event.query_id, batch, rows, removed)

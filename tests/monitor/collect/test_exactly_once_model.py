@@ -474,7 +474,8 @@ def _document(item: Item) -> Any:
     return item.document if isinstance(item, Poison) else item.document()
 
 
-# What a writer runs once it holds its queries' turn (monitor.store.write.turns), on either store.
+# What a writer runs once it holds its queries' locks (monitor.store.write.query_locks), on
+# either store.
 TURN_TAKEN = ("BEGIN IMMEDIATE", "pg_advisory_xact_lock")
 
 

@@ -12,7 +12,7 @@ from monitor.alerts.rules import MEANINGS
 from monitor.health.facts import Thresholds
 from monitor.store.packed import batch_event_times, batch_offsets
 from monitor.store.read.batches import latest_batch
-from monitor.store.read.read_facts import Asked, fleet_facts, read_facts
+from monitor.store.read.read_facts import FactsAsked, fleet_facts, read_facts
 from monitor.store.read.summary import summaries, summarize
 from monitor.store.schema.engine import create_engine
 from monitor.store.schema.models import (
@@ -168,10 +168,10 @@ def _store(engine: sa.Engine, count: int, keys: Sequence[int] | None = None) -> 
         session.commit()
 
 
-def _asked(session: so.Session) -> list[Asked]:
+def _asked(session: so.Session) -> list[FactsAsked]:
     queries = session.scalars(sa.select(Query).order_by(Query.id)).all()
     return [
-        Asked(query, _thresholds(k), frozenset({"silence"} if k % 2 else ()))
+        FactsAsked(query, _thresholds(k), frozenset({"silence"} if k % 2 else ()))
         for k, query in enumerate(queries)
     ]
 
@@ -201,7 +201,7 @@ def test_a_fleet_read_gives_each_query_its_own_read(engine):
 def test_the_overview_of_a_fleet_gives_each_query_its_own_summary(engine):
     _store(engine, 24)
     with so.Session(engine) as session:
-        asked = [Asked(item.query, item.thresholds) for item in _asked(session)]
+        asked = [FactsAsked(item.query, item.thresholds) for item in _asked(session)]
         overview = summaries(session, asked, NOW, MEANINGS)
         assert [s.query.id for s in overview] == [item.query.id for item in asked]
         for item, summary in zip(asked, overview, strict=True):

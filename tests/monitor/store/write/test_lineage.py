@@ -13,7 +13,7 @@ from monitor.collect.progress import parse_progress
 from monitor.events import QueryStarted
 from monitor.store.schema.engine import create_engine
 from monitor.store.schema.models import Batch, Query, Run
-from monitor.store.write.lineage import Placement, RunSpan, Verdict, place
+from monitor.store.write.lineage import Admission, Placement, RunSpan, place
 from monitor.store.write.writes import write_event, write_events
 from tests.support.progress import progress_doc
 from tests.support.stores import stored_event_times, stored_partitions
@@ -192,51 +192,51 @@ def test_one_querys_batches_from_many_senders_at_once_are_each_stored_once(datab
 @pytest.mark.parametrize(
     ("run", "others", "batch_id", "expected"),
     [
-        (RunSpan("r1", 10, 10, 0, 4), [], 5, Placement(Verdict.STORE)),
-        (RunSpan("r1", 10, 10, 0, 4), [], 3, Placement(Verdict.STORE_UNLESS_STORED)),
-        (RunSpan("r1", 10, 10, 0, 4), [RunSpan("r2", 20, 20, 3, 6)], 5, Placement(Verdict.STALE)),
+        (RunSpan("r1", 10, 10, 0, 4), [], 5, Placement(Admission.STORE)),
+        (RunSpan("r1", 10, 10, 0, 4), [], 3, Placement(Admission.STORE_UNLESS_STORED)),
+        (RunSpan("r1", 10, 10, 0, 4), [RunSpan("r2", 20, 20, 3, 6)], 5, Placement(Admission.STALE)),
         (
             RunSpan("r1", 10, 10, 0, 4),
             [RunSpan("r2", 20, 20, 3, 6)],
             1,
-            Placement(Verdict.STORE_UNLESS_STORED),
+            Placement(Admission.STORE_UNLESS_STORED),
         ),
         (
             RunSpan("r2", 20, 20, None, None),
             [RunSpan("r1", 10, 10, 0, 4)],
             3,
-            Placement(Verdict.STORE, ("r1",)),
+            Placement(Admission.STORE, ("r1",)),
         ),
         (
             RunSpan("r2", 20, 20, None, None),
             [RunSpan("r1", 10, 10, 0, 4)],
             5,
-            Placement(Verdict.STORE),
+            Placement(Admission.STORE),
         ),
         (
             RunSpan("r2", 20, 20, None, None),
             [RunSpan("r1", 10, 10, None, None)],
             0,
-            Placement(Verdict.STORE),
+            Placement(Admission.STORE),
         ),
         (
             RunSpan("b", 10, 10, None, None),
             [RunSpan("a", 10, 10, 0, 4)],
             2,
-            Placement(Verdict.STORE, ("a",)),
+            Placement(Admission.STORE, ("a",)),
         ),
         # r2 restarted on a host whose clock is 30 s behind r1's: heard of later, it is newer.
         (
             RunSpan("r2", 5_000, 90_000, None, None),
             [RunSpan("r1", 35_000, 40_000, 0, 4)],
             3,
-            Placement(Verdict.STORE, ("r1",)),
+            Placement(Admission.STORE, ("r1",)),
         ),
         (
             RunSpan("r1", 0, 90_000, 0, 4),
             [RunSpan("r2", 86_400_000, 40_000, 3, 9)],
             5,
-            Placement(Verdict.STALE),
+            Placement(Admission.STALE),
         ),
     ],
     ids=[

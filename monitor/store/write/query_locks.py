@@ -26,7 +26,7 @@ def _key(query_id: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-def take_turn(session: so.Session, query_ids: Iterable[str]) -> None:
+def lock_queries(session: so.Session, query_ids: Iterable[str]) -> None:
     """Wait, at the start of the session's transaction, until no other writer holds any of
     these queries; held until the transaction ends.
 

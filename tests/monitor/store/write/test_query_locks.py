@@ -12,7 +12,7 @@ from monitor.collect.writer import StoreWriter
 from monitor.store.schema.engine import create_engine
 from monitor.store.schema.models import Batch
 from monitor.store.tiers import day_partitions
-from monitor.store.write import turns
+from monitor.store.write import query_locks
 from monitor.store.write.writes import write_event
 from tests.support.progress import progress_doc, stamp
 from tests.support.waiting import wait_until
@@ -26,7 +26,7 @@ def batch(batch_id):
 
 @pytest.fixture
 def short_lock_timeout(monkeypatch):
-    monkeypatch.setattr(turns, "LOCK_TIMEOUT_MS", 300)
+    monkeypatch.setattr(query_locks, "LOCK_TIMEOUT_MS", 300)
 
 
 def locked(database_url):

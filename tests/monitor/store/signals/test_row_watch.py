@@ -7,7 +7,7 @@ import sqlalchemy.orm as so
 
 from monitor.events import QueryTerminated, TimerSnapshot
 from monitor.store.schema.models import Batch
-from monitor.store.signals.changes import batch_watch, query_watch, timer_watch
+from monitor.store.signals.row_watch import batch_watch, query_watch, timer_watch
 from monitor.store.write.writes import write_event
 from tests.support.progress import batch_event
 

@@ -22,7 +22,7 @@ from monitor.health.lateness import summed
 from monitor.store.packed import batch_event_times, batch_offsets
 from monitor.store.packed.batch_event_times import TABLE
 from monitor.store.schema.models import Batch, BatchEventTimes
-from monitor.store.write import derive
+from monitor.store.write import health_flags
 
 Row = dict[str, Any]
 
@@ -84,7 +84,7 @@ def drive_later(session: so.Session, query_id: str, batch_id: int, time_rows: li
     for stored in later:
         before = max(measured_id for measured_id in measured if measured_id < stored.batch_id)
         named: Row = {}
-        derive.watermark_driver(named, {row["partition"]: row for row in measured[before]})
+        health_flags.watermark_driver(named, {row["partition"]: row for row in measured[before]})
         driver = (named["watermark_driver_partition"], named["watermark_driver_record"])
         if driver != (stored.watermark_driver_partition, stored.watermark_driver_record):
             named["watermark_skew_ms"] = _skew(
