@@ -1,13 +1,13 @@
 """The series of /metrics, as the table defines them, against docs/prometheus.md's list."""
 
 import re
-from pathlib import Path
 
+from tests.support.paths import ROOT
 from web.api.metrics.exposition import sample_name
 from web.api.metrics.scopes import PARTITION_LABELS
 from web.api.metrics.series import SERIES
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "prometheus.md"
+DOCS = ROOT / "docs" / "prometheus.md"
 
 
 def documented():

@@ -29,7 +29,7 @@ SENT = re.compile(r'(?:\bEvent|\.emit)\(\s*"(\w+)"')
 @pytest.fixture
 def database_url(sqlite_template, tmp_path):
     """SQLite alone: the events are made by the same code as the API's answers, whose schemas
-    tests/web/test_api_schemas.py checks on both stores."""
+    tests/web/api/test_api_schemas.py checks on both stores."""
     shutil.copyfile(sqlite_template, tmp_path / "wmon.db")
     return f"sqlite:///{tmp_path / 'wmon.db'}"
 

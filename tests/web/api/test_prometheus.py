@@ -11,7 +11,6 @@ import subprocess
 import urllib.parse
 import urllib.request
 from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -21,6 +20,7 @@ from benchmarks.serving import served
 from streaming.log import PartitionedLog
 from streaming.scenarios import play
 from tests.support.network import closed_port
+from tests.support.paths import ROOT
 from tests.support.prometheus import installed, running
 from tests.support.spark_queries import start_partition_counts, unique_name
 from tests.support.waiting import wait_until
@@ -28,7 +28,7 @@ from wmon.main import main
 
 pytestmark = pytest.mark.spark
 SCRAPE = "1s"
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+DEPLOY = ROOT / "deploy"
 RULES = DEPLOY / "prometheus" / "wmon-rules.yml"
 DASHBOARD = DEPLOY / "grafana" / "wmon.json"
 
