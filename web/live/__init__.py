@@ -1,6 +1,6 @@
 """Live push over Socket.IO: what anyone writes to the store reaches the browsers watching it.
 
-- :mod:`web.live.events`: an event, its payload and its rooms; the rooms' names.
+- :mod:`web.live.socket_events`: a Socket.IO event, its payload and its rooms; the rooms' names.
 - :mod:`web.live.store_events`: store changes turned into events (no sockets).
 - :mod:`web.live.rooms`: who is in which room here, and the connections on their way in.
 - :mod:`web.live.fanout`: how events and messages reach every process, alone

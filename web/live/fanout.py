@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from web.live.events import Event
+from web.live.socket_events import Event
 
 
 class LiveUnavailable(ValueError):

@@ -15,7 +15,7 @@ from web import db
 from web.api.alerts import silences_in_force
 from web.api.payloads import Lens, overview
 from web.guards.hosts import is_trusted
-from web.live.events import ALERTS_ROOM, OVERVIEW_ROOM, QUERY_ROOM_PREFIX, room
+from web.live.socket_events import ALERTS_ROOM, OVERVIEW_ROOM, QUERY_ROOM_PREFIX, room
 from web.live.watching import Watcher
 from web.sockets import (
     Refused,

@@ -30,8 +30,8 @@ from typing import Any
 import redis
 import redis.client
 
-from web.live.events import Event
 from web.live.fanout import Delivery
+from web.live.socket_events import Event
 
 ROOMS_REFRESH_S = 1.0
 ROOMS_TTL_MS = 5_000

@@ -15,7 +15,7 @@ import threading
 import uuid
 from typing import Any
 
-from web.live.events import BatchKey, Event
+from web.live.socket_events import BatchKey, Event
 from web.sockets import socketio
 
 NAMESPACE = "/"

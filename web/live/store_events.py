@@ -29,7 +29,7 @@ from monitor.store.signals.row_watch import (
 )
 from web.api.alerts import alert_json, silences_in_force
 from web.api.payloads import Lens, batch_events, overview, timers_json
-from web.live.events import ALERTS_ROOM, OVERVIEW_ROOM, Event, room
+from web.live.socket_events import ALERTS_ROOM, OVERVIEW_ROOM, Event, room
 
 # Whether anyone, in any process, is in a room or on the way into it.
 Heard = Callable[[str], bool]

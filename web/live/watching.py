@@ -39,10 +39,10 @@ from monitor.store.signals.notify import ChangeSignal
 from web import db
 from web.api.payloads import Lens, batch_events
 from web.background.tasks import Periodic
-from web.live.events import Event
 from web.live.fanout import Fanout, LiveUnavailable, LocalFanout
 from web.live.relay import Relay
 from web.live.rooms import Joining, Rooms, emit
+from web.live.socket_events import Event
 from web.live.store_events import StoreWatch
 
 # With several processes: the lease of the one that watches the store, renewed every

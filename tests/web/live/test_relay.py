@@ -10,8 +10,8 @@ import redis
 
 from tests.support.network import TcpProxy
 from tests.support.waiting import wait_until
-from web.live.events import Event
 from web.live.relay import Relay
+from web.live.socket_events import Event
 
 REDIS = "redis://127.0.0.1:6379/0"
 WAIT_S = 10.0
