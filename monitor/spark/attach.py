@@ -19,7 +19,7 @@ from monitor.spark.instrument import interval_ms
 from monitor.spark.listener import WatermarkListener
 from monitor.spark.running import RunningWatch
 from monitor.spark.sessions import application_id
-from monitor.spark.timers import TimerWatch
+from monitor.spark.timer_watch import TimerWatch
 from monitor.spark.triggers import trigger_of
 from monitor.store.schema.engine import create_engine, display_url
 from monitor.store.write.writes import write_events
