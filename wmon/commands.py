@@ -58,7 +58,7 @@ def _db(commands: Any) -> None:
     db_commands = db.add_subparsers(dest="db_command", required=True, parser_class=Parser)
     db_commands.add_parser(
         "upgrade", parents=[store_option()], help="migrate the store to the newest schema"
-    ).set_defaults(func="wmon.db:upgrade")
+    ).set_defaults(func="wmon.database:upgrade")
     prune = commands.add_parser(
         "prune", parents=[store_option()], help="delete history older than each tier keeps it"
     )
@@ -80,7 +80,7 @@ def _db(commands: Any) -> None:
         help="keep the per-hour rollups this many days (default: $WMON_RETENTION_HOURS_DAYS or "
         "400; no shorter than --days)",
     )
-    prune.set_defaults(func="wmon.db:prune_history")
+    prune.set_defaults(func="wmon.database:prune_history")
 
 
 def _history(commands: Any) -> None:
