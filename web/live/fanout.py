@@ -6,7 +6,7 @@ interface, chosen once when the app is made.
 - :class:`web.live.relay.Relay`: several processes serving one store (WMON_MESSAGE_QUEUE), one
   of which watches it for all; what it sends reaches every process through Redis.
 
-Both hand every event to each process's :class:`Delivery` (web.live.watching), which sends it
+Both hand every event to each process's :class:`FanoutEnd` (web.live.watching), which sends it
 to the connections there, and every message (a catch-up asked for, a catch-up sent) to the same.
 """
 
@@ -23,7 +23,7 @@ class LiveUnavailable(ValueError):
     """No process answered for the store's live updates; the message says what to do."""
 
 
-class Delivery(Protocol):
+class FanoutEnd(Protocol):
     """A process's end of the fan-out: web.live.watching's watcher."""
 
     def deliver(self, event: Event) -> None:
@@ -68,9 +68,9 @@ class LocalFanout:
 
     shared = False
 
-    def __init__(self, delivery: Delivery) -> None:
+    def __init__(self, end: FanoutEnd) -> None:
         self.host_id = uuid.uuid4().hex
-        self._delivery = delivery
+        self._end = end
 
     def start(self) -> None:
         """Nothing to hear: there are no other processes."""
@@ -80,11 +80,11 @@ class LocalFanout:
 
     def send(self, event: Event) -> None:
         """Send `event` to its rooms here."""
-        self._delivery.deliver(event)
+        self._end.deliver(event)
 
     def tell(self, message: str, payload: dict[str, Any]) -> None:
         """Hand a message to this process at once."""
-        self._delivery.told(message, payload)
+        self._end.told(message, payload)
 
     def share_rooms(self, here: Callable[[], set[str]], now: bool = False) -> None:
         """No one else to tell."""

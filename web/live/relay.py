@@ -30,7 +30,7 @@ from typing import Any
 import redis
 import redis.client
 
-from web.live.fanout import Delivery
+from web.live.fanout import FanoutEnd
 from web.live.socket_events import Event
 
 ROOMS_REFRESH_S = 1.0
@@ -51,14 +51,14 @@ class Relay:
 
     shared = True
 
-    def __init__(self, url: str, channel: str, delivery: Delivery) -> None:
+    def __init__(self, url: str, channel: str, end: FanoutEnd) -> None:
         self.host_id = uuid.uuid4().hex
         self.subscribed_wait_s = SUBSCRIBED_WAIT_S
         self.channel = channel
         self._rooms_key = f"{channel}:rooms:"
         self._hosts_key = f"{channel}:hosts"
         self._redis = redis.Redis.from_url(url, decode_responses=True)
-        self._delivery = delivery
+        self._end = end
         self._subscribed = threading.Event()
         self._stopping = threading.Event()
         self._start_lock = threading.Lock()
@@ -151,13 +151,13 @@ class Relay:
 
     def _hear(self, data: str) -> None:
         """Hand what came on the channel to this process, in the order it came: an event or a
-        message (the delivery does what takes a while, serving a catch-up, on a thread of its
+        message (the end here does what takes a while, serving a catch-up, on a thread of its
         own). One that cannot be handled is logged, and the next is heard."""
         try:
             message = json.loads(data)
             if "event" in message:
-                self._delivery.deliver(Event(message["event"], message["payload"], message["to"]))
+                self._end.deliver(Event(message["event"], message["payload"], message["to"]))
             else:
-                self._delivery.told(message["message"], message["payload"])
+                self._end.told(message["message"], message["payload"])
         except Exception:
             log.exception("wmon live: a message from the message queue could not be handled")
