@@ -1,7 +1,7 @@
 """`python -m benchmarks --backlog`: what reading backlogs costs (store.backlog).
 
 Into a fresh SQLite store and, unless --no-postgres, a scratch PostgreSQL database, filled in
-bulk (benchmarks.bulk_history): one query of 64 partitions with 6 hours of 1-second batches
+bulk (tests.support.bulk_history): one query of 64 partitions with 6 hours of 1-second batches
 (21,600) whose every partition is read 3 hours behind what has arrived, and a fleet of 20 such
 queries with 30 minutes of batches each, read 15 minutes behind. Then the query page's read of
 the one query's backlog (its window, and its 64 heads' arrivals by bisection) and the overview's
@@ -21,12 +21,12 @@ from typing import Any
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from benchmarks.bulk_history import fill
 from benchmarks.scratch import fresh_stores
 from monitor.store.read.backlog import backlogs, fleet_backlogs
 from monitor.store.read.batches import latest_batches
 from monitor.store.schema.engine import create_engine
 from monitor.store.schema.migrate import upgrade
+from tests.support.bulk_history import fill
 
 PARTITIONS = 64
 START_MS = 1_795_000_000_000

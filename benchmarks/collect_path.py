@@ -9,16 +9,17 @@ import json
 import statistics
 import tempfile
 import time
+import uuid
 from collections.abc import Sequence
 
-from benchmarks.scratch import scratch_database
-from benchmarks.synthetic import progress_events
 from monitor.collect.progress import parse_progress
 from monitor.collect.spark_events import PROGRESS
 from monitor.collect.writer import StoreWriter
 from monitor.spark.listener import WatermarkListener
 from monitor.store.schema.engine import create_engine
 from monitor.store.schema.migrate import upgrade
+from tests.support.databases import scratch_database
+from tests.support.synthetic import synthetic_progress
 
 
 def milliseconds(samples: Sequence[float]) -> str:
@@ -32,6 +33,21 @@ def milliseconds(samples: Sequence[float]) -> str:
         f"p50 {statistics.median(ordered) * 1000:.3f} ms, p99 {p99 * 1000:.3f} ms, "
         f"max {ordered[-1] * 1000:.3f} ms"
     )
+
+
+def progress_events(count: int, partitions: int, instrumented: bool = False) -> list[str]:
+    """`count` listener events of one query, as JSON, one batch a second from now."""
+    query_id, run_id, now_ms = str(uuid.uuid4()), str(uuid.uuid4()), int(time.time() * 1000)
+    return [
+        json.dumps(
+            {
+                "progress": synthetic_progress(
+                    query_id, run_id, batch, partitions, now_ms + batch * 1000, instrumented
+                )
+            }
+        )
+        for batch in range(count)
+    ]
 
 
 def listener_time(database_url: str, count: int, partitions: int) -> list[float]:

@@ -18,12 +18,12 @@ from typing import Any
 
 import zstandard
 
-from benchmarks.synthetic import synthetic_progress
 from monitor.collect.spark_events import PROGRESS, STARTED, TERMINATED, named, timestamp_text
 from monitor.health.predicates import Timeouts
 from monitor.ingest.ingester import Ingester
 from monitor.store.schema.engine import create_engine
 from monitor.store.schema.migrate import upgrade
+from tests.support.synthetic import synthetic_progress
 
 FLUSH_LINES = 100
 SPARK_VERSION = "4.3.0"

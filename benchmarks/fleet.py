@@ -16,13 +16,13 @@ import time
 from typing import Any
 
 from benchmarks.push import QUERY, Deliveries, delivered, percentiles, served, watching
-from benchmarks.scratch import scratch_database
-from benchmarks.synthetic import synthetic_progress
 from monitor.collect.progress import parse_progress
 from monitor.events import BatchProgress
 from monitor.store.schema.engine import create_engine
 from monitor.store.schema.migrate import upgrade
 from monitor.store.write.writes import write_events
+from tests.support.databases import scratch_database
+from tests.support.synthetic import synthetic_progress
 
 GROUP_SIZE = 100  # events a writer stores in one transaction, as the writer's group
 START_DELAY_S = 1.0  # from the last writer being ready to the first second's batches

@@ -21,9 +21,8 @@ from typing import Any
 
 import sqlalchemy.orm as so
 
+from benchmarks.fetching import fetched
 from benchmarks.scratch import fresh_stores
-from benchmarks.serving import fetched, serving
-from benchmarks.synthetic import synthetic_progress
 from monitor.alerts.evaluate import evaluate
 from monitor.alerts.rulefile import RuleSet
 from monitor.alerts.runner import now_ms as wall_clock_ms
@@ -31,6 +30,8 @@ from monitor.collect.progress import parse_progress
 from monitor.store.schema.engine import create_engine
 from monitor.store.schema.migrate import upgrade
 from monitor.store.write.writes import write_events
+from tests.support.serving import serving
+from tests.support.synthetic import synthetic_progress
 from web import create_app
 from web.background import retention
 

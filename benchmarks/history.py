@@ -16,12 +16,13 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from benchmarks.bulk_history import fill
-from benchmarks.scratch import scratch_database
-from benchmarks.serving import fetched, served
+from benchmarks.fetching import fetched
 from monitor.store.schema.engine import create_engine, display_url
 from monitor.store.schema.migrate import upgrade
 from monitor.store.tiers.prune import Retention
+from tests.support.bulk_history import fill
+from tests.support.databases import scratch_database
+from tests.support.serving import served
 
 QUERY = "bench-history"
 START_MS = 1_795_000_000_000

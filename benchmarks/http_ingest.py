@@ -11,11 +11,11 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from benchmarks.serving import served
-from benchmarks.synthetic import synthetic_progress
 from monitor.collect.spark_events import PROGRESS, named
 from monitor.store.schema.engine import create_engine
 from monitor.store.schema.migrate import upgrade
+from tests.support.serving import served
+from tests.support.synthetic import synthetic_progress
 
 TOKEN = "wmon-bench-ingest-token"
 SENDER = "wmon-bench"

@@ -20,14 +20,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from benchmarks.bulk_history import fill
-from benchmarks.scratch import scratch_database
-from benchmarks.synthetic import synthetic_progress
 from monitor.collect.progress import parse_progress
 from monitor.store.schema.engine import create_engine
 from monitor.store.schema.migrate import upgrade
 from monitor.store.tiers.prune import Cutoffs, prune
 from monitor.store.write.writes import write_event
+from tests.support.bulk_history import fill
+from tests.support.databases import scratch_database
+from tests.support.synthetic import synthetic_progress
 
 OLD, LIVE = "bench-prune-old", "bench-prune-live"
 START_MS = 1_795_000_000_000

@@ -28,12 +28,12 @@ from dataclasses import dataclass
 from multiprocessing.synchronize import Event as EventType
 from typing import IO, Any
 
-from benchmarks.scratch import scratch_database
-from benchmarks.synthetic import synthetic_progress
 from monitor.collect.progress import parse_progress
 from monitor.store.schema.engine import create_engine
 from monitor.store.schema.migrate import upgrade
 from monitor.store.write.writes import write_events
+from tests.support.databases import scratch_database
+from tests.support.synthetic import synthetic_progress
 
 QUERY = "bench-live"
 START_S = 30.0

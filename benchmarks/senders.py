@@ -36,11 +36,11 @@ import sqlalchemy as sa
 
 from benchmarks.push import percentiles, served
 from benchmarks.scratch import fresh_stores
-from benchmarks.synthetic import synthetic_progress
 from monitor.collect.spark_events import PROGRESS, STARTED, TERMINATED, named
 from monitor.store.schema.engine import create_engine
 from monitor.store.schema.migrate import upgrade
 from monitor.store.schema.models import Batch
+from tests.support.synthetic import synthetic_progress
 
 BATCHES = 25  # each sender's query's batches, between its start and its end
 PARTITIONS = 16

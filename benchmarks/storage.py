@@ -30,14 +30,15 @@ from benchmarks.prune import (
     expire_a_fleet_day,
     prune_beside_a_writer,
 )
-from benchmarks.scratch import fresh_stores, scratch_database
-from benchmarks.synthetic import synthetic_progress
+from benchmarks.scratch import fresh_stores
 from monitor.collect.progress import parse_progress
 from monitor.store.schema.engine import create_engine
 from monitor.store.schema.migrate import upgrade
 from monitor.store.schema.models import Base
 from monitor.store.tiers.prune import Retention
 from monitor.store.write.writes import write_events
+from tests.support.databases import scratch_database
+from tests.support.synthetic import synthetic_progress
 
 GROUP_SIZE = 50  # batches stored in one transaction
 BATCH_EVERY_MS = 10_000

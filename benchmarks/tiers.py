@@ -2,7 +2,7 @@
 keeps of one 64-partition query with a batch every 10 s: 48 hours of batches, 30 days of
 per-minute rollups and a year of per-hour ones.
 
-The batches go in through benchmarks.bulk_history (their minutes and hours kept as the writer
+The batches go in through tests.support.bulk_history (their minutes and hours kept as the writer
 keeps them); the older minutes and hours are inserted directly, rows of plausible figures (the
 partitions' packed a row per span, as the writer packs them). A
 range is opened as the History page opens it, both reads of 800 points (the query's series,
@@ -19,7 +19,6 @@ from typing import Any
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from benchmarks.bulk_history import fill
 from monitor.store.packed.packing import pack
 from monitor.store.read.history import Kept, Window, batch_series, partition_series, resolution
 from monitor.store.schema.bulk import insert_rows
@@ -33,6 +32,7 @@ from monitor.store.tiers.minutes import (
     QUERY_MINUTES,
     Tier,
 )
+from tests.support.bulk_history import fill
 
 QUERY = "bench-tiers"
 BATCH_EVERY_MS = 10_000
@@ -192,7 +192,7 @@ def page_times(database_url: str) -> list[tuple[str, float, float]]:
     time ("cold") and the best of the next two ("warm")."""
     from playwright.sync_api import sync_playwright
 
-    from benchmarks.serving import serving
+    from tests.support.serving import serving
     from web import create_app
     from web.background import retention
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.collect_path import milliseconds
-from benchmarks.scratch import scratch_database
+from tests.support.databases import scratch_database
 
 MB = 1_000_000
 

@@ -100,8 +100,8 @@ def postgres_template() -> Iterator[str]:
     """A migrated PostgreSQL database that each test copies; unreachable PostgreSQL fails."""
     import sqlalchemy.exc
 
-    from benchmarks.scratch import create_database, drop_database
     from monitor.store.schema.engine import parse_url
+    from tests.support.databases import create_database, drop_database
 
     try:
         url = migrated(create_database(POSTGRES_SERVER, "wmon_template"))
@@ -114,7 +114,7 @@ def postgres_template() -> Iterator[str]:
 def _postgres_database(template: str | None) -> Iterator[str]:
     import sqlalchemy.exc
 
-    from benchmarks.scratch import create_database, drop_database
+    from tests.support.databases import create_database, drop_database
 
     try:
         url = create_database(POSTGRES_SERVER, "wmon_test", template=template)

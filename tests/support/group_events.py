@@ -4,9 +4,9 @@ idle query, a timer snapshot, a failure."""
 
 import json
 
-from benchmarks.synthetic import synthetic_progress
 from monitor.collect.progress import parse_progress
 from monitor.events import QueryIdle, QueryStarted, QueryTerminated, TimerSnapshot
+from tests.support.synthetic import synthetic_progress
 
 A, B = "aaaaaaaa-0000-0000-0000-000000000001", "bbbbbbbb-0000-0000-0000-000000000002"
 T0 = 1_795_000_000_000

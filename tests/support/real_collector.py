@@ -2,8 +2,8 @@
 
 from contextlib import AbstractContextManager
 
-from benchmarks.serving import served
 from monitor.health.predicates import Timeouts
+from tests.support.serving import served
 
 INGEST_TOKEN = "test-ingest-token"
 DEFAULT_TIMEOUTS = Timeouts()

@@ -7,9 +7,9 @@ from contextlib import ExitStack
 import pytest
 
 import web
-from benchmarks.serving import serving
 from tests.support.pages import CHROMIUM, CHROMIUM_ARGS, PHONE, SCREEN, WALL, open_page
 from tests.support.push_clients import Browser, end_all
+from tests.support.serving import serving
 from web import create_app
 from web.sockets import socketio
 

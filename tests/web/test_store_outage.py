@@ -13,11 +13,11 @@ import pytest
 import sqlalchemy as sa
 
 import web
-from benchmarks.scratch import create_database
 from monitor.collect.spark_events import STARTED, named
 from monitor.store.schema.engine import create_engine
 from monitor.store.schema.migrate import upgrade
 from monitor.store.write.writes import write_event
+from tests.support.databases import create_database
 from tests.support.network import closed_port
 from tests.support.progress import batch_event, fixture
 from tests.support.waiting import wait_until

@@ -16,12 +16,12 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 import monitor
-from benchmarks.serving import served
 from streaming.log import PartitionedLog
 from streaming.scenarios import play
 from tests.support.network import closed_port
 from tests.support.paths import ROOT
 from tests.support.prometheus import installed, running
+from tests.support.serving import served
 from tests.support.spark_queries import start_partition_counts, unique_name
 from tests.support.waiting import wait_until
 from wmon.main import main

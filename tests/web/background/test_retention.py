@@ -12,7 +12,6 @@ import pytest
 import sqlalchemy as sa
 
 import web
-from benchmarks.serving import served
 from monitor.collect.sender import HttpSender
 from monitor.collect.spark_events import PROGRESS, named
 from monitor.store.schema.models import Batch, QueryMinute, RejectedEvent, TimerSnapshotRow
@@ -23,6 +22,7 @@ from monitor.store.write.writes import write_events
 from tests.support.progress import batch_event, progress_doc, stamp
 from tests.support.real_collector import INGEST_TOKEN
 from tests.support.retention import CUTOFF, DAY, NEW, NOW, OLD, write_batch, write_snapshot
+from tests.support.serving import served
 from tests.support.waiting import wait_until
 from web import create_app
 from wmon.main import main

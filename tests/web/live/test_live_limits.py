@@ -12,12 +12,12 @@ import socketio
 import sqlalchemy as sa
 
 import web
-from benchmarks.serving import serving
 from monitor.numbers import INT64_MAX, INT64_MIN
 from monitor.store.write.writes import write_events
 from tests.support.network import closed_port
 from tests.support.progress import batch_event
 from tests.support.push_clients import WAIT_S, Browser, end_all
+from tests.support.serving import serving
 from tests.support.waiting import wait_until
 from web import create_app, db, live, sockets
 from web.live import watching as live_watching

@@ -17,7 +17,6 @@ from playwright.sync_api import expect, sync_playwright
 
 import monitor
 import web
-from benchmarks.serving import serving
 from monitor.store.schema.models import AlertEvent, AlertRow
 from streaming.demo import stop_between_batches
 from streaming.log import PartitionedLog
@@ -31,6 +30,7 @@ from tests.support.pages import (
     assert_not_reloaded,
     mark_page,
 )
+from tests.support.serving import serving
 from tests.support.spark_queries import start_query, unique_name
 from tests.support.waiting import wait_until
 from web import create_app

@@ -14,13 +14,13 @@ import pytest
 import sqlalchemy.orm as so
 from playwright.sync_api import expect
 
-from benchmarks.serving import serving
 from monitor.alerts.evaluate import evaluate
 from monitor.alerts.rulefile import RuleSet
 from monitor.store.schema.engine import create_engine
 from monitor.store.write.writes import write_events
 from tests.support.layout import assert_layout_holds, first_column_stays, save_screenshot
 from tests.support.progress import batch_event
+from tests.support.serving import serving
 from web import create_app
 
 pytestmark = pytest.mark.e2e

@@ -9,7 +9,6 @@ import pytest
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from benchmarks.bulk_history import fill
 from monitor.alerts.rules import RULES
 from monitor.store.schema.engine import create_engine
 from monitor.store.schema.models import (
@@ -31,6 +30,7 @@ from monitor.store.schema.models import (
 )
 from monitor.store.tiers.day_partitions import AHEAD_DAYS, day_of, partition_name
 from monitor.store.tiers.prune import MAX_PAUSE_S, TABLES, Cutoffs, prune
+from tests.support.bulk_history import fill
 from tests.support.retention import CUTOFF, DAY, NEW, NOW, OLD, write_batch, write_snapshot
 from tests.support.stores import stored_event_times
 from tests.support.waiting import wait_until

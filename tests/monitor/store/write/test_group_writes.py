@@ -6,9 +6,9 @@ from collections.abc import Iterator
 import pytest
 import sqlalchemy as sa
 
-from benchmarks.scratch import create_database, drop_database
 from monitor.store.schema.engine import create_engine
 from monitor.store.write.writes import write_event, write_events
+from tests.support.databases import create_database, drop_database
 from tests.support.group_events import MINUTE, T0, A, B, events, progress
 from tests.support.stores import POSTGRES_SERVER, migrated, stored_rows
 

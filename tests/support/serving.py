@@ -1,12 +1,10 @@
-"""The dashboard app served over real HTTP for a benchmark (and for the collector of the
-tests), as `wmon serve` serves it, and a request's time."""
+"""The dashboard app served over real HTTP for the tests and the benchmarks, as `wmon serve`
+serves it."""
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
-import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -42,10 +40,3 @@ def serving(app: Flask, port: int = 0) -> Iterator[str]:
         thread.join(timeout=10)
         web.stop(app)
 
-
-def fetched(url: str) -> float:
-    """Seconds a GET of `url` takes, until the whole answer arrived."""
-    started = time.perf_counter()
-    with urllib.request.urlopen(url, timeout=600) as answer:
-        answer.read()
-    return time.perf_counter() - started

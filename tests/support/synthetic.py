@@ -1,10 +1,10 @@
-"""Progress events shaped like Spark's, for the benchmarks that need many of them."""
+"""Progress documents shaped like Spark's for a Kafka source of many partitions, for the
+benchmarks and the tests that need many of them."""
 
 from __future__ import annotations
 
 import json
 import time
-import uuid
 from typing import Any
 
 RECORDS = 1000
@@ -93,17 +93,3 @@ def synthetic_progress(
         "observedMetrics": measured(batch_id, partitions, time_ms) if instrumented else {},
     }
 
-
-def progress_events(count: int, partitions: int, instrumented: bool = False) -> list[str]:
-    """`count` listener events of one query, as JSON, one batch a second from now."""
-    query_id, run_id, now_ms = str(uuid.uuid4()), str(uuid.uuid4()), int(time.time() * 1000)
-    return [
-        json.dumps(
-            {
-                "progress": synthetic_progress(
-                    query_id, run_id, batch, partitions, now_ms + batch * 1000, instrumented
-                )
-            }
-        )
-        for batch in range(count)
-    ]
