@@ -132,15 +132,15 @@ def connection_id() -> str:
     return sid
 
 
-class Refused(Exception):
+class OverLimit(Exception):
     """A request over its connection's limits; the message says which."""
 
 
 def take_turn() -> None:
-    """Count a subscription of the current connection; Refused past its rate limit."""
+    """Count a subscription of the current connection; OverLimit past its rate limit."""
     limit = subscribe_limit()
     if not limit.allow(connection_id()):
-        raise Refused(limit.refusal())
+        raise OverLimit(limit.refusal())
 
 
 def acknowledged(handler: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
@@ -151,7 +151,7 @@ def acknowledged(handler: Callable[..., dict[str, Any]]) -> Callable[..., dict[s
     def answer(*args: Any) -> dict[str, Any]:
         try:
             return handler(*args)
-        except (ValueError, Refused) as error:
+        except (ValueError, OverLimit) as error:
             return {"error": str(error)}
         except QueryNotFound as error:
             return {"error": str(error.args[0])}

@@ -18,7 +18,7 @@ from web.guards.hosts import is_trusted
 from web.live.socket_events import ALERTS_ROOM, OVERVIEW_ROOM, QUERY_ROOM_PREFIX, room
 from web.live.watching import Watcher
 from web.sockets import (
-    Refused,
+    OverLimit,
     acknowledged,
     connection_id,
     socketio,
@@ -69,7 +69,7 @@ def _check_rooms(query_id: str) -> None:
         name for name in watcher().rooms_of(connection_id()) if name.startswith(QUERY_ROOM_PREFIX)
     ]
     if room(query_id) not in joined and len(joined) >= limit:
-        raise Refused(f"at most {limit} query rooms per connection: unsubscribe from one first")
+        raise OverLimit(f"at most {limit} query rooms per connection: unsubscribe from one first")
 
 
 @socketio.on("subscribe")
