@@ -50,11 +50,11 @@ def print_rows(args: argparse.Namespace, columns: Any, rows: Sequence[Any]) -> N
 def queries(args: argparse.Namespace) -> None:
     """List every stored query as the dashboard's overview does: its health by the same rules,
     the most urgent first; with --json, the rows `GET /api/queries` gives."""
-    from web.api.payloads import Lens, overview
+    from web.api.payloads import Summarizer, overview
 
-    lens = Lens(now_ms(), _rules(args.rules or load_settings().alert_rules))
+    summarizer = Summarizer(now_ms(), _rules(args.rules or load_settings().alert_rules))
     with so.Session(open_store(args.database_url)) as session:
-        rows = overview(session, list_queries(session), lens)
+        rows = overview(session, list_queries(session), summarizer)
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
@@ -110,12 +110,12 @@ def partitions(args: argparse.Namespace) -> None:
     """List the source partitions of a query's batch (the latest by default) as the API's
     query page has them: judged by the same rules (the late window is theirs), each with its
     status."""
-    from web.api.payloads import Lens, partition_rows
+    from web.api.payloads import Summarizer, partition_rows
 
-    lens = Lens(now_ms(), _rules(load_settings().alert_rules))
+    summarizer = Summarizer(now_ms(), _rules(load_settings().alert_rules))
     with so.Session(open_store(args.database_url)) as session:
         query = find_query(session, args.query)
-        summary = lens.summarize(session, query)
+        summary = summarizer.summarize(session, query)
         batch = summary.latest if args.batch is None else batch_of(session, query.id, args.batch)
         rows = []
         if batch is not None:
@@ -124,7 +124,7 @@ def partitions(args: argparse.Namespace) -> None:
             backlog = summary.facts.backlog
             if args.batch is not None or backlog is None:
                 backlog = backlogs(session, batch, batch.batch_time_ms, running=True)
-            rows = partition_rows(session, summary, batch, backlog, lens.now_ms)
+            rows = partition_rows(session, summary, batch, backlog, summarizer.now_ms)
     if args.json:
         print(json.dumps(rows, indent=2))
     else:

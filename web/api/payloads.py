@@ -71,16 +71,16 @@ TIMER_FIELDS = ("taken_at_ms", "watermark_ms", "pending", "next_expiry_ms", "due
 
 
 @dataclass(frozen=True)
-class Lens:
-    """How the app looks at the store now: the time, and the rules whose parameters set the
-    facts' thresholds (the same the alert evaluation uses, so status and alerts agree); their
-    alerts weigh as each rule means (rules.MEANINGS)."""
+class Summarizer:
+    """Summarizes queries as the app judges them now: the time, and the rules whose parameters
+    set the facts' thresholds (the same the alert evaluation uses, so status and alerts
+    agree); their alerts weigh as each rule means (rules.MEANINGS)."""
 
     now_ms: int
     rules: RuleSet
 
     @classmethod
-    def of(cls, app: Flask) -> Lens:
+    def of(cls, app: Flask) -> Summarizer:
         """The app's rules in force, at the app clock's current time."""
         return cls(app.config["CLOCK"](), evaluation.evaluator(app).rules)
 
@@ -117,7 +117,7 @@ def timers_json(snapshot: TimerSnapshotRow | None) -> dict[str, Any] | None:
     return None if snapshot is None else fields(snapshot, TIMER_FIELDS)
 
 
-def summary_json(summary: QuerySummary, lens: Lens) -> dict[str, Any]:
+def summary_json(summary: QuerySummary, summarizer: Summarizer) -> dict[str, Any]:
     """A query as the overview lists it."""
     query, latest, timers, facts = summary.query, summary.latest, summary.timers, summary.facts
     judgment = summary.judgment
@@ -135,7 +135,7 @@ def summary_json(summary: QuerySummary, lens: Lens) -> dict[str, Any]:
         "exception": query.exception,
         "last_batch_id": latest.batch_id if latest else None,
         "watermark_ms": watermark,
-        "watermark_age_ms": age_ms(lens.now_ms, watermark),
+        "watermark_age_ms": age_ms(summarizer.now_ms, watermark),
         "skew_ms": latest.watermark_skew_ms if latest else None,
         "late_records": facts.late_records,
         "late_window_ms": facts.thresholds.late_window_ms,
@@ -156,7 +156,7 @@ def summary_json(summary: QuerySummary, lens: Lens) -> dict[str, Any]:
         "running_batch_id": facts.running_batch_id,
         "running_since_ms": facts.running_since_ms,
         "unreadable": facts.unreadable,
-        "now_ms": lens.now_ms,
+        "now_ms": summarizer.now_ms,
     }
 
 
@@ -175,20 +175,24 @@ def broken_summary(
     return unreadable_summary(asked, unreadable_reason(error), now_ms)
 
 
-def _overview_row(session: so.Session, summary: QuerySummary, lens: Lens) -> dict[str, Any]:
+def _overview_row(
+    session: so.Session, summary: QuerySummary, summarizer: Summarizer
+) -> dict[str, Any]:
     """A query as the overview lists it; one whose rows it cannot judge, as unreadable: its
     error, never the overview's."""
     try:
-        return summary_json(summary, lens)
+        return summary_json(summary, summarizer)
     except Exception as error:  # a bad row of this query alone
-        return summary_json(broken_summary(session, summary, error, lens.now_ms), lens)
+        return summary_json(broken_summary(session, summary, error, summarizer.now_ms), summarizer)
 
 
-def overview(session: so.Session, queries: Sequence[Query], lens: Lens) -> list[dict[str, Any]]:
+def overview(
+    session: so.Session, queries: Sequence[Query], summarizer: Summarizer
+) -> list[dict[str, Any]]:
     """Queries as the overview lists them, the most urgent first (what pages, then the
     status: health.judgment), then by name."""
-    summaries = lens.summaries(session, queries)
-    rows = [_overview_row(session, summary, lens) for summary in summaries]
+    summaries = summarizer.summaries(session, queries)
+    rows = [_overview_row(session, summary, summarizer) for summary in summaries]
     return sorted(rows, key=lambda row: (row["urgency"], row["name"] or "", row["id"]))
 
 

@@ -40,7 +40,7 @@ from web import db
 from web.api.diagnosis import diagnosis_json
 from web.api.payloads import (
     QUERY_FIELDS,
-    Lens,
+    Summarizer,
     alert_counts_json,
     batch_json,
     broken_summary,
@@ -70,11 +70,11 @@ def _query(ref: str) -> Query:
     return find_query(db.session(), ref)
 
 
-def _default_to_ms(session: so.Session, query: Query, lens: Lens) -> int:
+def _default_to_ms(session: so.Session, query: Query, summarizer: Summarizer) -> int:
     """Histories end after the query's newest batch by default, not at now: a query that
     stopped yesterday opens on its last hour."""
     latest = latest_batch(session, query.id)
-    return lens.now_ms if latest is None else latest.batch_time_ms + 1
+    return summarizer.now_ms if latest is None else latest.batch_time_ms + 1
 
 
 def _page(args: Mapping[str, str]) -> slice:
@@ -100,8 +100,8 @@ def queries() -> dict[str, Any]:
     args = request.args
     text, page = text_field(args, "q", MAX_NAME), _page(args)
     statuses = choices(args, "status", STATUS_LABELS)
-    session, lens = db.session(), Lens.of(current_app)
-    rows = overview(session, _named(list_queries(session), text), lens)
+    session, summarizer = db.session(), Summarizer.of(current_app)
+    rows = overview(session, _named(list_queries(session), text), summarizer)
     matching = [row for row in rows if statuses is None or row["status"] in statuses]
     return {"queries": matching[page], "total": len(matching)}
 
@@ -124,15 +124,19 @@ def _latest(session: so.Session, summary: QuerySummary, now_ms: int) -> dict[str
 def query(ref: str) -> dict[str, Any]:
     """One query: status, failure, latest batch, partition table and pending timers; a query
     whose rows cannot be read answers with its stored state and why."""
-    session, lens, found = db.session(), Lens.of(current_app), _query(ref)
-    summary = lens.summarize(session, found)
+    session, summarizer, found = db.session(), Summarizer.of(current_app), _query(ref)
+    summary = summarizer.summarize(session, found)
     try:
-        return _query_json(session, lens, summary)
+        return _query_json(session, summarizer, summary)
     except Exception as error:  # a bad row of this query: shown as its state
-        return _query_json(session, lens, broken_summary(session, summary, error, lens.now_ms))
+        return _query_json(
+            session, summarizer, broken_summary(session, summary, error, summarizer.now_ms)
+        )
 
 
-def _query_json(session: so.Session, lens: Lens, summary: QuerySummary) -> dict[str, Any]:
+def _query_json(
+    session: so.Session, summarizer: Summarizer, summary: QuerySummary
+) -> dict[str, Any]:
     found, facts, judgment = summary.query, summary.facts, summary.judgment
     late_window_ms = facts.thresholds.late_window_ms
     return {
@@ -146,13 +150,13 @@ def _query_json(session: so.Session, lens: Lens, summary: QuerySummary) -> dict[
             "silence_ms": facts.thresholds.silence_ms,
             "replaced_by_id": replaced_by(session, found.id),
         },
-        **_latest(session, summary, lens.now_ms),
+        **_latest(session, summary, summarizer.now_ms),
         "late_records": facts.late_records,
         "late_window_ms": late_window_ms,
         "state": [state_fields(growth) for growth in facts.state],
         "trigger": None if facts.pace is None else pace_fields(facts.pace),
         "timers": timers_json(summary.timers),
-        "now_ms": lens.now_ms,
+        "now_ms": summarizer.now_ms,
     }
 
 
@@ -160,7 +164,7 @@ def _query_json(session: so.Session, lens: Lens, summary: QuerySummary) -> dict[
 def batches(ref: str) -> dict[str, Any]:
     """A query's batches over a time range, downsampled into at most `points` buckets."""
     session, found = db.session(), _query(ref)
-    span = window(request.args, _default_to_ms(session, found, Lens.of(current_app)))
+    span = window(request.args, _default_to_ms(session, found, Summarizer.of(current_app)))
     kept = Kept.of(found)
     return {
         "query": found.id,
@@ -177,7 +181,7 @@ def partition_history(ref: str) -> dict[str, Any]:
     """Per-partition series over a time range, downsampled into at most `points` buckets;
     `fields` keeps only the series named (their times always come)."""
     session, found = db.session(), _query(ref)
-    span = window(request.args, _default_to_ms(session, found, Lens.of(current_app)))
+    span = window(request.args, _default_to_ms(session, found, Summarizer.of(current_app)))
     fields = choices(request.args, "fields", PARTITION_SERIES)
     wanted = {"time_ms", *(PARTITION_SERIES if fields is None else fields)}
     kept = Kept.of(found)
@@ -200,7 +204,9 @@ def diagnosis(ref: str) -> dict[str, Any]:
     """Over a time range: who drove the watermark, future-dated records, how late and how close
     the records were, and the delays that would have kept 99%, 99.9% and 100% of them."""
     session, found = db.session(), _query(ref)
-    from_ms, to_ms = time_range(request.args, _default_to_ms(session, found, Lens.of(current_app)))
+    from_ms, to_ms = time_range(
+        request.args, _default_to_ms(session, found, Summarizer.of(current_app))
+    )
     tolerance_ms = current_app.config["FUTURE_TOLERANCE_S"] * 1000
     return diagnosis_json(session, found, from_ms, to_ms, tolerance_ms)
 
@@ -243,7 +249,9 @@ def history_csv(ref: str) -> Response:
     minute or hour and partition (`resolution`); by default the finest whose rows are all kept
     over the range."""
     session, found = db.session(), _query(ref)
-    from_ms, to_ms = time_range(request.args, _default_to_ms(session, found, Lens.of(current_app)))
+    from_ms, to_ms = time_range(
+        request.args, _default_to_ms(session, found, Summarizer.of(current_app))
+    )
     finest = finest_kept(Kept.of(found), from_ms)
     tier = one_of(request.args, "resolution", CSV_RESOLUTIONS) or finest
     if CSV_RESOLUTIONS.index(tier) < CSV_RESOLUTIONS.index(finest):

@@ -13,7 +13,7 @@ from monitor.numbers import json_whole
 from monitor.store.read.queries import find_query, list_queries
 from web import db
 from web.api.alerts import silences_in_force
-from web.api.payloads import Lens, overview
+from web.api.payloads import Summarizer, overview
 from web.guards.hosts import is_trusted
 from web.live.socket_events import ALERTS_ROOM, OVERVIEW_ROOM, QUERY_ROOM_PREFIX, room
 from web.live.watching import Watcher
@@ -101,7 +101,7 @@ def subscribe_overview(_data: Any = None) -> dict[str, Any]:
     take_turn()
     with watcher().joining(connection_id(), OVERVIEW_ROOM) as joining:
         with so.Session(db.engine()) as session:
-            entries = overview(session, list_queries(session), Lens.of(current_app))
+            entries = overview(session, list_queries(session), Summarizer.of(current_app))
         socketio.emit("overview", {"queries": entries, "full": True}, to=joining.sid)
     return {"queries": len(entries)}
 

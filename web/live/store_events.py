@@ -28,7 +28,7 @@ from monitor.store.signals.row_watch import (
     timer_watch,
 )
 from web.api.alerts import alert_json, silences_in_force
-from web.api.payloads import Lens, batch_events, overview, timers_json
+from web.api.payloads import Summarizer, batch_events, overview, timers_json
 from web.live.socket_events import ALERTS_ROOM, OVERVIEW_ROOM, Event, room
 
 # Whether anyone, in any process, is in a room or on the way into it.
@@ -109,7 +109,7 @@ class StoreWatch:
             by_query.setdefault(batch.query_id, []).append(batch)
         # Their partitions' statuses are judged on the queries' facts, as the API's.
         watched = queries_by_id(session, list(by_query)) if by_query else []
-        summaries = Lens.of(self.app).summaries(session, watched, overview=False)
+        summaries = Summarizer.of(self.app).summaries(session, watched, overview=False)
         for summary in summaries:
             for payload in batch_events(session, by_query[summary.query.id], summary.facts):
                 events.append(Event("batch", payload, [room(summary.query.id)]))
@@ -142,7 +142,7 @@ class StoreWatch:
             queries = [query for query in queries if heard(room(query.id))]
         if not queries:
             return
-        entries = overview(session, queries, Lens.of(self.app))
+        entries = overview(session, queries, Summarizer.of(self.app))
         if overview_heard:
             events.append(Event("overview", {"queries": entries, "full": full}, [OVERVIEW_ROOM]))
         for entry in entries:

@@ -37,7 +37,7 @@ from monitor.store.schema.engine import STORE_FAILURES, unusable
 from monitor.store.signals.leases import acquire, new_holder, release
 from monitor.store.signals.notify import ChangeSignal
 from web import db
-from web.api.payloads import Lens, batch_events
+from web.api.payloads import Summarizer, batch_events
 from web.background.tasks import Periodic
 from web.live.fanout import Fanout, LiveUnavailable, LocalFanout
 from web.live.relay import Relay
@@ -347,8 +347,8 @@ class Watcher:
             if not sent:
                 return [], complete
             # The partitions' statuses are judged on the query's facts, as the API's.
-            lens = Lens.of(self.app)
-            [summary] = lens.summaries(session, queries_by_id(session, [query_id]), False)
+            summarizer = Summarizer.of(self.app)
+            [summary] = summarizer.summaries(session, queries_by_id(session, [query_id]), False)
             payloads = batch_events(session, sent[::-1], summary.facts)
         return [Event("batch", payload, [sid]) for payload in payloads], complete
 

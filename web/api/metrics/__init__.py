@@ -25,7 +25,7 @@ from web import db
 from web.api.metrics.exposition import exposition
 from web.api.metrics.scopes import Exported, OwnHealth
 from web.api.metrics.scrape import own_only, scraped
-from web.api.payloads import Lens
+from web.api.payloads import Summarizer
 from web.background.evaluation import evaluator
 from web.guards.errors import RETRY_AFTER_S
 
@@ -40,7 +40,7 @@ def metrics() -> Response:
     try:
         session = db.session()
         queries = exported_queries(session, now_ms, config["METRICS_KEEP_ENDED_S"] * 1000)
-        judged = Lens(now_ms, evaluator(current_app).rules).summaries(session, queries)
+        judged = Summarizer(now_ms, evaluator(current_app).rules).summaries(session, queries)
         measured = newest_measured(session, [query.id for query in queries])
         exported = [Exported(s, measured.get(s.query.id, {}), now_ms) for s in judged]
         counts = live_alert_counts(session)
