@@ -6,6 +6,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from monitor.collect.progress import parse_progress, parse_time_ms
+from monitor.collect.spark_events import PROGRESS, named
 from monitor.health.predicates import Timeouts
 from monitor.store.write.writes import write_event
 from tests.support.paths import FIXTURES
@@ -25,6 +26,34 @@ def progress_doc(name: str = "progress_kafka.json", **changes: Any) -> dict[str,
     return doc
 
 
+def fixture_progress(query_id=None, batch_id=0, run_id=None, **changes):
+    """The fixture's progress document as batch `batch_id` of `query_id` if given, by `run_id`
+    (by default the query id with its first "0000" as "1111"), with some top-level fields
+    changed."""
+    ids = {"batchId": batch_id}
+    if query_id is not None:
+        ids |= {"id": query_id, "runId": run_id or query_id.replace("0000", "1111", 1)}
+    elif run_id is not None:
+        ids["runId"] = run_id
+    return progress_doc() | ids | changes  # not progress_doc(**changes): its `name` is a file
+
+
+def progress_event(query_id=None, batch_id=0, run_id=None, **changes):
+    """fixture_progress's document as a listener posts it (a named event)."""
+    return named(PROGRESS, {"progress": fixture_progress(query_id, batch_id, run_id, **changes)})
+
+
+def fleet_event(n, batch_id=0):
+    """Batch `batch_id` of the `n`-th query of a fleet (id 0000000n-0000-…) as a listener posts
+    it."""
+    return progress_event(f"{n:08d}-0000-0000-0000-000000000000", batch_id)
+
+
+def fixture_batch(query_id=None, batch_id=0, run_id=None, **changes):
+    """fixture_progress's document as a BatchProgress."""
+    return parse_progress(fixture_progress(query_id, batch_id, run_id, **changes))
+
+
 def stored_watermark(reported: dict[str, Any]) -> int | None:
     """The watermark of one of Spark's progress documents as the store keeps it: its "no
     watermark yet" (1970) is none."""
@@ -39,6 +68,19 @@ def stamp(ms: int) -> str:
 
 def _offsets(values, topic=TOPIC):
     return {topic: {str(p): v for p, v in enumerate(values)}}
+
+
+def operator_observation(batch_id, partitions, delay_ms, late_watermark_ms, silent_tasks=0):
+    """The instrumented operator's observed metric: one task's figures for `partitions` (a
+    partition's name to its figures), and a null for each of `silent_tasks` tasks that
+    measured nothing."""
+    task = {
+        "batch": batch_id,
+        "delay_ms": delay_ms,
+        "late_watermark_ms": late_watermark_ms,
+        "partitions": partitions,
+    }
+    return {"wmon": {"tasks": [json.dumps(task), *[None] * silent_tasks]}}
 
 
 def _observed(batch_id, event_times, delay_ms, late_watermark_ms, topic=TOPIC):
@@ -56,13 +98,7 @@ def _observed(batch_id, event_times, delay_ms, late_watermark_ms, topic=TOPIC):
         | (figures[5] if len(figures) > 5 else {})
         for p, figures in event_times.items()
     }
-    task = {
-        "batch": batch_id,
-        "delay_ms": delay_ms,
-        "late_watermark_ms": late_watermark_ms,
-        "partitions": partitions,
-    }
-    return {"wmon": {"tasks": [json.dumps(task)]}}
+    return operator_observation(batch_id, partitions, delay_ms, late_watermark_ms)
 
 
 def batch_event(
@@ -139,21 +175,11 @@ def write(
     """A batch at `at_s` seconds after `epoch` with per-partition start/end/latest offsets of
     topic t, reported by `run`."""
     at = epoch + at_s * 1000
-    tasks = []
-    if event_max:
-        tasks = [
-            json.dumps(
-                {
-                    "batch": batch_id,
-                    "delay_ms": 1_000,
-                    "late_watermark_ms": None,
-                    "partitions": {
-                        f"t/{p}": {"records": 1, "min_ms": m, "max_ms": m, "late": 0, "samples": []}
-                        for p, m in event_max.items()
-                    },
-                }
-            )
-        ]
+    partitions = {
+        f"t/{p}": {"records": 1, "min_ms": m, "max_ms": m, "late": 0, "samples": []}
+        for p, m in (event_max or {}).items()
+    }
+    observed = operator_observation(batch_id, partitions, 1_000, None) if event_max else {}
     doc = progress_doc(
         id=QUERY,
         runId=run,
@@ -169,7 +195,7 @@ def write(
                 "latestOffset": {"t": {str(p): v for p, v in enumerate(latests)}},
             }
         ],
-        observedMetrics={"wmon": {"tasks": tasks}} if tasks else {},
+        observedMetrics=observed,
     )
     write_event(engine, parse_progress(doc), T)
 

@@ -9,11 +9,11 @@ import sqlalchemy.orm as so
 
 from monitor.alerts.evaluate import evaluate
 from monitor.alerts.rulefile import load_rules
-from monitor.collect.spark_events import PROGRESS, TERMINATED, named, spark_event
+from monitor.collect.spark_events import TERMINATED, named, spark_event
 from monitor.store.packed import batch_event_times
 from monitor.store.schema.models import AlertRow, Batch, BatchEventTimes, BatchOffsets
 from monitor.store.write.writes import write_event
-from tests.support.progress import fixture, progress_doc
+from tests.support.progress import fixture, progress_event
 
 BROKEN = "cccccccc-0000-0000-0000-000000000000"
 FAILED = "dddddddd-0000-0000-0000-000000000000"
@@ -21,8 +21,7 @@ RULES = load_rules("")
 
 
 def write_batch(engine, query_id, batch_id):
-    doc = progress_doc(id=query_id, runId=query_id.replace("0000", "1111", 1), batchId=batch_id)
-    write_event(engine, spark_event(named(PROGRESS, {"progress": doc}), None))
+    write_event(engine, spark_event(progress_event(query_id, batch_id), None))
 
 
 def write_failed(engine):

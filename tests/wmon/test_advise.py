@@ -4,12 +4,11 @@ import json
 
 import pytest
 
-from monitor.collect.progress import parse_progress
 from monitor.store.schema.engine import create_engine
 from monitor.store.tiers.prune import Cutoffs, prune
 from monitor.store.write.writes import write_event
 from tests.support.diagnosis_scenario import write_telemetry
-from tests.support.progress import progress_doc
+from tests.support.progress import fixture_batch, operator_observation
 from wmon.main import main
 from wmon.options import moment
 
@@ -19,31 +18,25 @@ DELAY = 10_000
 
 def figures(batch_id, partitions):
     """A progress event whose one task measured `partitions`: {name: (late, slack)}."""
-    task = {
-        "batch": batch_id,
-        "delay_ms": DELAY,
-        "late_watermark_ms": 1_700_000_000_000,
-        "partitions": {
-            name: {
-                "records": sum(late.values()) + sum(slack.values()),
-                "min_ms": 1_700_000_000_000,
-                "max_ms": 1_700_000_000_000,
-                "late": sum(late.values()),
-                "samples": [],
-                "late_buckets": late,
-                "slack_buckets": slack,
-            }
-            for name, (late, slack) in partitions.items()
-        },
+    measured = {
+        name: {
+            "records": sum(late.values()) + sum(slack.values()),
+            "min_ms": 1_700_000_000_000,
+            "max_ms": 1_700_000_000_000,
+            "late": sum(late.values()),
+            "samples": [],
+            "late_buckets": late,
+            "slack_buckets": slack,
+        }
+        for name, (late, slack) in partitions.items()
     }
-    doc = progress_doc(
+    return fixture_batch(
+        batch_id=batch_id,
         id=QUERY,
-        batchId=batch_id,
+        name="scooters",
         timestamp=f"2026-11-26T12:00:{batch_id:02d}.000Z",
-        observedMetrics={"wmon": {"tasks": [json.dumps(task)]}},
+        observedMetrics=operator_observation(batch_id, measured, DELAY, 1_700_000_000_000),
     )
-    doc["name"] = "scooters"
-    return parse_progress(doc)
 
 
 @pytest.fixture
@@ -174,9 +167,7 @@ def test_advise_over_a_range_older_than_the_batches_kept_reads_the_rollups_and_s
 
 def test_advise_without_measured_batches_says_why(database_url, capsys):
     engine = create_engine(database_url)
-    doc = progress_doc(id=QUERY, batchId=0)
-    doc["name"] = "scooters"
-    write_event(engine, parse_progress(doc))
+    write_event(engine, fixture_batch(id=QUERY, name="scooters"))
     engine.dispose()
     assert main(["advise", "scooters", "--database-url", database_url]) == 0
     assert capsys.readouterr().out.startswith("(none: no batch in that range was measured")

@@ -6,25 +6,21 @@ import pytest
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.collect.spark_events import PROGRESS, named
 from monitor.store.schema.models import Batch, RejectedEvent
 from monitor.store.write.rejected import set_aside
-from tests.support.progress import progress_doc
+from tests.support.progress import progress_event
 from wmon.main import main
 
 pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 
 
-def batch(batch_id):
-    return named(PROGRESS, {"progress": progress_doc(batchId=batch_id)})
-
-
 def test_listed_newest_first_then_replayed(engine, database_url, capsys):
-    unreadable = named(PROGRESS, {"progress": {**progress_doc(), "batchId": "7"}})
+    unreadable = progress_event(batchId="7")
     with so.Session(engine) as session, session.begin():
         # As if the store had refused two good batches (now mended) beside an unreadable one.
-        set_aside(session, 1_000, "app-1", [(batch(0), "refused"), (unreadable, "no batchId")])
-        set_aside(session, 2_000, "app-2", [(batch(1), "refused")])
+        refused = (progress_event(batch_id=0), "refused")
+        set_aside(session, 1_000, "app-1", [refused, (unreadable, "no batchId")])
+        set_aside(session, 2_000, "app-2", [(progress_event(batch_id=1), "refused")])
     assert main(["rejected", "--json", "--database-url", database_url]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert [(row["id"], row["origin"], row["error"]) for row in listed] == [
@@ -32,7 +28,7 @@ def test_listed_newest_first_then_replayed(engine, database_url, capsys):
         (2, "app-1", "no batchId"),
         (1, "app-1", "refused"),
     ]
-    assert json.loads(listed[0]["document"]) == batch(1)
+    assert json.loads(listed[0]["document"]) == progress_event(batch_id=1)
 
     assert main(["rejected", "--replay", "3", "--database-url", database_url]) == 0
     assert capsys.readouterr().out == (

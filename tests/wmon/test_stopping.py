@@ -18,12 +18,12 @@ from contextlib import ExitStack
 import sqlalchemy as sa
 
 from monitor.alerts.runner import LEASE
-from monitor.collect.spark_events import PROGRESS, STARTED, named
+from monitor.collect.spark_events import STARTED, named
 from monitor.store.schema.models import Batch
 from tests.support.dashboards import REDIS, dashboard, lease_holders, wmon_serve
 from tests.support.event_logs import LOG_START, query_run
 from tests.support.paths import ROOT
-from tests.support.progress import fixture, progress_doc, stamp
+from tests.support.progress import fixture, progress_event, stamp
 from tests.support.waiting import wait_until
 from web.live.watching import LEASE_RENEW_S, LEASE_TTL_MS, LIVE_LEASE
 
@@ -70,9 +70,9 @@ class Sender:
 
     def _send(self):
         for batch_id in range(100_000):
-            doc = progress_doc(batchId=batch_id, timestamp=stamp(T0_MS + batch_id * 1_000))
+            event = progress_event(batch_id=batch_id, timestamp=stamp(T0_MS + batch_id * 1_000))
             try:
-                self._post([named(PROGRESS, {"progress": doc})])
+                self._post([event])
             except (OSError, urllib.error.URLError):
                 return  # the collector stopped
             self.acknowledged.append(batch_id)

@@ -75,7 +75,7 @@ from monitor.store.schema.models import Batch, Query, RejectedEvent
 from monitor.store.tiers.prune import Retention, prune
 from monitor.store.write.lineage import CLOCK_SKEW_MS
 from monitor.store.write.writes import write_events
-from tests.support.progress import progress_doc
+from tests.support.progress import fixture_progress, operator_observation
 from tests.support.stores import emptied, stored_event_times, stored_partitions
 
 QUERY_IDS = ("q1", "q2")
@@ -121,25 +121,20 @@ class Report:
     def progress(self) -> dict[str, Any]:
         """The progress document: offsets, watermark and figures from the batch id alone."""
         start, end = 10 * self.batch_id, 10 * self.batch_id + 10
-        figures = {
-            "batch": self.batch_id,
-            "delay_ms": 1_000,
-            "late_watermark_ms": T0,
-            "partitions": {
-                f"t/{p}": {
-                    "records": 10,
-                    "min_ms": T0,
-                    "max_ms": T0 + self.batch_id,
-                    "late": late_records(self.batch_id, p),
-                    "samples": [],
-                }
-                for p in PARTITIONS
-            },
+        partitions = {
+            f"t/{p}": {
+                "records": 10,
+                "min_ms": T0,
+                "max_ms": T0 + self.batch_id,
+                "late": late_records(self.batch_id, p),
+                "samples": [],
+            }
+            for p in PARTITIONS
         }
-        return progress_doc(
-            id=self.query_id,
-            runId=self.run_id,
-            batchId=self.batch_id,
+        return fixture_progress(
+            self.query_id,
+            self.batch_id,
+            self.run_id,
             timestamp=timestamp_text(self.at_ms),
             eventTime={"watermark": timestamp_text(T0 + 1_000 * self.batch_id)},
             sources=[
@@ -151,7 +146,7 @@ class Report:
                     "numInputRows": 10 * len(PARTITIONS),
                 }
             ],
-            observedMetrics={"wmon": {"tasks": [json.dumps(figures)]}},
+            observedMetrics=operator_observation(self.batch_id, partitions, 1_000, T0),
         )
 
 

@@ -10,21 +10,14 @@ import sqlalchemy as sa
 from monitor.collect import group_commit
 from monitor.collect.accept import TOO_MANY_NEW_QUERIES, Accepted
 from monitor.collect.group_commit import GroupCommit
-from monitor.collect.spark_events import PROGRESS, named
 from monitor.health.predicates import Timeouts
 from monitor.store.schema.engine import create_engine
 from monitor.store.schema.models import Batch, RejectedEvent, Sender
-from tests.support.progress import progress_doc
+from tests.support.progress import fleet_event
 from tests.support.waiting import wait_until
 
 NOW_MS = 1_795_316_300_000
 TIMEOUTS = Timeouts()
-
-
-def batch(n, batch_id):
-    query = f"{n:08d}-0000-0000-0000-000000000000"
-    doc = progress_doc(id=query, runId=query.replace("-0000-", "-1111-", 1), batchId=batch_id)
-    return named(PROGRESS, {"progress": doc})
 
 
 class HeldFirst:
@@ -83,11 +76,11 @@ def the_flood(posts):
     """The first post, held writing; then four that wait for it: one with two batches, one
     repeating a batch of it beside a new one, one with an event that cannot be read, one
     past its budget of new queries."""
-    posts.send("first", [batch(1, 0)], origin="a", dropped=0)
-    posts.send("two", [batch(2, 0), batch(2, 1)], origin="b", dropped=0)
-    posts.send("repeat", [batch(2, 1), batch(3, 0)], origin="c", dropped=5)
-    posts.send("unreadable", [{"Event": 1}, batch(4, 0)], origin="d", dropped=0)
-    posts.send("past budget", [batch(5, 0)], origin="e", admit=lambda wanted: 0)
+    posts.send("first", [fleet_event(1, 0)], origin="a", dropped=0)
+    posts.send("two", [fleet_event(2, 0), fleet_event(2, 1)], origin="b", dropped=0)
+    posts.send("repeat", [fleet_event(2, 1), fleet_event(3, 0)], origin="c", dropped=5)
+    posts.send("unreadable", [{"Event": 1}, fleet_event(4, 0)], origin="d", dropped=0)
+    posts.send("past budget", [fleet_event(5, 0)], origin="e", admit=lambda wanted: 0)
 
 
 ANSWERS = {
@@ -118,7 +111,7 @@ def stored_once(engine):
 def day_begun(engine):
     """The store with a batch in the day's first (PostgreSQL makes its partitions then, in
     transactions of their own)."""
-    assert GroupCommit(lambda: engine, TIMEOUTS).accept([batch(9, 0)], NOW_MS).stored == 1
+    assert GroupCommit(lambda: engine, TIMEOUTS).accept([fleet_event(9, 0)], NOW_MS).stored == 1
     return engine
 
 
@@ -166,8 +159,8 @@ def test_an_outage_fails_every_post_of_its_group_and_stores_nothing(tmp_path, un
     down = create_engine(unreachable.format(tmp=tmp_path), may_create=False)
     held = HeldFirst(down)
     posts = Posts(GroupCommit(held, TIMEOUTS))
-    posts.send("first", [batch(1, 0)], origin="a", dropped=0)
-    posts.send("second", [batch(2, 0)], origin="b", dropped=0)
+    posts.send("first", [fleet_event(1, 0)], origin="a", dropped=0)
+    posts.send("second", [fleet_event(2, 0)], origin="b", dropped=0)
     posts.send("third", [{"Event": 1}], origin="c", dropped=0)
     held.released.set()
     answers = posts.wait()

@@ -12,8 +12,6 @@ import pytest
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.collect.progress import parse_progress
-from monitor.collect.spark_events import PROGRESS, named
 from monitor.collect.writer import StoreWriter
 from monitor.events import Event, QueryStarted, QueryTerminated
 from monitor.store.schema.engine import create_engine
@@ -21,7 +19,7 @@ from monitor.store.schema.migrate import is_current, upgrade
 from monitor.store.schema.models import Batch, Query, RejectedEvent, Run
 from monitor.store.write.writes import write_events
 from tests.support.network import closed_port
-from tests.support.progress import progress_doc
+from tests.support.progress import fixture_batch, progress_event
 from tests.support.stores import sqlite_locked
 from tests.support.waiting import wait_until
 
@@ -29,15 +27,11 @@ QUERY, RUN = "11111111-1111-1111-1111-111111111111", "run-1"
 WAIT_S = 10.0  # generous upper bound for anything that should take milliseconds
 
 
-def batch(batch_id: int) -> Event:
-    return parse_progress(progress_doc(id=QUERY, runId=RUN, batchId=batch_id))
-
-
 def lifecycle(batches: int) -> list[Event]:
     """A run: started, `batches` batches numbered from 0, terminated."""
     return [
         QueryStarted(QUERY, RUN, "telemetry_windows", 1_000),
-        *(batch(n) for n in range(batches)),
+        *(fixture_batch(QUERY, n, RUN) for n in range(batches)),
         QueryTerminated(QUERY, RUN, 9_000),
     ]
 
@@ -99,10 +93,10 @@ def test_a_full_buffer_drops_the_oldest_waiting_events(
         written.extend(event.batch_id for event in events)
 
     writer = writers(engine, capacity=3, write=blocking_write)
-    writer.submit(batch(0))
+    writer.submit(fixture_batch(QUERY, 0, RUN))
     assert entered.wait(WAIT_S), "the writer never started writing batch 0"
     for batch_id in range(1, 10):
-        writer.submit(batch(batch_id))
+        writer.submit(fixture_batch(QUERY, batch_id, RUN))
     stats = writer.stats()
     # Batch 0 is in flight, 7-9 wait in the buffer, 1-6 were pushed out.
     assert (stats.written, stats.pending, stats.dropped) == (0, 4, 6)
@@ -236,10 +230,10 @@ def test_the_writer_migrates_an_empty_store_first(empty_database_url: str, write
 def test_close_after_flush_and_submit_after_close(engine: sa.Engine, writers: Any) -> None:
     writer = writers(engine)
     writer.submit(QueryStarted(QUERY, RUN, "telemetry_windows", 1_000))
-    writer.submit(batch(0))
+    writer.submit(fixture_batch(QUERY, 0, RUN))
     assert writer.flush(timeout=WAIT_S)
     assert writer.close(timeout=WAIT_S) is True
-    writer.submit(batch(1))
+    writer.submit(fixture_batch(QUERY, 1, RUN))
     writer.submit(QueryTerminated(QUERY, RUN, 9_000))
     stats = writer.stats()
     assert (stats.written, stats.pending, stats.dropped, stats.rejected) == (2, 0, 2, 0)
@@ -261,10 +255,10 @@ def test_waiting_events_are_written_together_in_one_transaction(
         groups.append([event.batch_id for event in events])
 
     writer = writers(engine, capacity=200, write=recording_write)
-    writer.submit(batch(0))
+    writer.submit(fixture_batch(QUERY, 0, RUN))
     assert entered.wait(WAIT_S), "the writer never started writing batch 0"
     for batch_id in range(1, 150):
-        writer.submit(batch(batch_id))
+        writer.submit(fixture_batch(QUERY, batch_id, RUN))
     gate.set()
     assert writer.flush(timeout=WAIT_S)
     assert groups == [[0], list(range(1, 101)), list(range(101, 150))]
@@ -277,9 +271,8 @@ def test_spark_json_the_store_cannot_take_is_set_aside_and_the_rest_written(
 ) -> None:
     """As `attach` with a store submits them: Spark's events in their JSON form."""
     writer = writers(engine)
-    good = named(PROGRESS, {"progress": progress_doc(batchId=0)})
-    unreadable = named(PROGRESS, {"progress": {**progress_doc(), "batchId": "one"}})
-    for item in (good, unreadable, named(PROGRESS, {"progress": progress_doc(batchId=1)})):
+    good, unreadable = progress_event(batch_id=0), progress_event(batchId="one")
+    for item in (good, unreadable, progress_event(batch_id=1)):
         writer.submit(item)
     assert writer.flush(timeout=30)
     assert (writer.stats().written, writer.stats().rejected) == (2, 1)

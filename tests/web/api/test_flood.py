@@ -5,10 +5,9 @@ gets it no more from the same address."""
 import pytest
 import sqlalchemy as sa
 
-from monitor.collect.spark_events import PROGRESS, named
 from monitor.store.schema.engine import create_engine
 from monitor.store.schema.models import Query, RejectedEvent
-from tests.support.progress import progress_doc
+from tests.support.progress import fleet_event
 from tests.support.real_collector import INGEST_TOKEN
 from web.guards.budget import HOUR_MS, NewQueryBudget
 
@@ -38,12 +37,6 @@ def app_config(clock):
     }
 
 
-def batch(n, batch_id=0):
-    query = f"{n:08d}-0000-0000-0000-000000000000"
-    doc = progress_doc(id=query, runId=query.replace("-0000-", "-1111-", 1), batchId=batch_id)
-    return named(PROGRESS, {"progress": doc})
-
-
 def post(client, body, sender, address="10.0.0.1"):
     headers = {"Authorization": f"Bearer {INGEST_TOKEN}", "Wmon-Sender": sender}
     answer = client.post(
@@ -59,26 +52,26 @@ def count(database_url, table):
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_new_queries_past_the_budget_are_set_aside_and_the_rest_go_on(client, database_url, clock):
-    answer = post(client, [batch(n) for n in range(10)], "flood")
+    answer = post(client, [fleet_event(n) for n in range(10)], "flood")
     assert (answer["stored"], answer["rejected"]) == (3, 7)
     assert "WMON_NEW_QUERIES_PER_HOUR" in answer["errors"][0]["error"]
     # The flooding sender's known queries, and another sender's new one, are stored.
-    assert post(client, [batch(0, 1), batch(1, 1)], "flood")["stored"] == 2
-    assert post(client, [batch(100)], "job", address="10.0.0.2")["stored"] == 1
+    assert post(client, [fleet_event(0, 1), fleet_event(1, 1)], "flood")["stored"] == 2
+    assert post(client, [fleet_event(100)], "job", address="10.0.0.2")["stored"] == 1
     assert (count(database_url, Query), count(database_url, RejectedEvent)) == (4, 7)
     clock.ms += HOUR_MS
-    assert post(client, [batch(n) for n in range(10, 15)], "flood")["stored"] == 3
+    assert post(client, [fleet_event(n) for n in range(10, 15)], "flood")["stored"] == 3
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_a_sender_renamed_gets_no_more_from_its_address(client, database_url):
-    assert post(client, [batch(n) for n in range(3)], "flood")["stored"] == 3
-    renamed = post(client, [batch(n) for n in range(3, 6)], "flood-2")
+    assert post(client, [fleet_event(n) for n in range(3)], "flood")["stored"] == 3
+    renamed = post(client, [fleet_event(n) for n in range(3, 6)], "flood-2")
     assert (renamed["stored"], renamed["rejected"]) == (0, 3)
     # Another address gets its own budget, whatever the name; the spent name gets none.
-    elsewhere = post(client, [batch(n) for n in range(6, 9)], "flood-3", address="10.0.0.2")
+    elsewhere = post(client, [fleet_event(n) for n in range(6, 9)], "flood-3", address="10.0.0.2")
     assert elsewhere["stored"] == 3
-    assert post(client, [batch(9)], "flood", address="10.0.0.3")["stored"] == 0
+    assert post(client, [fleet_event(9)], "flood", address="10.0.0.3")["stored"] == 0
     assert count(database_url, Query) == 6
 
 

@@ -11,10 +11,10 @@ import sqlalchemy.orm as so
 from monitor.alerts.evaluate import evaluate
 from monitor.alerts.rulefile import load_rules
 from monitor.collect.progress import parse_progress
-from monitor.collect.spark_events import PROGRESS, STARTED, named
+from monitor.collect.spark_events import STARTED, named
 from monitor.store.schema.models import AlertRow
 from monitor.store.write.writes import write_event
-from tests.support.progress import fixture, progress_doc, stamp
+from tests.support.progress import fixture, progress_doc, progress_event, stamp
 from tests.support.real_collector import INGEST_TOKEN
 
 QUERY = "44444444-4444-4444-4444-444444444444"
@@ -75,8 +75,7 @@ def test_a_driver_years_behind_that_reports_every_second_is_live(client, engine)
     started = {**fixture("started.json"), "id": QUERY, "runId": "r", "timestamp": stamp(claimed)}
     post(client, [named(STARTED, started)])
     for batch_id in range(3):
-        doc = progress_doc(id=QUERY, runId="r", batchId=batch_id, timestamp=stamp(claimed))
-        post(client, [named(PROGRESS, {"progress": doc})])
+        post(client, [progress_event(QUERY, batch_id, "r", timestamp=stamp(claimed))])
     query = client.get(f"/api/queries/{QUERY}").get_json()["query"]
     assert query["status"] not in ("stalled", "failed", "error")
     assert now <= query["updated_at_ms"] <= int(time.time() * 1000)

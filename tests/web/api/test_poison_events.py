@@ -10,12 +10,12 @@ import sqlalchemy.orm as so
 from monitor.alerts.evaluate import evaluate
 from monitor.alerts.rulefile import load_rules
 from monitor.collect.sender import HttpSender
-from monitor.collect.spark_events import PROGRESS, STARTED, TERMINATED, named, spark_event
+from monitor.collect.spark_events import STARTED, TERMINATED, named, spark_event
 from monitor.numbers import INT64_MAX
 from monitor.store.schema.engine import create_engine
 from monitor.store.schema.models import Query, RejectedEvent
 from monitor.store.write.writes import write_event
-from tests.support.progress import fixture, progress_doc
+from tests.support.progress import fixture, progress_doc, progress_event
 from tests.support.real_collector import INGEST_TOKEN, serving_collector
 from tests.support.stores import stored_partitions
 
@@ -27,11 +27,6 @@ LONG_NAMED = "bbbbbbbb-0000-0000-0000-000000000000"
 @pytest.fixture
 def app_config():
     return {"TESTING": True, "INGEST_TOKEN": INGEST_TOKEN}
-
-
-def batch(query_id, batch_id, **changes):
-    doc = progress_doc(id=query_id, runId=query_id.replace("0000", "1111", 1), batchId=batch_id)
-    return named(PROGRESS, {"progress": {**doc, **changes}})
 
 
 def table(database_url, select):
@@ -52,7 +47,7 @@ def test_a_long_name_nul_and_lone_surrogates_are_stored_faithfully(client, datab
     sources[0]["latestOffset"] = {"t\x00\udc80": {"0": 9}}
     body = [
         named(STARTED, started),
-        batch(LONG_NAMED, 0, runId=started["runId"], name="n" * 300, sources=sources),
+        progress_event(LONG_NAMED, 0, runId=started["runId"], name="n" * 300, sources=sources),
         named(TERMINATED, terminated),
     ]
     response = client.post(
@@ -77,7 +72,12 @@ def test_a_name_past_what_the_store_keeps_is_cut_and_a_partition_past_it_refused
     sources[0]["endOffset"] = {"t" * 501: {"0": 5}}
     response = client.post(
         "/api/ingest",
-        data=json.dumps([batch(HEALTHY, 0, name="x" * 900), batch(HEALTHY, 1, sources=sources)]),
+        data=json.dumps(
+            [
+                progress_event(HEALTHY, 0, name="x" * 900),
+                progress_event(HEALTHY, 1, sources=sources),
+            ]
+        ),
         content_type="application/json",
         headers={"Authorization": f"Bearer {INGEST_TOKEN}"},
     )
@@ -92,11 +92,13 @@ def test_a_name_past_what_the_store_keeps_is_cut_and_a_partition_past_it_refused
 
 def test_a_poison_event_does_not_hold_up_a_healthy_querys_batches(database_url):
     """The issue's probe: a query the store could not hold blocked every event behind it."""
-    poison = batch(LONG_NAMED, 0, sources=[{"description": "x", "endOffset": {"t" * 600: 1}}])
+    poison = progress_event(
+        LONG_NAMED, 0, sources=[{"description": "x", "endOffset": {"t" * 600: 1}}]
+    )
     with serving_collector(database_url) as url:
         sender = HttpSender(url, INGEST_TOKEN, "app-1", capacity=1_000, group_size=10)
         for batch_id in range(40):
-            sender.submit(batch(HEALTHY, batch_id))
+            sender.submit(progress_event(HEALTHY, batch_id))
             if batch_id % 10 == 3:
                 sender.submit(poison)
         assert sender.close(timeout=60)
@@ -109,7 +111,9 @@ def test_a_poison_event_does_not_hold_up_a_healthy_querys_batches(database_url):
 
 
 def test_set_aside_events_are_counted_in_the_scrape(client, database_url):
-    poison = batch(LONG_NAMED, 0, sources=[{"description": "x", "endOffset": {"t" * 600: 1}}])
+    poison = progress_event(
+        LONG_NAMED, 0, sources=[{"description": "x", "endOffset": {"t" * 600: 1}}]
+    )
     headers = {"Authorization": f"Bearer {INGEST_TOKEN}"}
     response = client.post("/api/ingest", json=[poison, poison], headers=headers)
     assert response.status_code == 422
@@ -123,8 +127,8 @@ def test_an_absurd_lag_fails_no_read_of_any_query(client, engine):
     sources = progress_doc()["sources"]
     sources[0]["startOffset"] = sources[0]["endOffset"] = {"t": {"0": 0, "1": 0}}
     sources[0]["latestOffset"] = {"t": {"0": INT64_MAX, "1": INT64_MAX}}
-    write_event(engine, spark_event(batch(LONG_NAMED, 0, sources=sources), None))
-    write_event(engine, spark_event(batch(HEALTHY, 0), None))
+    write_event(engine, spark_event(progress_event(LONG_NAMED, 0, sources=sources), None))
+    write_event(engine, spark_event(progress_event(HEALTHY, 0), None))
     response = client.get("/api/queries")
     assert response.status_code == 200
     assert len(response.get_json()["queries"]) == 2
@@ -149,10 +153,10 @@ def test_a_deep_event_is_set_aside_alone_and_the_rest_stored(client, database_ur
         "id": HEALTHY,
         "runId": HEALTHY.replace("0000", "1111", 1),
     }
-    deep = json.dumps(batch(HEALTHY, 1, observedMetrics={"deep": "DEEP"}))
+    deep = json.dumps(progress_event(HEALTHY, 1, observedMetrics={"deep": "DEEP"}))
     deep = deep.replace('"DEEP"', nested_text(depth))
-    body = [json.dumps(event) for event in (named(STARTED, started), batch(HEALTHY, 0))]
-    body = "[" + ", ".join([*body, deep, json.dumps(batch(HEALTHY, 2))]) + "]"
+    body = [json.dumps(event) for event in (named(STARTED, started), progress_event(HEALTHY, 0))]
+    body = "[" + ", ".join([*body, deep, json.dumps(progress_event(HEALTHY, 2))]) + "]"
     response = client.post(
         "/api/ingest",
         data=body,

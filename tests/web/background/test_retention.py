@@ -13,13 +13,12 @@ import sqlalchemy as sa
 
 import web
 from monitor.collect.sender import HttpSender
-from monitor.collect.spark_events import PROGRESS, named
 from monitor.store.schema.models import Batch, QueryMinute, RejectedEvent, TimerSnapshotRow
 from monitor.store.tiers.day_partitions import TABLES
 from monitor.store.tiers.minutes import TIERS
 from monitor.store.tiers.prune import Retention, prune
 from monitor.store.write.writes import write_events
-from tests.support.progress import batch_event, progress_doc, stamp
+from tests.support.progress import batch_event, progress_event, stamp
 from tests.support.real_collector import INGEST_TOKEN
 from tests.support.retention import CUTOFF, DAY, NEW, NOW, OLD, write_batch, write_snapshot
 from tests.support.serving import served
@@ -90,8 +89,9 @@ PRUNES = 5
 
 def backfilled(query_id, batch_id):
     """A batch of a backfill, dated on the oldest day: the day each prune expires."""
-    doc = progress_doc(id=query_id, runId=f"{query_id}-run", batchId=batch_id)
-    return named(PROGRESS, {"progress": doc | {"timestamp": stamp(OLD + batch_id * 100)}})
+    return progress_event(
+        query_id, batch_id, f"{query_id}-run", timestamp=stamp(OLD + batch_id * 100)
+    )
 
 
 def rolled_up_batches(engine):

@@ -1,16 +1,14 @@
 """Per-partition event times in the store: running max, W_p, late totals, replayed batches."""
 
-import json
 from collections import Counter
 
 import pytest
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.collect.progress import parse_progress
 from monitor.store.schema.models import Batch
 from monitor.store.write.writes import write_event
-from tests.support.progress import progress_doc
+from tests.support.progress import fixture_batch, operator_observation
 from tests.support.stores import stored_event_times
 
 QUERY, OTHER_QUERY, RUN = "22222222-2222-2222-2222-222222222222", "other-query", "run-1"
@@ -57,22 +55,12 @@ def part(records, min_ms, max_ms, late=0, samples=(), **more):
 
 
 def batch(batch_id, partitions, late_watermark_ms=None, query_id=QUERY, run_id=RUN):
-    """A progress event of an instrumented query whose one task measured `partitions`; a
-    replay comes from a run that began later (Spark restarted from its checkpoint)."""
-    figures = {
-        "batch": batch_id,
-        "delay_ms": DELAY,
-        "late_watermark_ms": late_watermark_ms,
-        "partitions": partitions,
-    }
-    doc = progress_doc(
-        id=query_id,
-        runId=run_id,
-        batchId=batch_id,
-        timestamp=f"2026-11-22T03:00:{batch_id:02d}.000Z",
-        observedMetrics={"wmon": {"tasks": [json.dumps(figures), None]}},
-    )
-    return parse_progress(doc)
+    """A progress event of an instrumented query whose one task measured `partitions` (another
+    measured nothing); a replay comes from a run that began later (Spark restarted from its
+    checkpoint)."""
+    observed = operator_observation(batch_id, partitions, DELAY, late_watermark_ms, 1)
+    timestamp = f"2026-11-22T03:00:{batch_id:02d}.000Z"
+    return fixture_batch(query_id, batch_id, run_id, timestamp=timestamp, observedMetrics=observed)
 
 
 def rows(engine, fields=FIELDS, query_id=QUERY):
@@ -194,10 +182,8 @@ def test_the_batch_after_a_replay_builds_on_the_replayed_rows(engine):
 def test_a_query_that_is_not_instrumented_writes_no_event_times(engine, observed):
     write_event(engine, batch(0, BATCH_0, query_id=OTHER_QUERY))
     for batch_id in (0, 1):
-        doc = progress_doc(id=QUERY, runId=RUN, batchId=batch_id)
-        if observed is not None:
-            doc["observedMetrics"] = observed
-        write_event(engine, parse_progress(doc))
+        changes = {} if observed is None else {"observedMetrics": observed}
+        write_event(engine, fixture_batch(QUERY, batch_id, RUN, **changes))
     with so.Session(engine) as session:
         assert session.scalar(sa.select(sa.func.count()).select_from(Batch)) == 3
     assert rows(engine) == {}

@@ -1,7 +1,6 @@
 """Each batch stored exactly once, whatever order, however often and from however many
 senders it arrives; a restart supersedes only what an older run stored."""
 
-import json
 import random
 import threading
 
@@ -9,58 +8,32 @@ import pytest
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.collect.progress import parse_progress
 from monitor.events import QueryStarted
 from monitor.store.schema.engine import create_engine
 from monitor.store.schema.models import Batch, Query, Run
 from monitor.store.write.lineage import Admission, Placement, RunSpan, place
 from monitor.store.write.writes import write_event, write_events
-from tests.support.progress import progress_doc
+from tests.support.progress import batch_event
 from tests.support.stores import stored_event_times, stored_partitions
 
 QUERY = "44444444-4444-4444-4444-444444444444"
 T0 = 1_795_316_400_000  # 2026-11-22T03:00:00Z
 
 
-def stamp(ms):
-    from datetime import datetime, timezone
-
-    at = datetime.fromtimestamp(ms / 1000, timezone.utc)
-    return at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
-
-
 def batch(batch_id, run="r1", late=0, at_ms=None):
     """Batch `batch_id` of `run`: 10 records a batch from offset 10 * id, `late` of them late."""
-    figures = {
-        "batch": batch_id,
-        "delay_ms": 1_000,
-        "late_watermark_ms": T0,
-        "partitions": {
-            "t/0": {
-                "records": 10,
-                "min_ms": T0,
-                "max_ms": T0 + batch_id,
-                "late": late,
-                "samples": [],
-            }
-        },
-    }
-    doc = progress_doc(
-        id=QUERY,
-        runId=run,
-        batchId=batch_id,
-        timestamp=stamp(at_ms if at_ms is not None else T0 + batch_id * 1_000),
-        sources=[
-            {
-                "description": "KafkaV2[Subscribe[t]]",
-                "startOffset": {"t": {"0": 10 * batch_id}},
-                "endOffset": {"t": {"0": 10 * (batch_id + 1)}},
-                "latestOffset": {"t": {"0": 1_000}},
-            }
-        ],
-        observedMetrics={"wmon": {"tasks": [json.dumps(figures)]}},
+    return batch_event(
+        QUERY,
+        batch_id,
+        at_ms if at_ms is not None else T0 + batch_id * 1_000,
+        run_id=run,
+        starts=[10 * batch_id],
+        ends=[10 * (batch_id + 1)],
+        latests=[1_000],
+        event_times={0: (10, T0, T0 + batch_id, late)},
+        delay_ms=1_000,
+        late_watermark_ms=T0,
     )
-    return parse_progress(doc)
 
 
 def stored(engine):

@@ -14,14 +14,10 @@ from monitor.store.schema.models import Batch
 from monitor.store.tiers import day_partitions
 from monitor.store.write import query_locks
 from monitor.store.write.writes import write_event
-from tests.support.progress import progress_doc, stamp
+from tests.support.progress import fixture_batch, progress_doc, stamp
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
-
-
-def batch(batch_id):
-    return parse_progress(progress_doc(batchId=batch_id))
 
 
 @pytest.fixture
@@ -41,12 +37,12 @@ def locked(database_url):
 def test_a_write_blocked_by_a_lock_fails_after_the_lock_timeout(
     engine, database_url, short_lock_timeout
 ):
-    write_event(engine, batch(0))
+    write_event(engine, fixture_batch(batch_id=0))
     holder = locked(database_url)
     try:
         started = time.monotonic()
         with pytest.raises(sa_exc.OperationalError, match="lock timeout"):
-            write_event(engine, batch(1))
+            write_event(engine, fixture_batch(batch_id=1))
         assert time.monotonic() - started < 5
     finally:
         holder.rollback()
@@ -56,12 +52,12 @@ def test_a_write_blocked_by_a_lock_fails_after_the_lock_timeout(
 def test_the_writer_reports_the_lock_and_stores_each_event_once_after_it(
     engine, database_url, short_lock_timeout
 ):
-    write_event(engine, batch(0))
+    write_event(engine, fixture_batch(batch_id=0))
     holder = locked(database_url)
     writer = StoreWriter(engine, capacity=100, max_backoff=0.2)
     try:
         for batch_id in (1, 2, 3):
-            writer.submit(batch(batch_id))
+            writer.submit(fixture_batch(batch_id=batch_id))
         wait_until(lambda: writer.stats().retries >= 2, 20, "the writer to retry the lock")
         stats = writer.stats()
         assert not stats.store_available and "lock timeout" in stats.last_error
@@ -85,14 +81,14 @@ def stored_batch_ids(engine, query_id):
 def test_a_write_into_a_day_expiring_past_the_lock_timeout_fails_as_unavailable(
     engine, short_lock_timeout
 ):
-    write_event(engine, batch(0))
-    expiring_day = day_partitions.day_of(batch(0).batch_time_ms)
+    write_event(engine, fixture_batch(batch_id=0))
+    expiring_day = day_partitions.day_of(fixture_batch(batch_id=0).batch_time_ms)
     next_day = stamp((expiring_day + 1) * day_partitions.DAY_MS)
     with day_partitions.expiring(engine, expiring_day):
         with pytest.raises(sa_exc.OperationalError, match="lock timeout"):
-            write_event(engine, batch(1))
+            write_event(engine, fixture_batch(batch_id=1))
         # Writes into other days do not wait.
         write_event(engine, parse_progress(progress_doc(id="other", timestamp=next_day)))
-    write_event(engine, batch(1))
-    assert stored_batch_ids(engine, batch(0).query_id) == [0, 1]
+    write_event(engine, fixture_batch(batch_id=1))
+    assert stored_batch_ids(engine, fixture_batch(batch_id=0).query_id) == [0, 1]
     assert stored_batch_ids(engine, "other") == [2]

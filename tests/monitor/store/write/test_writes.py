@@ -1,22 +1,16 @@
 import sqlalchemy as sa
 import sqlalchemy.orm as so
 
-from monitor.collect.progress import parse_progress
 from monitor.events import QueryIdle, QueryStarted, QueryTerminated
 from monitor.store.read.batches import recent_batches
 from monitor.store.read.partitions import partition_states
 from monitor.store.read.queries import find_query, list_queries
 from monitor.store.schema.models import Batch, Query, Run, Source, StateOperator
 from monitor.store.write.writes import write_event
-from tests.support.progress import progress_doc
+from tests.support.progress import fixture_batch
 from tests.support.stores import stored_partitions
 
 QUERY, RUN, RUN2 = "11111111-1111-1111-1111-111111111111", "run-1", "run-2"
-
-
-def batch(batch_id, run_id=RUN, **changes):
-    doc = progress_doc(id=QUERY, runId=run_id, batchId=batch_id, **changes)
-    return parse_progress(doc)
 
 
 def count(engine, table):
@@ -30,7 +24,7 @@ def query_row(engine):
 
 
 def test_a_batch_is_stored_with_its_operators_sources_and_partitions(engine):
-    write_event(engine, batch(3))
+    write_event(engine, fixture_batch(QUERY, 3, RUN))
     with so.Session(engine) as session:
         [row] = recent_batches(session, QUERY, 10)
         assert (row.batch_id, row.run_id, row.num_input_rows) == (3, RUN, 40)
@@ -45,9 +39,9 @@ def test_a_batch_is_stored_with_its_operators_sources_and_partitions(engine):
 
 
 def test_a_replayed_batch_replaces_its_rows(engine):
-    write_event(engine, batch(5))
-    write_event(engine, batch(6))
-    write_event(engine, batch(6, run_id=RUN2, numInputRows=7))
+    write_event(engine, fixture_batch(QUERY, 5, RUN))
+    write_event(engine, fixture_batch(QUERY, 6, RUN))
+    write_event(engine, fixture_batch(QUERY, 6, RUN2, numInputRows=7))
     assert count(engine, Batch) == 2 and count(engine, Source) == 2
     assert len(stored_partitions(engine)) == 6 and count(engine, StateOperator) == 2
     with so.Session(engine) as session:
@@ -60,7 +54,7 @@ def test_query_lifecycle_start_idle_progress_termination(engine):
     assert query_row(engine).status == "active"
     write_event(engine, QueryIdle(QUERY, RUN, 2_000))
     assert query_row(engine).status == "idle"
-    write_event(engine, batch(0))
+    write_event(engine, fixture_batch(QUERY, 0, RUN))
     assert query_row(engine).status == "active"
     write_event(engine, QueryTerminated(QUERY, RUN, 3_000, "boom: table missing", "X_ERROR"))
     query = query_row(engine)
@@ -79,7 +73,7 @@ def test_query_lifecycle_start_idle_progress_termination(engine):
 
 
 def test_idle_events_never_touch_batch_rows(engine):
-    write_event(engine, batch(0))
+    write_event(engine, fixture_batch(QUERY, 0, RUN))
     with so.Session(engine) as session:
         before = [
             (b.batch_id, b.batch_time_ms, b.num_input_rows)
@@ -106,7 +100,7 @@ def test_a_restart_starts_a_new_run_and_clears_the_old_failure(engine):
 def test_a_stopped_query_stays_terminated_when_an_old_runs_event_arrives(engine):
     write_event(engine, QueryStarted(QUERY, RUN, "q", 1_000))
     write_event(engine, QueryTerminated(QUERY, RUN, 2_000))
-    write_event(engine, batch(4))
+    write_event(engine, fixture_batch(QUERY, 4, RUN))
     assert query_row(engine).status == "terminated"
 
 
@@ -115,7 +109,7 @@ def test_a_replayed_start_of_an_ended_run_changes_nothing(engine):
     retry) made the query active again, its end forgotten, and was counted as stored."""
     start = QueryStarted(QUERY, RUN, "q", 1_000)
     write_event(engine, start)
-    write_event(engine, batch(0))
+    write_event(engine, fixture_batch(QUERY, 0, RUN))
     write_event(engine, QueryTerminated(QUERY, RUN, 2_000))
     before = query_row(engine)
     written = write_event(engine, start)
@@ -129,7 +123,7 @@ def test_a_replayed_start_of_an_ended_run_changes_nothing(engine):
 
 
 def test_a_start_that_arrives_after_its_runs_batch_is_stored_once(engine):
-    write_event(engine, batch(0))
+    write_event(engine, fixture_batch(QUERY, 0, RUN))
     written = write_event(engine, QueryStarted(QUERY, RUN, "q", 1_000))
     assert (written.stored, written.repeated) == (1, 0)
     assert write_event(engine, QueryStarted(QUERY, RUN, "q", 1_000)).repeated == 1
@@ -138,7 +132,7 @@ def test_a_start_that_arrives_after_its_runs_batch_is_stored_once(engine):
 
 
 def test_a_start_that_arrives_after_its_runs_end_leaves_it_ended(engine):
-    write_event(engine, batch(0))
+    write_event(engine, fixture_batch(QUERY, 0, RUN))
     write_event(engine, QueryTerminated(QUERY, RUN, 2_000, "boom", None))
     assert write_event(engine, QueryStarted(QUERY, RUN, "q", 1_000)).stored == 1
     query = query_row(engine)
@@ -149,11 +143,11 @@ def test_the_newest_runs_end_stands_whatever_order_its_events_arrive_in(engine):
     """A restart's run ends before its start and batch reach the store: the query is the
     new run, ended, and a replay of the end is a repeat."""
     write_event(engine, QueryStarted(QUERY, RUN, "q", 1_000))
-    write_event(engine, batch(0))
+    write_event(engine, fixture_batch(QUERY, 0, RUN))
     end = QueryTerminated(QUERY, RUN2, 900_000, "boom", "X_ERROR")
     write_event(engine, end)
     assert query_row(engine).status == "active", "the run it ends is not known to be newer yet"
-    write_event(engine, batch(1, run_id=RUN2, timestamp="2026-11-22T03:10:00.000Z"))
+    write_event(engine, fixture_batch(QUERY, 1, RUN2, timestamp="2026-11-22T03:10:00.000Z"))
     query = query_row(engine)
     assert (query.run_id, query.status, query.terminated_at_ms) == (RUN2, "failed", 900_000)
     assert write_event(engine, end).repeated == 1
@@ -170,7 +164,7 @@ def test_find_query_by_id_or_name_and_list(engine):
 
 def test_recent_batches_are_the_last_ones_oldest_first(engine):
     for batch_id in range(6):
-        write_event(engine, batch(batch_id))
+        write_event(engine, fixture_batch(QUERY, batch_id, RUN))
     with so.Session(engine) as session:
         assert [b.batch_id for b in recent_batches(session, QUERY, 3)] == [3, 4, 5]
         assert recent_batches(session, "no-such-query", 3) == []
