@@ -1,6 +1,6 @@
 """`python -m benchmarks`, history: the time a History page takes to open a day of 64 partitions.
 
-The store is filled in bulk (benchmarks/bulk_history.py) with one query's 1-second batches; the
+The store is filled in bulk (tests/support/bulk_history.py) with one query's 1-second batches; the
 SQLite file is kept under var/bench/ and reused, migrated when the schema changed. The page's
 requests go over HTTP to the real app in a threaded server, as a browser sends them: the page,
 the query (to find the newest batch), then the batches and the partition history at once.

@@ -1,7 +1,7 @@
 """`python -m benchmarks`, pruning: how long a listener's writes wait while a prune deletes hours
 of history, with the pruner's pauses between its transactions and without them.
 
-Each run fills a fresh store in bulk (benchmarks/bulk_history.py) with one query's 1-second
+Each run fills a fresh store in bulk (tests/support/bulk_history.py) with one query's 1-second
 batches, all older than the cutoff; while `prune` deletes them (with the cutoffs of a prune at
 that time, which keeps a batch stored since whatever its time: the filled ones have no stored
 time), a writer stores another query's batches through the real write path, ten a second, on an
