@@ -128,10 +128,10 @@ def test_on_a_skewed_backfill_the_buffered_output_is_the_same_for_any_batching(
     # A delay above the skew the backfill builds up: Spark drops nothing.
     delay = "150 minutes"
     buffered, naive = [], []
-    # Two batchings that cut the backlog differently: 16 and 24 reports of a slow partition a
-    # batch, several of each scooter's. The scenario's own caps, 8 a batch, would take twice
-    # the batches, and every batch costs the same Python planning and RocksDB commit.
-    for factor in (2, 3):
+    # Two batchings that cut the backlog differently: 24 and 40 reports of a slow partition a
+    # batch, several of each scooter's. The scenario's own caps, 8 a batch, would take three
+    # times the batches, and every batch costs the same Python planning and RocksDB commit.
+    for factor in (3, 5):
         options = scaled(scenario, factor)
         checkpoint, outcome = run(
             spark, log_dir, tmp_path, BufferedOfflineDetector(OFFLINE_AFTER), options, delay
@@ -156,13 +156,15 @@ def test_on_a_skewed_backfill_the_monitor_counts_every_report_spark_drops(
 ):
     log = PartitionedLog(log_dir)
     scenario = play("skewed_backfill", log, **BACKFILL)
-    # The pipeline's own 30-minute delay, far below the skew: the Bird failure.
+    # The pipeline's own 30-minute delay, far below the skew: the Bird failure. Twice the
+    # scenario's caps, 16 reports of a slow partition a batch (40 minutes of its event time,
+    # an hour of the fast one's), lose reports in every slow partition in half the batches.
     checkpoint, outcome = run(
         spark,
         log_dir,
         tmp_path,
         BufferedOfflineDetector(OFFLINE_AFTER),
-        scaled(scenario, 1),
+        scaled(scenario, 2),
         "30 minutes",
     )
     late = outcome.measured("late_records")
