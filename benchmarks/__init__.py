@@ -1,7 +1,7 @@
 """`python -m benchmarks`: the listener's time per progress event, the store's sustained ingest
 rate, the instrumented operator's overhead, writes beside a prune, the three ways in (the JVM
 listener, the collector over HTTP, an event-log backfill), the dashboard's latency and history, a
-fleet, a flood of queries and a flood of senders.
+fleet, a flood of queries, a flood of senders and the live push from several servers.
 
 The benchmarks wire Spark, the store and the dashboard together and need the `dev` extra's
 packages, so they run from a checkout and are not part of the installed package; each module is
@@ -152,6 +152,14 @@ def _add_selection(parser: argparse.ArgumentParser) -> None:
         "database, filled in bulk",
     )
     only.add_argument(
+        "--servers",
+        type=whole_number(1, 64),
+        metavar="N",
+        help="measure only the live push from N `wmon serve` processes on one scratch PostgreSQL "
+        "database, the --clients spread over them by --client-processes (a multiple of N): "
+        "store-to-browser latency (--live-seconds, --partitions)",
+    )
+    only.add_argument(
         "--operator",
         action="store_true",
         help="measure only the instrumented operator, in the JVM and in Python: on the JVM-only "
@@ -228,7 +236,7 @@ def run(args: argparse.Namespace) -> None:
     from benchmarks.history import history_figures
     from benchmarks.operator import operator_figures
     from benchmarks.prune import prune_figures
-    from benchmarks.push import live_figures
+    from benchmarks.push import live_figures, servers_figures
     from benchmarks.senders import sender_figures
     from benchmarks.spark import spark_figures
     from benchmarks.storage import storage_figures
@@ -242,6 +250,7 @@ def run(args: argparse.Namespace) -> None:
         "operator": operator_figures,
         "storage": storage_figures,
         "backlog": backlog_figures,
+        "servers": servers_figures,
     }
     for selection, figures in only.items():
         if getattr(args, selection):

@@ -103,7 +103,7 @@ def run_fleet(
         # The watched query exists before the clients subscribe to it.
         now = time.time()
         write_seconds(database_url, make_events([QUERY], args.partitions, 0, 1, now), now)
-        with watching(url, args.clients, args.client_processes) as collect:
+        with watching([url], args.clients, args.client_processes) as collect:
             processes = [
                 context.Process(
                     target=_writer, args=(database_url, share, args.partitions, seconds, channels)

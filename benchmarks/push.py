@@ -1,9 +1,11 @@
-"""`python -m benchmarks`, live: how long a stored batch takes to reach 100 connected browsers.
+"""`python -m benchmarks`, live: how long a stored batch takes to reach 100 connected browsers,
+or 1,000 spread over several `wmon serve` processes on one store (`--servers`).
 
-`wmon serve` runs in a process of its own on a fresh store. The clients, real Socket.IO
+Each `wmon serve` runs in a process of its own on a fresh store. The clients, real Socket.IO
 clients, are spread over a few processes, each running its share on one asyncio event loop
 (a thread per client would spend the machine's cores switching between them), and subscribe
-to one query's room. This process is the writer: it stores one batch
+to one query's room; with several servers, each client process connects to one of them in
+turn. This process is the writer: it stores one batch
 of 64 partitions a second through the real write path and notes when each was committed.
 A delivery's latency is the time it arrived at a client minus the time its batch was committed.
 """
@@ -22,8 +24,9 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from multiprocessing.synchronize import Event as EventType
 from typing import IO, Any
@@ -34,8 +37,11 @@ from monitor.store.schema.migrate import upgrade
 from monitor.store.write.writes import write_events
 from tests.support.databases import scratch_database
 from tests.support.synthetic import synthetic_progress
+from wmon.options import CliError
 
 QUERY = "bench-live"
+# Where several servers share the live push today (web.live.relay): a channel of its own each run.
+MESSAGE_QUEUE = "redis://127.0.0.1:6379/0"
 START_S = 30.0
 SETTLE_S = 3.0
 # What one client received: (batch id, epoch seconds) per `batch` event.
@@ -145,14 +151,21 @@ def _batch_id(data: dict[str, Any]) -> int:
 
 
 def measure(
-    database_url: str, count: int, processes: int, seconds: int, partitions: int
+    database_url: str, count: int, processes: int, seconds: int, partitions: int, servers: int = 1
 ) -> Deliveries:
-    """Latency from commit to client, over `seconds` batches to `count` subscribed clients."""
+    """Latency from commit to client, over `seconds` batches to `count` subscribed clients of
+    `servers` processes serving the store."""
     engine = create_engine(database_url)
     upgrade(engine)
     store_batch(engine, 0, partitions)
+    environ = {}
+    if servers > 1:
+        channel = f"wmon-bench-{uuid.uuid4().hex[:8]}"
+        environ = {"WMON_MESSAGE_QUEUE": MESSAGE_QUEUE, "WMON_MESSAGE_QUEUE_CHANNEL": channel}
     try:
-        with served(database_url) as url, watching(url, count, processes) as collect:
+        with ExitStack() as stack:
+            urls = [stack.enter_context(served(database_url, environ)) for _ in range(servers)]
+            collect = stack.enter_context(watching(urls, count, processes))
             committed = _write(engine, seconds, partitions)
             time.sleep(SETTLE_S)
             received = collect()
@@ -176,15 +189,20 @@ def served(database_url: str, environ: Mapping[str, str] | None = None) -> Itera
 
 
 @contextmanager
-def watching(url: str, count: int, processes: int) -> Iterator[Callable[[], list[Arrivals]]]:
-    """`count` subscribed clients in `processes` processes; a function that stops them and
-    returns, client by client, the batches each received and when."""
+def watching(
+    urls: Sequence[str], count: int, processes: int
+) -> Iterator[Callable[[], list[Arrivals]]]:
+    """`count` subscribed clients in `processes` processes, each process's clients connected
+    to one of the servers at `urls` in turn; a function that stops them and returns, client by
+    client, the batches each received and when."""
     context = multiprocessing.get_context("spawn")
     ready, results, stop = context.Queue(), context.Queue(), context.Event()
     shares = [count // processes + (i < count % processes) for i in range(processes)]
     groups = [
-        context.Process(target=clients, args=(url, n, ready, stop, results), daemon=True)
-        for n in shares
+        context.Process(
+            target=clients, args=(urls[i % len(urls)], n, ready, stop, results), daemon=True
+        )
+        for i, n in enumerate(shares)
         if n
     ]
 
@@ -241,3 +259,19 @@ def live_figures(args: argparse.Namespace) -> None:
     if not args.no_postgres:
         with scratch_database(args.postgres_url, "wmon_bench") as url:
             print("  PostgreSQL:", measure(url, *sizes).summary(), flush=True)
+
+
+def servers_figures(args: argparse.Namespace) -> None:
+    """Measure `--servers` processes serving one scratch PostgreSQL database, the clients
+    spread over them; print the figures."""
+    if args.client_processes % args.servers:
+        raise CliError("--client-processes must be a multiple of --servers")
+    print(
+        f"store to browser through {args.servers} `wmon serve` on one PostgreSQL store, "
+        f"{args.clients} Socket.IO clients in {args.client_processes} processes, a batch of "
+        f"{args.partitions} partitions a second for {args.live_seconds} s:",
+        flush=True,
+    )
+    sizes = (args.clients, args.client_processes, args.live_seconds, args.partitions)
+    with scratch_database(args.postgres_url, "wmon_bench") as url:
+        print("  PostgreSQL:", measure(url, *sizes, servers=args.servers).summary(), flush=True)
