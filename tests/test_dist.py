@@ -53,12 +53,13 @@ def installed(tmp_path_factory):
     )
     assert built.returncode == 0, built.stderr
     (wheel,) = (where / "dist").glob("*.whl")
-    subprocess.run([sys.executable, "-m", "venv", str(where / "venv")], check=True)
+    # No pip of its own (ensurepip's 3 s): this Python's pip installs into it, with --python.
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where / "venv")], check=True)
     bin_dir = where / "venv" / "bin"
     # Without byte-compiling every module installed (PySpark's thousands among them): a third
     # of the install's time, and Python compiles what the tests import as it imports it.
-    python = str(bin_dir / "python")
-    pip = [python, "-m", "pip", "install", "--quiet", "--no-compile", f"{wheel}[spark]"]
+    pip = [sys.executable, "-m", "pip", "--python", str(bin_dir / "python"), "install"]
+    pip += ["--quiet", "--no-compile", f"{wheel}[spark]"]
     subprocess.run(pip, check=True, cwd=where)
     return bin_dir
 
