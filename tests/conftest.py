@@ -16,6 +16,13 @@ from tests.support.stores import POSTGRES_SERVER, migrated
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+# Every JVM the tests start (each worker's SparkSession, and the jobs, Connect servers and
+# pipelines they run as processes: spark-submit adds SPARK_SUBMIT_OPTS) compiles with the quick
+# compiler only and collects with one thread: the tests' small batches never repay the
+# optimizing compiler's work, and on two cores its threads slow the other worker. A Spark file
+# alone, idle, one after the other: 137 and 146 s of the machine's CPU with the defaults, 115
+# and 131 s with these (tests/monitor/spark/test_instrument_jvm.py).
+os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
 # The tests' stores hold fixed dates (November 2026) and every app they serve prunes on its
 # first request: keep every tier a century, so that no test's history is pruned as the calendar
 # moves on. Tests of retention set their own.
