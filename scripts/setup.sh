@@ -73,11 +73,9 @@ else
   "$VENV/bin/python" -m pip install --quiet --upgrade pip
   # pip shows the build backend's warnings: setuptools' note on every editable install ("be
   # careful with folders named like your package") is information, not a problem, and left
-  # out; any other warning, a deprecation above all, still shows. Nothing is byte-compiled up
-  # front (PySpark alone is thousands of modules, a third of the install's time): Python
-  # compiles each module the first time it is imported, and keeps it.
+  # out; any other warning, a deprecation above all, still shows.
   PYTHONWARNINGS="ignore:Editable installation:UserWarning" \
-    "$VENV/bin/python" -m pip install --quiet --no-compile -e ".[$EXTRAS]"
+    "$VENV/bin/python" -m pip install --quiet -e ".[$EXTRAS]"
   printf '%s\n' "$EXTRAS" >"$STAMP"
 fi
 
