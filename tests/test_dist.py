@@ -57,7 +57,9 @@ def installed(tmp_path_factory):
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where / "venv")], check=True)
     bin_dir = where / "venv" / "bin"
     # Without byte-compiling every module installed (PySpark's thousands among them): a third
-    # of the install's time, and Python compiles what the tests import as it imports it.
+    # of the install's time. Python compiles what the tests import as it imports it, and, with
+    # PYTHONDONTWRITEBYTECODE set, again in each process, keeping nothing; still a gain as a
+    # whole (this test 54.3 s before, 45.7 s after).
     pip = [sys.executable, "-m", "pip", "--python", str(bin_dir / "python"), "install"]
     pip += ["--quiet", "--no-compile", f"{wheel}[spark]"]
     subprocess.run(pip, check=True, cwd=where)

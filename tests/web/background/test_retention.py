@@ -148,8 +148,8 @@ def test_batches_sent_into_the_day_being_expired_are_stored(database_url, engine
         sent = 0
         while pruning.is_alive():
             # A few batches in flight at any time, so that they keep arriving while each prune
-            # runs, and no more: a backlog would make each prune slower than the one before
-            # (this test once took 260 s on SQLite, against 17 s).
+            # runs, and no more than IN_FLIGHT, so that the senders never run far ahead of
+            # what the store has taken.
             if max(sender.stats().pending for sender in senders) < IN_FLIGHT:
                 for sender, query_id in zip(senders, BACKFILLS, strict=True):
                     sender.submit(backfilled(query_id, sent))
