@@ -43,7 +43,9 @@ silences, so that a listener's write waits for one short transaction at most. Be
 the pruner pauses as long as the last one took (at most MAX_PAUSE_S): SQLite's busy handler retries
 a waiting writer after sleeps of up to 100 ms, so with transactions back to back a writer often
 misses the gaps. `python -m benchmarks` measures a writer beside a prune with and without the
-pauses (docs/benchmarks.md).
+pauses (docs/benchmarks.md). On SQLite a prune deletes only batches stored before it began: one
+dated before the cutoff that arrives meanwhile (a backfill) waits for the next prune, so that a
+prune ends however fast such batches come.
 """
 
 from __future__ import annotations
@@ -184,9 +186,11 @@ def _steps(engine: sa.Engine, cutoffs: Cutoffs, chunk: int, by_day: bool) -> lis
     then the alerts and the silences."""
     with engine.connect() as connection:
         query_ids = connection.scalars(sa.select(Query.id).order_by(Query.id)).all()
+        last_row = connection.scalar(sa.select(sa.func.max(Batch.id))) or 0
     stored_ms = cutoffs.stored_ms
+    delete_batches = functools.partial(_delete_batches, stored_ms, last_row)
     deletes: list[tuple[Callable[..., int], int]] = [
-        *([] if by_day else [(functools.partial(_delete_batches, stored_ms), cutoffs.batches_ms)]),
+        *([] if by_day else [(delete_batches, cutoffs.batches_ms)]),
         *[
             (
                 functools.partial(_delete_rollups, tier, stored_ms),
@@ -258,6 +262,7 @@ def _expire_days(engine: sa.Engine, cutoffs: Cutoffs, pruned: Pruned) -> None:
 
 def _delete_batches(
     stored_ms: int | None,
+    last_row: int,
     query_id: str,
     before_ms: int,
     chunk: int,
@@ -265,7 +270,9 @@ def _delete_batches(
     pruned: Pruned,
 ) -> int:
     """Delete the query's oldest `chunk` batches before the cutoff, but those stored from
-    `stored_ms` on, and their rows."""
+    `stored_ms` on and those stored after the prune began (rows after `last_row`), and their
+    rows. A batch dated before the cutoff that arrives meanwhile waits for the next prune, so
+    that a prune ends however fast such batches come."""
     newest = sa.select(sa.func.max(Batch.batch_id)).where(Batch.query_id == query_id)
     stored_before: sa.ColumnElement[bool] = sa.true()
     if stored_ms is not None:
@@ -274,6 +281,7 @@ def _delete_batches(
         sa.select(Batch.id)
         .where(
             Batch.query_id == query_id,
+            Batch.id <= last_row,
             Batch.batch_time_ms < before_ms,
             Batch.batch_id != newest.scalar_subquery(),
             stored_before,

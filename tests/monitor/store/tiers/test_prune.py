@@ -444,6 +444,24 @@ def test_each_transaction_deletes_one_chunk(engine):
     assert all(0 <= pause <= MAX_PAUSE_S for pause in pauses)
 
 
+# A backfill writing batches dated before the cutoff as fast as a prune deletes them: before a
+# prune deleted only what was stored when it began, it went on as long as they came.
+@ONLY_SQLITE
+def test_a_prune_ends_however_fast_batches_dated_before_the_cutoff_arrive(engine):
+    for batch_id in range(3):
+        write_batch(engine, "q", batch_id, OLD + batch_id * 1_000)
+    arriving = iter(range(3, 53))
+
+    def two_batches_arrive(_seconds):
+        for batch_id in itertools.islice(arriving, 2):
+            write_batch(engine, "q", batch_id, OLD + batch_id * 1_000)
+
+    prune(engine, Cutoffs.at(CUTOFF), chunk=2, sleep=two_batches_arrive)
+
+    arrived = batch_ids(engine, "q")["batches"]
+    assert arrived[0] == 3 and arrived == list(range(3, arrived[-1] + 1)), arrived
+
+
 def batches_of(engine, query_id):
     with engine.connect() as connection:
         return connection.scalar(
