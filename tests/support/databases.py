@@ -130,11 +130,12 @@ def restored(database_url: str, template: list[tuple[str, str]]) -> bool:
             ),
             {"name": name},
         )
-        for table in sorted(set(_tables(connection)) - relations):
+        tables = _tables(connection)
+        for table in sorted(set(tables) - relations):
             connection.execute(sa.text(f'DROP TABLE IF EXISTS "{table}" CASCADE'))
         # Every row goes, in any order: foreign keys are not checked for this transaction.
         connection.execute(sa.text("SET LOCAL session_replication_role = replica"))
-        for table in _with_rows(connection, _tables(connection)):
+        for table in _with_rows(connection, [table for table in tables if table in relations]):
             if table not in kept_rows:
                 connection.execute(sa.text(f'DELETE FROM "{table}"'))
         connection.execute(

@@ -186,9 +186,9 @@ def _steps(engine: sa.Engine, cutoffs: Cutoffs, chunk: int, by_day: bool) -> lis
     then the alerts and the silences."""
     with engine.connect() as connection:
         query_ids = connection.scalars(sa.select(Query.id).order_by(Query.id)).all()
-        last_row = connection.scalar(sa.select(sa.func.max(Batch.id))) or 0
+        last_row = None if by_day else connection.scalar(sa.select(sa.func.max(Batch.id)))
     stored_ms = cutoffs.stored_ms
-    delete_batches = functools.partial(_delete_batches, stored_ms, last_row)
+    delete_batches = functools.partial(_delete_batches, stored_ms, last_row or 0)
     deletes: list[tuple[Callable[..., int], int]] = [
         *([] if by_day else [(delete_batches, cutoffs.batches_ms)]),
         *[
