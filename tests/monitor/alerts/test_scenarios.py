@@ -32,9 +32,11 @@ pytestmark = [pytest.mark.spark, pytest.mark.e2e]
 SQLITE_ONLY = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 WAIT = 120
 TRAFFIC = dict(partitions=3, records=900, rate=30.0)
+# TRAFFIC's event time: 30 s.
+TRAFFIC_MS = int(1000 * TRAFFIC["records"] / TRAFFIC["rate"])
 # 3 s of event time a trigger instead of 1 s: a third of the batches before what a test waits
-# for (the idle partition's end, the burst, the end of the data). Not for a backfill, whose
-# watermark must lag the clock, nor where a test counts batches to stop between.
+# for (the idle partition's end, the burst, the end of the data). Not where a test counts
+# batches to stop between.
 LARGE_BATCHES = dict(trigger_seconds=3.0)
 
 
@@ -121,9 +123,9 @@ def evaluating(spark, engine, database_url, rules=None):
 
 def play_now(name, log_dir, traffic=None):
     """Scenario `name` written to the log, its event times from now on; `traffic` overrides
-    TRAFFIC's parameters."""
-    params = {**TRAFFIC, **(traffic or {})}
-    return play(name, PartitionedLog(log_dir), start_ms=int(time.time() * 1000), **params)
+    TRAFFIC's parameters (a `start_ms` of its own among them)."""
+    params = {"start_ms": int(time.time() * 1000), **TRAFFIC, **(traffic or {})}
+    return play(name, PartitionedLog(log_dir), **params)
 
 
 @contextmanager
@@ -194,7 +196,12 @@ def stored_batches(engine):
 
 @SQLITE_ONLY
 def test_a_healthy_run_raises_no_alert(spark, engine, database_url, log_dir, checkpoint, caplog):
-    with monitored(spark, engine, database_url, log_dir, checkpoint, "steady") as (
+    # 12 batches of 30 records: 5 more after those checked, so that no partition runs out of
+    # data (and goes idle, a pending alert) before the check, and few enough that the backlog is
+    # soon read and the stop between back-to-back batches does not wait up to 15 s for a gap.
+    with monitored(
+        spark, engine, database_url, log_dir, checkpoint, "steady", traffic=dict(records=360)
+    ) as (
         _,
         query,
         runner,
@@ -218,10 +225,13 @@ def test_a_stalled_partition_fires_and_resolves_when_the_query_stops(
     spark, engine, database_url, log_dir, checkpoint, tmp_path
 ):
     rules = tmp_path / "rules.yml"
+    # Below the held-back partition's 210 records: the lag stays over it once the others are read.
     rules.write_text(
-        "rules:\n  offset_lag: {threshold: 250, for: 0s}\n"
+        "rules:\n  offset_lag: {threshold: 150, for: 0s}\n"
         "  partition_stalled: {for: 0s, keep_firing_for: 0s}\n"
     )
+    # 210 records a partition, 7 batches for the others: the last of them at least 3 s after the
+    # first, past the stall timeout, and none long after the stall fires for the stop to wait on.
     with monitored(
         spark,
         engine,
@@ -230,7 +240,7 @@ def test_a_stalled_partition_fires_and_resolves_when_the_query_stops(
         checkpoint,
         "stalled_partition",
         rules,
-        traffic=LARGE_BATCHES,
+        traffic=dict(LARGE_BATCHES, records=630),
     ) as (scenario, query, _):
         stalled = wait_until(lambda: live_alerts(engine, "partition_stalled"), WAIT, "a stall")
         assert set(stalled.partitions) == {f"telemetry/{p}" for p in scenario.with_role(STALLED)}
@@ -238,7 +248,7 @@ def test_a_stalled_partition_fires_and_resolves_when_the_query_stops(
         first = first_flagged(engine, "stalled")
         assert first.batch_time_ms - first.last_advance_ms >= 2_000
         assert stalled.fired_at_ms >= first.batch_time_ms
-        # The held-back partition's 300 records never get read.
+        # The held-back partition's records never get read.
         lag = wait_until(lambda: live_alerts(engine, "offset_lag"), WAIT, "offset lag")
         [held_back] = scenario.with_role(STALLED)
         assert lag.value >= scenario.partitions[held_back].records
@@ -262,6 +272,9 @@ def test_a_stalled_partition_fires_and_resolves_when_the_query_stops(
 def test_an_idle_partition_fires(spark, engine, database_url, log_dir, checkpoint, tmp_path):
     rules = tmp_path / "rules.yml"
     rules.write_text("rules:\n  partition_idle: {for: 0s}\n")
+    # 240 records a partition, 120 of them the idle one's: it runs out in batch 3 of 8, and the
+    # others go on for 4 more, time for its alert to fire before they all run out (and are
+    # idle too); fewer batches after that for the stop to wait on.
     with monitored(
         spark,
         engine,
@@ -270,7 +283,7 @@ def test_an_idle_partition_fires(spark, engine, database_url, log_dir, checkpoin
         checkpoint,
         "idle_partition",
         rules,
-        traffic=LARGE_BATCHES,
+        traffic=dict(LARGE_BATCHES, records=720),
     ) as (scenario, query, _):
         idle = wait_until(lambda: live_alerts(engine, "partition_idle"), WAIT, "an idle partition")
         assert set(idle.partitions) == {f"telemetry/{p}" for p in scenario.with_role(IDLE)}
@@ -294,7 +307,15 @@ def test_a_skewed_backfill_fires_late_records_skew_age_and_a_stalled_watermark_u
         "  watermark_age: {threshold: 5s, for: 0s, keep_firing_for: 0s}\n"
         "  watermark_stalled: {for: 0s, keep_firing_for: 0s}\n"
     )
-    with monitored(spark, engine, database_url, log_dir, checkpoint, "skewed_backfill", rules) as (
+    # A backfill of the last 30 s, 3 s of it a trigger. The fast partition is read at once and
+    # W, its last event time less 10 s, is older than 5 s from the first batch on (with event
+    # times from now on, W ran 20 s ahead of the clock and watermark_age waited 25 s). The slow
+    # ones lose 30 records a batch until they reach W, over 100 each by their 4th, and are read
+    # in 10 batches (30 at 1 s a trigger).
+    backfill = dict(LARGE_BATCHES, start_ms=int(time.time() * 1000) - TRAFFIC_MS)
+    with monitored(
+        spark, engine, database_url, log_dir, checkpoint, "skewed_backfill", rules, traffic=backfill
+    ) as (
         scenario,
         query,
         _,
@@ -305,7 +326,7 @@ def test_a_skewed_backfill_fires_late_records_skew_age_and_a_stalled_watermark_u
                 sa.select(sa.func.min(Batch.batch_time_ms)).where(Batch.watermark_skew_ms > 5_000)
             )
         assert skew.fired_at_ms >= skewed_at
-        # W = max event time - 10 s, and event times start now: older than 5 s at once.
+        # W = max event time - 10 s, and event times end now: older than 5 s at once.
         wait_until(lambda: live_alerts(engine, "watermark_age"), WAIT, "the watermark's age")
         # Once the fast partition is read, W waits while the slow ones work off their backlog.
         wait_until(lambda: live_alerts(engine, "watermark_stalled"), WAIT, "W to stall")
@@ -331,8 +352,17 @@ def test_a_late_burst_fires_late_records_on_its_partition_only_until_its_window_
 ):
     rules = tmp_path / "rules.yml"
     rules.write_text("rules:\n  late_records: {window: 3s, count: 0}\n")
+    # 150 records a partition, read 50 a batch: the burst, 30 s behind, comes in the 4th batch
+    # (the 9th with 900).
     with monitored(
-        spark, engine, database_url, log_dir, checkpoint, "late_burst", rules, traffic=LARGE_BATCHES
+        spark,
+        engine,
+        database_url,
+        log_dir,
+        checkpoint,
+        "late_burst",
+        rules,
+        traffic=dict(LARGE_BATCHES, records=450),
     ) as (scenario, query, _):
         late = wait_until(lambda: live_alerts(engine, "late_records"), WAIT, "the burst")
         assert set(late.partitions) == {f"telemetry/{p}" for p in scenario.with_role(LATE)}
@@ -366,7 +396,9 @@ def test_a_killed_query_fires_query_failed_until_it_runs_again(
         finally:
             stop_between_batches(query)
     assert failed.message == "the query failed: RuntimeError: the scooter table is gone"
-    assert ended_at <= failed.fired_at_ms < over[0].resolved_at_ms
+    # Fired by the pass that saw the query end, or a later one: a pass's time is taken before it
+    # reads, so it may precede the end by the pass's length (well under a second here).
+    assert ended_at - 1_000 <= failed.fired_at_ms < over[0].resolved_at_ms
 
 
 @SQLITE_ONLY
@@ -378,18 +410,21 @@ def test_a_restart_from_an_older_checkpoint_fires_rewound_until_its_window_passe
     scenario, name = play_now("steady", log_dir), unique_name("rewound")
     older = str(tmp_path / "older-checkpoint")
     # Batches 2 s apart leave time between them to stop in: with back-to-back batches a stop
-    # waits long enough for the first run to read everything, and there is nothing to rewind.
+    # waits long enough for the first run to read everything, and there is nothing to rewind
+    # (and the last run's stop waits up to 15 s for a gap). Two batches a run: the older
+    # checkpoint ends at batch 1 and the second run reads to batch 3, so a restart from it
+    # reads batch 2 again and ends its offsets before where batch 3 ended them.
     with evaluating(spark, engine, database_url, rules):
         query = start_query(spark, scenario, log_dir, checkpoint, name, every="2 seconds")
-        batches_done(query, 3)
+        batches_done(query, 2)
         stop_between_batches(query)
         shutil.copytree(checkpoint, older)
         query = start_query(spark, scenario, log_dir, checkpoint, name, every="2 seconds")
-        batches_done(query, 6)
+        batches_done(query, 4)
         stop_between_batches(query)
         assert not alert_rows(engine, "rewound"), "a restart where it left off is no rewind"
         restarted_ms = int(time.time() * 1000)
-        query = start_query(spark, scenario, log_dir, older, name)
+        query = start_query(spark, scenario, log_dir, older, name, every="2 seconds")
         try:
             rewound = wait_until(
                 lambda: running(query, lambda: live_alerts(engine, "rewound")), WAIT, "the rewind"
@@ -414,17 +449,20 @@ def test_a_restart_from_an_older_checkpoint_fires_rewound_until_its_window_passe
 def test_a_long_batch_is_running_not_silent_and_fires_long_batch_until_it_completes(
     spark, engine, database_url, log_dir, checkpoint, tmp_path
 ):
-    """Batch 4 takes 14 s (a slow sink): the driver tells it runs, so the query is not silent
-    (no_progress, at 10 s, would fire without that), and long_batch fires after 4 s."""
+    """Batch 4 takes 12 s (a slow sink): the driver tells it runs, so the query is not silent
+    (no_progress, at 8 s, would fire without that), and long_batch fires after 4 s."""
+    # The driver tells every 5 s (monitor.spark.running), first up to 5 s into the batch: 8 s
+    # of silence is 3 s more than it leaves between its news, and long_batch fires by about
+    # 9.5 s into the batch, 2.5 s before its end.
     rules = tmp_path / "rules.yml"
-    rules.write_text("rules:\n  no_progress: {threshold: 10s}\n  long_batch: {threshold: 4s}\n")
+    rules.write_text("rules:\n  no_progress: {threshold: 8s}\n  long_batch: {threshold: 4s}\n")
     hang = {}
 
     def slow_batch_4(batch, batch_id):
         batch.write.format("noop").mode("append").save()
         if batch_id == 4:
             hang["from"] = time.time() * 1000
-            time.sleep(14)
+            time.sleep(12)
             hang["to"] = time.time() * 1000
 
     def running():
@@ -432,8 +470,19 @@ def test_a_long_batch_is_running_not_silent_and_fires_long_batch_until_it_comple
             query = session.scalars(sa.select(Query)).one()
             return (query.running_batch_id, query.running_since_ms)
 
+    # 8 batches of 30 records: the query has data through batch 5, which the test waits for, and
+    # reads the rest soon after, so the stop between back-to-back batches does not wait out a
+    # backlog of 30 batches.
     with monitored(
-        spark, engine, database_url, log_dir, checkpoint, "steady", rules, slow_batch_4
+        spark,
+        engine,
+        database_url,
+        log_dir,
+        checkpoint,
+        "steady",
+        rules,
+        slow_batch_4,
+        traffic=dict(records=240),
     ) as (_, query, _):
         alert = wait_until(lambda: live_alerts(engine, "long_batch"), WAIT, "the long batch")
         assert "to" not in hang, "it fires while the batch runs"
