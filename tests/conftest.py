@@ -62,8 +62,12 @@ def spark():
         # A Python worker (our source's, a foreachBatch's) waits this long for the driver to
         # accept it; 15 s by default, which a loaded 2-core machine has run past.
         .config("spark.python.authenticate.socketTimeout", "60s")
-        # Spark's own event log, as a cluster writes it, for `wmon ingest` to read back.
+        # Spark's own event log, as a cluster writes it, for `wmon ingest` to read back;
+        # uncompressed: zstd, Spark's default, cost every Spark test of a worker 8% more of the
+        # machine's CPU (the JVM operator's shapes: 102-108 s, 93 s without; every codec is read
+        # in tests/monitor/ingest from logs written for them).
         .config("spark.eventLog.enabled", "true")
+        .config("spark.eventLog.compress", "false")
         .config("spark.eventLog.dir", event_logs.as_uri())
         # The JVM listener (jvm/, built by `make setup`), for tests/jvm to construct.
         .config("spark.jars", str(Path(__file__).resolve().parents[1] / "wmon/jars/wmon-spark.jar"))
@@ -77,7 +81,7 @@ def spark():
 
 @pytest.fixture(scope="session")
 def spark_event_log(spark) -> Path:
-    """The directory of the test session's own rolling event log (Spark's defaults: zstd)."""
+    """The directory of the test session's own rolling event log, uncompressed."""
     directory = Path(spark.conf.get("spark.eventLog.dir").removeprefix("file:"))
     return directory / f"eventlog_v2_{spark.sparkContext.applicationId}"
 
