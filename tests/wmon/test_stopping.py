@@ -3,6 +3,7 @@
 lease on (another process takes it long before it would have expired), and keeps what it
 acknowledged or read. Real processes on both stores, as an operator runs them."""
 
+import http.client
 import json
 import os
 import signal
@@ -10,7 +11,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
 import urllib.request
 import uuid
 from contextlib import ExitStack
@@ -73,8 +73,8 @@ class Sender:
             event = progress_event(batch_id=batch_id, timestamp=stamp(T0_MS + batch_id * 1_000))
             try:
                 self._post([event])
-            except (OSError, urllib.error.URLError):
-                return  # the collector stopped
+            except (OSError, http.client.HTTPException):
+                return  # the collector stopped, before or while it answered (IncompleteRead)
             self.acknowledged.append(batch_id)
 
     def join(self):
