@@ -92,11 +92,17 @@ def migrated(path: Path) -> str:
     return f"sqlite:///{path}"
 
 
+def cli_output(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    """What a `wmon` command prints, run in this process (its own process takes ~2 s to import
+    what this one has)."""
+    capsys.readouterr()
+    assert main(list(argv)) == 0, capsys.readouterr().err
+    return capsys.readouterr().out
+
+
 def cli_json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
     """What a `wmon ... --json` command prints, run in this process."""
-    capsys.readouterr()
-    assert main([*argv, "--json"]) == 0
-    return json.loads(capsys.readouterr().out)
+    return json.loads(cli_output(capsys, *argv, "--json"))
 
 
 def stored_figures(capsys: pytest.CaptureFixture[str], store: str, query: str) -> list[Any]:
@@ -106,11 +112,9 @@ def stored_figures(capsys: pytest.CaptureFixture[str], store: str, query: str) -
 
 
 def ingested(capsys: pytest.CaptureFixture[str], store: str, logs: Path) -> tuple[int, int, int]:
-    """`wmon ingest` of `logs` into `store`, run in this process (its own takes ~2 s to import
-    what this one has): the lines read, events stored and problems its summary line counts."""
-    capsys.readouterr()
-    assert main(["ingest", "--database-url", store, str(logs)]) == 0, capsys.readouterr().err
-    output = capsys.readouterr().out
+    """`wmon ingest` of `logs` into `store`, run in this process: the lines read, events stored
+    and problems its summary line counts."""
+    output = cli_output(capsys, "ingest", "--database-url", store, str(logs))
     found = SUMMARY.search(output)
     assert found, output
     lines, events, problems = (int(count.replace(",", "")) for count in found.groups())
