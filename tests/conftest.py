@@ -52,7 +52,9 @@ def spark():
     event_logs = Path(warehouse) / "event-logs"
     event_logs.mkdir()
     session = (
-        SparkSession.builder.master("local[2]")
+        # Two cores, and a failed task tried once more, as a cluster retries one (local[2]
+        # would fail the query at once): test_instrument fails tasks' first attempts.
+        SparkSession.builder.master("local[2,2]")
         .appName("wmon-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")

@@ -6,10 +6,7 @@ a batch read from a partition (by the offsets in its progress) less what it emit
 what Spark dropped. Behind a window aggregation, see test_late_oracle.py.
 """
 
-import json
 import os
-import subprocess
-import sys
 from collections import Counter
 
 import pytest
@@ -22,7 +19,6 @@ from monitor.spark.instrument import instrument
 from monitor.spark.measuring import Measuring
 from monitor.spark.operator_python import measured_in_python
 from monitor.store.schema.models import Batch
-from tests.support.paths import ROOT
 from tests.support.spark_queries import (
     START_MS,
     expected_late,
@@ -45,8 +41,9 @@ def skewed(log_dir):
     return skewed_log(log_dir, SPACING_MS, RECORDS)
 
 
-def run(spark, log_dir, checkpoint, database_url, shape):
-    """Run the query to the end of the log: the query, and its rows per (batch, partition)."""
+def run(spark, log_dir, checkpoint, database_url, shape, per_trigger=90):
+    """Run the query to the end of the log, `per_trigger` records a batch: the query, and its
+    rows per (batch, partition)."""
     handle = monitor.attach(spark, database_url)
     emitted = Counter()
 
@@ -58,7 +55,7 @@ def run(spark, log_dir, checkpoint, database_url, shape):
         spark.readStream.format("partitioned_log")
         .option("path", str(log_dir))
         .option("subscribe", "telemetry")
-        .option("maxOffsetsPerTrigger", 90)
+        .option("maxOffsetsPerTrigger", per_trigger)
         .load()
     )
     query = (
@@ -180,30 +177,60 @@ def test_a_batch_replayed_after_a_restart_is_counted_once(
     assert sum(row["late_records"] for row in before.values()) == dropped_by_spark(first)
 
 
+def fail_first_attempts(markers):
+    """A pass-through that fails each task's first attempt once its rows were measured: every
+    task of batch 1 and later leaves a marker file in `markers` and fails, the second attempt
+    succeeds (the session's `local[2,2]` master tries a task twice)."""
+
+    def pass_through(batches):
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        batch_id = int(context.getLocalProperty("streaming.sql.batchId"))
+        # Drain the input first: the failed attempt has then measured every row of its task.
+        rows = list(batches)
+        if batch_id >= 1 and context.attemptNumber() == 0:
+            open(os.path.join(markers, f"{batch_id}-{context.partitionId()}"), "w").close()
+            raise RuntimeError("wmon test: a task's first attempt fails")
+        yield from rows
+
+    return pass_through
+
+
 # One store is enough: this is about Spark discarding a failed attempt's observed metrics; the
 # write path is the one the tests above check on both stores.
-@pytest.mark.e2e
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("operator", ["jvm", "python"])
 def test_a_retried_task_is_counted_once(
-    skewed, log_dir, checkpoint, database_url, engine, tmp_path
+    spark, skewed, log_dir, checkpoint, database_url, engine, tmp_path, monkeypatch, operator
 ):
+    monkeypatch.setenv("WMON_OPERATOR", operator)
     markers = tmp_path / "failed-attempts"
     markers.mkdir()
-    job = ROOT / "tests" / "jobs" / "retried_tasks.py"
-    arguments = [str(log_dir), checkpoint, database_url, str(markers)]
-    done = subprocess.run(
-        [sys.executable, str(job), *arguments], capture_output=True, text=True, timeout=WAIT
-    )
-    assert done.returncode == 0, done.stderr[-3_000:]
-    result = json.loads(done.stdout.splitlines()[-1])
 
-    rows = stored(engine, result["query_id"])
+    def shape(source):
+        measured = instrument(source, checkpoint=checkpoint, delay="10 seconds")
+        retried = measured.mapInArrow(fail_first_attempts(str(markers)), measured.schema)
+        return retried.withWatermark("timestamp", "10 seconds").dropDuplicates(
+            ["key", "timestamp"]
+        )
+
+    # 100 records of each partition a batch: three batches, two of them retried, and the second
+    # retried one starts from the state the first left. Spark logs each failed attempt with its
+    # stack as an error: not in the suite's output.
+    spark.sparkContext.setLogLevel("FATAL")
+    try:
+        query, _ = run(spark, log_dir, checkpoint, database_url, shape, per_trigger=300)
+    finally:
+        spark.sparkContext.setLogLevel("ERROR")
+
+    rows = stored(engine, query.id)
     batches_read = {batch for (batch, _), row in rows.items() if row.records}
     failed = {int(name.split("-")[0]) for name in os.listdir(markers)}
     assert failed == batches_read - {0}, "every task of batch 1 on should have failed once"
     late = {key: row.late_records for key, row in rows.items() if row.late_records}
     assert late == expected_late(skewed, checkpoint)
-    assert sum(late.values()) == result["dropped"] > 0
+    assert sum(late.values()) == dropped_by_spark(query) > 0
     assert sum(row.records for row in rows.values()) == RECORDS * len(SPACING_MS)
 
 
