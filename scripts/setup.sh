@@ -70,12 +70,13 @@ if installed_all_extras; then
   say "Python packages are up to date"
 else
   say "installing Python packages ($EXTRAS) into $VENV (the first time takes a few minutes)"
-  "$VENV/bin/python" -m pip install --quiet --upgrade pip
-  # pip shows the build backend's warnings: setuptools' note on every editable install ("be
-  # careful with folders named like your package") is information, not a problem, and left
-  # out; any other warning, a deprecation above all, still shows.
-  PYTHONWARNINGS="ignore:Editable installation:UserWarning" \
-    "$VENV/bin/python" -m pip install --quiet -e ".[$EXTRAS]"
+  # uv installs them, from PyPI as pip would: from its cache it unpacks and compiles them on
+  # every core, 37 s here where pip took 80 s (a fresh .venv with every extra).
+  "$VENV/bin/python" -m pip install --quiet uv
+  # Compiled ahead, as pip does: the tests start many Python processes, each of which would
+  # otherwise compile what it imports (they write no bytecode when PYTHONDONTWRITEBYTECODE is
+  # set). uv shows the build backend's warnings only when it fails.
+  "$VENV/bin/uv" pip install --python "$VENV/bin/python" --quiet --compile-bytecode -e ".[$EXTRAS]"
   printf '%s\n' "$EXTRAS" >"$STAMP"
 fi
 
