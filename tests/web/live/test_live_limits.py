@@ -246,7 +246,7 @@ def peak_threads(until):
 
 @pytest.mark.parametrize("app_config", [UNLIMITED], indirect=True, ids=["unlimited"])
 def test_the_threads_a_client_costs_are_bounded_however_much_it_sends(stored, server):
-    clients, flood_each = 20, 10
+    clients, flood_each = 10, 10
     spawn = multiprocessing.get_context("spawn")
     ready, go, done = spawn.Event(), spawn.Event(), spawn.Queue()
     before = threading.active_count()
