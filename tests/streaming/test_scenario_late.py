@@ -12,7 +12,7 @@ import pytest
 import monitor
 from streaming.log import PartitionedLog
 from streaming.scenarios import FAST, LATE, SLOW, play
-from tests.support.spark_queries import read_by_spark, unique_name
+from tests.support.spark_queries import read_by_spark, unique_name, without_no_data_batches
 from tests.support.stores import stored_event_times
 
 pytestmark = [pytest.mark.spark, pytest.mark.e2e]
@@ -51,15 +51,16 @@ def test_stored_late_records_are_exact_in_every_scenario(
     for key, value in scenario.source_options(log_dir).items():
         reader = reader.option(key, value)
     measured = monitor.instrument(reader.load(), checkpoint=checkpoint, delay="10 seconds")
-    query = (
-        measured.withWatermark("timestamp", "10 seconds")
-        .dropDuplicates(["partition", "offset", "timestamp"])
-        .writeStream.queryName(unique_name(name))
-        .foreachBatch(count)
-        .option("checkpointLocation", checkpoint)
-        .trigger(availableNow=True)
-        .start()
-    )
+    with without_no_data_batches(spark):
+        query = (
+            measured.withWatermark("timestamp", "10 seconds")
+            .dropDuplicates(["partition", "offset", "timestamp"])
+            .writeStream.queryName(unique_name(name))
+            .foreachBatch(count)
+            .option("checkpointLocation", checkpoint)
+            .trigger(availableNow=True)
+            .start()
+        )
     try:
         assert query.awaitTermination(180), "the query did not finish"
     finally:

@@ -1,5 +1,6 @@
 """Real streaming queries over partitioned logs in tests, and what each batch of one read."""
 
+import contextlib
 import json
 import os
 import uuid
@@ -17,6 +18,18 @@ START_MS = 1_700_000_000_000  # event times of the generated logs start here
 def unique_name(prefix: str = "q") -> str:
     """A query name that no other test uses."""
     return f"{prefix}_{uuid.uuid4().hex[:8]}"
+
+
+@contextlib.contextmanager
+def without_no_data_batches(spark: Any) -> Iterator[None]:
+    """Queries started inside run no batch that reads nothing after the last (Spark's no-data
+    batch, run to move the watermark on): it measures nothing, and each batch costs a Spark
+    test about as much as the next. A query takes the setting as it starts."""
+    spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false")
+    try:
+        yield
+    finally:
+        spark.conf.unset("spark.sql.streaming.noDataMicroBatches.enabled")
 
 
 def offset_log(checkpoint: str) -> dict[int, tuple[int, dict[int, int]]]:

@@ -16,7 +16,12 @@ from monitor.collect.progress import parse_progress
 from monitor.config import load_settings
 from monitor.spark.instrument import chosen_operator, instrument
 from monitor.spark.operator_jvm import JVM_CLASS
-from tests.support.spark_queries import read_by_spark, skewed_log, unique_name
+from tests.support.spark_queries import (
+    read_by_spark,
+    skewed_log,
+    unique_name,
+    without_no_data_batches,
+)
 
 pytestmark = pytest.mark.spark
 WAIT = 120
@@ -100,11 +105,7 @@ def run(spark, log_dir, checkpoint, monkeypatch, operator, shape, options, windo
         result = watermarked.groupBy(F.window("timestamp", window), "partition").count()
     else:
         result = watermarked.dropDuplicates(["timestamp", "partition"])
-    # Without the batch that reads nothing after the last (Spark's no-data batch, run to move
-    # the watermark on): it measures nothing, and is a quarter of the query's batches. A query
-    # takes the setting as it starts.
-    spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false")
-    try:
+    with without_no_data_batches(spark):
         query = (
             result.writeStream.queryName(unique_name(f"{operator}-"))
             .format("noop")
@@ -113,8 +114,6 @@ def run(spark, log_dir, checkpoint, monkeypatch, operator, shape, options, windo
             .trigger(availableNow=True)
             .start()
         )
-    finally:
-        spark.conf.unset("spark.sql.streaming.noDataMicroBatches.enabled")
     assert query.awaitTermination(WAIT), "the query did not finish"
     figures = {}
     for progress in query.recentProgress:
