@@ -78,7 +78,8 @@ class Receiver:
         # The same port again after a stop(): the listener keeps its URL.
         self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self.port = self._server.server_address[1]
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        # Looking every 50 ms whether to stop (0.5 s by default): a stop() waits that.
+        threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()
         return self
 
     def _by_status(self, events: list[dict[str, Any]]) -> Answer:

@@ -27,7 +27,8 @@ class LocalReceiver:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        # Looking every 50 ms whether to stop (0.5 s by default): a close() waits that.
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
         self.url = f"http://127.0.0.1:{self.server.server_port}"
 
     def close(self):

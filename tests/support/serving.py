@@ -31,7 +31,8 @@ def serving(app: Flask, port: int = 0) -> Iterator[str]:
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # not a line per request
     server = make_server("127.0.0.1", port, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # Its loop looks every 50 ms whether it should stop (0.5 s by default): a stop waits that.
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_port}"
