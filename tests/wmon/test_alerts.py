@@ -11,14 +11,9 @@ from monitor.alerts.rulefile import MAX_FILE_BYTES
 from monitor.alerts.runner import AlertRunner
 from monitor.store.schema.engine import display_url
 from tests.support.alert_scenarios import stalled
+from tests.support.cli import run_wmon
 from tests.support.receivers import LocalReceiver
 from wmon.main import build_parser, main
-
-
-def run(capsys, *argv):
-    status = main(list(argv))
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 @pytest.fixture
@@ -28,14 +23,14 @@ def stalled_store(engine, database_url):
 
 
 def test_one_pass_raises_the_stall_and_lists_the_most_urgent_first(capsys, stalled_store):
-    assert run(capsys, "alerts", "run", "--once", "--database-url", stalled_store)[:2] == (
+    assert run_wmon(capsys, "alerts", "run", "--once", "--database-url", stalled_store)[:2] == (
         0,
         # Evaluated now, years after its batches, the query is also silent and its watermark
         # old: no_progress fires at once; the stall and the watermark's age wait for their
         # 'for' of a minute.
         "3 transitions\n",
     )
-    status, out, _ = run(capsys, "alerts", "--json", "--database-url", stalled_store)
+    status, out, _ = run_wmon(capsys, "alerts", "--json", "--database-url", stalled_store)
     listed = {(a["rule"], tuple(a["partitions"]), a["state"]) for a in json.loads(out)}
     assert status == 0
     assert listed == {
@@ -43,7 +38,7 @@ def test_one_pass_raises_the_stall_and_lists_the_most_urgent_first(capsys, stall
         ("no_progress", (), "firing"),
         ("watermark_age", (), "pending"),
     }
-    status, out, _ = run(capsys, "alerts", "--database-url", stalled_store)
+    status, out, _ = run_wmon(capsys, "alerts", "--database-url", stalled_store)
     header, *lines = out.splitlines()
     rows = [line for line in lines if line[:1].isdigit()]
     said = " ".join(line for line in lines if line not in rows)
@@ -55,8 +50,8 @@ def test_one_pass_raises_the_stall_and_lists_the_most_urgent_first(capsys, stall
 
 
 def test_a_second_pass_adds_nothing(capsys, stalled_store):
-    run(capsys, "alerts", "run", "--once", "--database-url", stalled_store)
-    assert run(capsys, "alerts", "run", "--once", "--database-url", stalled_store)[1] == (
+    run_wmon(capsys, "alerts", "run", "--once", "--database-url", stalled_store)
+    assert run_wmon(capsys, "alerts", "run", "--once", "--database-url", stalled_store)[1] == (
         "0 transitions\n"
     )
 
@@ -65,11 +60,13 @@ def test_a_bad_rules_file_is_one_error_line_and_changes_nothing(capsys, stalled_
     rules = tmp_path / "rules.yml"
     rules.write_text("rules:\n  late_records: {count: lots}\n")
     argv = ["alerts", "run", "--once", "--rules", str(rules), "--database-url", stalled_store]
-    status, out, err = run(capsys, *argv)
+    status, out, err = run_wmon(capsys, *argv)
     assert (status, out) == (1, "")
     assert err == f"wmon: error: {rules}: line 2: count must be a whole number, not 'lots'\n"
     assert (
-        json.loads(run(capsys, "alerts", "--all", "--json", "--database-url", stalled_store)[1])
+        json.loads(
+            run_wmon(capsys, "alerts", "--all", "--json", "--database-url", stalled_store)[1]
+        )
         == []
     )
 
@@ -78,7 +75,7 @@ def test_a_bad_rules_file_is_one_error_line_and_changes_nothing(capsys, stalled_
 def sqlite_store(tmp_path, capsys):
     """A migrated SQLite store, empty."""
     url = f"sqlite:///{tmp_path / 'wmon.db'}"
-    assert run(capsys, "db", "upgrade", "--database-url", url)[0] == 0
+    assert run_wmon(capsys, "db", "upgrade", "--database-url", url)[0] == 0
     return url
 
 
@@ -134,7 +131,7 @@ def test_an_odd_rules_file_is_one_error_line_naming_it(
 ):
     rules = make(tmp_path / "rules.yml", request)
     argv = ["alerts", "run", "--once", "--rules", str(rules), "--database-url", sqlite_store]
-    assert run(capsys, *argv) == (1, "", f"wmon: error: {rules}: {problem}\n")
+    assert run_wmon(capsys, *argv) == (1, "", f"wmon: error: {rules}: {problem}\n")
 
 
 def test_bad_arguments_exit_2(capsys):
@@ -154,7 +151,7 @@ def test_one_pass_also_sends_what_it_queued(capsys, stalled_store, engine, tmp_p
     try:
         rules = tmp_path / "rules.yml"
         rules.write_text(f"receivers:\n  - {{name: ops, kind: webhook, url: '{receiver.url}'}}\n")
-        run(
+        run_wmon(
             capsys,
             "alerts",
             "run",
@@ -182,7 +179,7 @@ def test_on_a_schedule_it_says_where_and_with_which_rules(
     rules = tmp_path / "rules.yml"
     rules.write_text("rules: {}\n")
     argv = ["alerts", "run", "--interval", "2.5", "--database-url", stalled_store]
-    status, out, _ = run(capsys, *argv, *(["--rules", str(rules)] if with_rules else []))
+    status, out, _ = run_wmon(capsys, *argv, *(["--rules", str(rules)] if with_rules else []))
     assert status == 0
     assert out.splitlines() == [
         f"wmon: evaluating alert rules every 2.5 s in {display_url(stalled_store)}",

@@ -31,6 +31,7 @@ from monitor.ingest.logfiles import discover
 from monitor.store.schema.engine import create_engine
 from monitor.store.schema.migrate import upgrade
 from monitor.store.schema.models import Query, Sender
+from tests.support.cli import run_wmon
 from tests.support.network import closed_port
 from tests.support.spark_submit import (
     LineServer,
@@ -44,7 +45,6 @@ from tests.support.spark_submit import (
     tail,
 )
 from tests.support.waiting import wait_until
-from wmon.main import main
 from wmon.submit import spark_submit
 
 pytestmark = pytest.mark.spark
@@ -93,11 +93,11 @@ def migrated(path: Path) -> str:
 
 
 def cli_output(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
-    """What a `wmon` command prints, run in this process (its own process takes ~2 s to import
-    what this one has)."""
+    """What a `wmon` command prints, run in this process, which it must end with status 0."""
     capsys.readouterr()
-    assert main(list(argv)) == 0, capsys.readouterr().err
-    return capsys.readouterr().out
+    status, out, err = run_wmon(capsys, *argv)
+    assert status == 0, err
+    return out
 
 
 def cli_json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:

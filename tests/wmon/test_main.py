@@ -19,6 +19,7 @@ from monitor.store.schema.engine import create_engine, display_url, parse_url
 from monitor.store.schema.migrate import current_revision, head_revision
 from monitor.store.write.writes import write_event
 from streaming.log import PartitionedLog
+from tests.support.cli import run_wmon
 from tests.support.diagnosis_scenario import write_telemetry
 from tests.support.network import closed_port
 from tests.support.progress import progress_doc
@@ -89,12 +90,6 @@ def snapshot(url: str) -> dict[str, list[tuple[Any, ...]]]:
         }
     engine.dispose()
     return rows
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    status = main(list(argv))
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 def table(*lines: str) -> str:
@@ -221,14 +216,14 @@ def test_tables(
 ):
     # A backlog's age is as of now: a minute after the first batch.
     monkeypatch.setattr(wmon.queries, "now_ms", lambda: T0 + 60_000)
-    assert run(capsys, *argv, "--database-url", store) == (0, expected, "")
+    assert run_wmon(capsys, *argv, "--database-url", store) == (0, expected, "")
 
 
 @pytest.mark.parametrize(("flag", "expected"), [([], "(none)\n"), (["--json"], "[]\n")])
 def test_an_empty_store_has_no_queries(
     database_url: str, capsys: pytest.CaptureFixture[str], flag: list[str], expected: str
 ) -> None:
-    assert run(capsys, "queries", *flag, "--database-url", database_url) == (0, expected, "")
+    assert run_wmon(capsys, "queries", *flag, "--database-url", database_url) == (0, expected, "")
 
 
 @pytest.mark.parametrize(
@@ -245,7 +240,7 @@ def test_queries_show_their_health_the_most_urgent_first(
     expected: str,
 ):
     monkeypatch.setattr(wmon.queries, "now_ms", lambda: T0 + later_ms)
-    assert run(capsys, "queries", *flags, "--database-url", store) == (0, expected, "")
+    assert run_wmon(capsys, "queries", *flags, "--database-url", store) == (0, expected, "")
 
 
 def test_a_query_running_a_long_batch_is_heard_from_and_says_which_batch(
@@ -256,7 +251,7 @@ def test_a_query_running_a_long_batch_is_heard_from_and_says_which_batch(
     write_event(engine, BatchRunning(QUERY, RUN, T0 + 3_600_000, None, since))
     engine.dispose()
     monkeypatch.setattr(wmon.queries, "now_ms", lambda: T0 + 3_605_000)
-    status, out, _ = run(capsys, "queries", "--database-url", store)
+    status, out, _ = run_wmon(capsys, "queries", "--database-url", store)
     assert status == 0
     # Silent for an hour but for word of its batch in flight: healthy, and running batch 4.
     assert re.search(r"\ntelemetry_windows +healthy +- +5.0 s ago +3 +batch 4 for 1 h +active", out)
@@ -267,7 +262,7 @@ def test_queries_as_json_are_the_rows_the_api_gives(
 ):
     now = T0 + 3_600_000
     monkeypatch.setattr(wmon.queries, "now_ms", lambda: now)
-    status, out, err = run(capsys, "queries", "--json", "--database-url", store)
+    status, out, err = run_wmon(capsys, "queries", "--json", "--database-url", store)
     app = create_app({"DATABASE_URL": store, "CLOCK": lambda: now, "TESTING": True})
     try:
         served = app.test_client().get("/api/queries").get_json()["queries"]
@@ -288,10 +283,10 @@ def test_queries_are_judged_by_the_rules_given(
     rules = tmp_path / "rules.yml"
     rules.write_text("rules:\n  no_progress: {threshold: 2h}\n")
     monkeypatch.setenv("WMON_ALERT_RULES", str(rules))
-    status, out, _ = run(capsys, "queries", "--database-url", store)
+    status, out, _ = run_wmon(capsys, "queries", "--database-url", store)
     assert status == 0 and "telemetry_windows  healthy" in out
     missing = tmp_path / "missing.yml"
-    status, out, err = run(capsys, "queries", "--rules", str(missing), "--database-url", store)
+    status, out, err = run_wmon(capsys, "queries", "--rules", str(missing), "--database-url", store)
     assert (status, out) == (1, "")
     assert err.startswith(f"wmon: error: {missing}: cannot read it")
 
@@ -430,7 +425,7 @@ def test_json(
     expected: Any,
 ):
     monkeypatch.setattr(wmon.queries, "now_ms", lambda: T0 + 60_000)
-    status, out, err = run(capsys, *argv, "--json", "--database-url", store)
+    status, out, err = run_wmon(capsys, *argv, "--json", "--database-url", store)
     assert (status, err) == (0, "")
     assert json.loads(out) == expected
 
@@ -442,7 +437,7 @@ def test_a_partition_ahead_of_the_clock_says_so(
     write_telemetry(engine)  # telemetry/2 reads a record 2 h 0 min 30 s ahead in batch 3
     engine.dispose()
     argv = ("partitions", "telemetry", "--batch", "3", "--database-url", database_url)
-    status, out, _ = run(capsys, *argv)
+    status, out, _ = run_wmon(capsys, *argv)
     [row] = [line for line in out.splitlines() if "telemetry/2" in line]
     assert status == 0 and "  ahead of the clock by 2 h  " in row
 
@@ -452,9 +447,10 @@ def test_db_upgrade_migrates_once_then_says_already_at(
 ) -> None:
     shown, head = display_url(parse_url(empty_database_url)), head_revision()
     upgraded = f"store {shown}: upgraded from empty to revision {head}\n"
-    assert run(capsys, "db", "upgrade", "--database-url", empty_database_url) == (0, upgraded, "")
+    upgrade = ("db", "upgrade", "--database-url", empty_database_url)
+    assert run_wmon(capsys, *upgrade) == (0, upgraded, "")
     already = f"store {shown}: already at revision {head}\n"
-    assert run(capsys, "db", "upgrade", "--database-url", empty_database_url) == (0, already, "")
+    assert run_wmon(capsys, *upgrade) == (0, already, "")
     engine = create_engine(empty_database_url)
     assert current_revision(engine) == head
     engine.dispose()
@@ -635,7 +631,7 @@ def test_an_unknown_query_is_an_error_and_changes_nothing(
     store: str, capsys: pytest.CaptureFixture[str], argv: list[str]
 ) -> None:
     before = snapshot(store)
-    status, out, err = run(capsys, *argv, "--database-url", store)
+    status, out, err = run_wmon(capsys, *argv, "--database-url", store)
     message = f"wmon: error: no query with id or name {argv[1]!r} (see `wmon queries`)\n"
     assert (status, out, err) == (1, "", message)
     assert snapshot(store) == before
@@ -649,7 +645,7 @@ def test_an_unmigrated_store_is_an_error_and_stays_unmigrated(
     if parsed.get_backend_name() == "sqlite":
         sqlite3.connect(parsed.database).close()  # an existing file with no schema
     argv = ["queries"] if command == "queries" else ["batches", QUERY]
-    status, out, err = run(capsys, *argv, "--database-url", empty_database_url)
+    status, out, err = run_wmon(capsys, *argv, "--database-url", empty_database_url)
     message = f"wmon: error: store {display_url(parsed)} is not migrated: run `wmon db upgrade`\n"
     assert (status, out, err) == (1, "", message)
     assert snapshot(empty_database_url) == {}
@@ -736,7 +732,7 @@ def test_a_store_that_cannot_be_used_is_one_line_and_status_1(
     monkeypatch.chdir(tmp_path)
     url, message = bad_store(tmp_path)
     before = files(tmp_path)
-    assert run(capsys, *command, "--database-url", url) == (1, "", f"wmon: error: {message}\n")
+    assert run_wmon(capsys, *command, "--database-url", url) == (1, "", f"wmon: error: {message}\n")
     assert files(tmp_path) == before
 
 
@@ -744,7 +740,7 @@ def test_generate_writes_the_records_it_reports(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     path = tmp_path / "log"
-    status, out, err = run(
+    status, out, err = run_wmon(
         capsys, "generate", str(path), "--partitions", "3", "--records", "120", "--seed", "7"
     )
     assert (status, err) == (0, "")
@@ -773,7 +769,7 @@ def test_generate_a_scenario_says_each_partitions_role_and_how_to_read_it(
         "--records",
         "300",
     ]
-    status, out, err = run(capsys, *argv)
+    status, out, err = run_wmon(capsys, *argv)
     assert (status, err) == (0, "")
     assert out.splitlines() == [
         f"wrote 300 records to {path / 'telemetry'}",

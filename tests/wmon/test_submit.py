@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.cli import run_wmon
 from wmon.main import main
 from wmon.submit import LISTENERS_KEY, listener_jar, merged_args
 
@@ -22,19 +23,13 @@ def no_token_or_jar_from_the_machine(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("WMON_LISTENER_JAR", raising=False)
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_the_jar_is_the_one_make_setup_builds() -> None:
     assert listener_jar() == JAR
     assert JAR.is_file(), "run `make setup` to build the listener jar"
 
 
 def test_spark_conf_prints_spark_submit_arguments(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "spark-conf")
+    code, out, _ = run_wmon(capsys, "spark-conf")
     assert code == 0
     assert out.splitlines() == [
         f"--jars {JAR}",
@@ -47,7 +42,7 @@ def test_spark_conf_prints_spark_defaults_lines(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("WMON_INGEST_TOKEN", "from-env")
-    code, out, _ = run(capsys, "spark-conf", "--format", "defaults", "--url", "https://wmon:8443")
+    code, out, _ = run_wmon(capsys, "spark-conf", "--format", "defaults", "--url", "https://wmon:8443")
     assert code == 0
     assert out.splitlines() == [
         f"spark.jars {JAR}",
@@ -61,7 +56,7 @@ def test_a_token_given_wins_over_the_environment(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("WMON_INGEST_TOKEN", "from-env")
-    _, out, _ = run(capsys, "spark-conf", "--token", "given")
+    _, out, _ = run_wmon(capsys, "spark-conf", "--token", "given")
     assert out.splitlines()[-1] == "--conf spark.wmon.token=given"
 
 
@@ -81,7 +76,7 @@ def test_a_missing_jar_says_to_run_make_setup(
     command: list[str],
 ) -> None:
     monkeypatch.setenv("WMON_LISTENER_JAR", str(tmp_path / "none.jar"))
-    code, out, err = run(capsys, *command)
+    code, out, err = run_wmon(capsys, *command)
     assert (code, out) == (1, "")
     missing = tmp_path / "none.jar"
     assert err == f"wmon: error: no listener jar at {missing}: run `make setup` to build it\n"
